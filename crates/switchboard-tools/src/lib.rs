@@ -1,0 +1,30 @@
+//! The tool model every part of Switchboard shares: definitions, calls, results and
+//! messages in OpenAI's shape; validation of tool lists under a profile; argument and
+//! result checking with validators compiled once; and Rust functions as tools (`#[tool]`).
+
+mod call;
+mod defaults;
+mod definition;
+mod message;
+mod problem;
+mod profile;
+mod schema;
+mod tool;
+mod toolset;
+mod validate;
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::generate::*;
+}
+mod generate;
+
+pub use call::{ToolCall, ToolResult};
+pub use definition::{FunctionDefinition, ToolDefinition, ToolKind};
+pub use message::{Content, Message};
+pub use problem::{Problem, Problems};
+pub use profile::{Profile, ProfileKind};
+pub use switchboard_macros::tool;
+pub use tool::{FnTool, Tool, ToolError, Toolbox};
+pub use toolset::{CallError, CompiledTool, MAX_MESSAGE_CHARS, Toolset, truncate_message};
+pub use validate::validate_tools;

@@ -1,0 +1,115 @@
+//! Chat messages in OpenAI's shape, tool calls and tool results included.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ToolCall;
+
+/// One message of a conversation, tagged by `role` as OpenAI does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    System {
+        content: Content,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    Developer {
+        content: Content,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    User {
+        content: Content,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    Assistant {
+        /// Null when the reply is only tool calls.
+        #[serde(default)]
+        content: Option<Content>,
+        /// Reasoning text some servers return beside the answer (vLLM, DeepSeek); kept so
+        /// that reasoning models see their own reasoning between tool rounds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: Content,
+    },
+}
+
+/// Message content: a plain string, or OpenAI's list of parts (text, images, …).
+/// Parts other than text are kept as they came so that they pass through untouched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Value>),
+}
+
+impl Content {
+    /// The text of the content; parts that are not text are skipped.
+    pub fn text(&self) -> String {
+        match self {
+            Content::Text(text) => text.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .collect(),
+        }
+    }
+}
+
+impl From<String> for Content {
+    fn from(text: String) -> Self {
+        Content::Text(text)
+    }
+}
+
+impl From<&str> for Content {
+    fn from(text: &str) -> Self {
+        Content::Text(text.to_owned())
+    }
+}
+
+impl Message {
+    pub fn system(text: impl Into<String>) -> Self {
+        Message::System { content: Content::Text(text.into()), name: None }
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User { content: Content::Text(text.into()), name: None }
+    }
+
+    /// An assistant turn; empty text becomes a null content, as OpenAI sends it.
+    pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        let text = text.into();
+        Message::Assistant {
+            content: (!text.is_empty()).then_some(Content::Text(text)),
+            reasoning_content: None,
+            tool_calls,
+            name: None,
+        }
+    }
+
+    pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message::Tool { tool_call_id: tool_call_id.into(), content: Content::Text(content.into()) }
+    }
+
+    /// The role name as it appears on the wire.
+    pub fn role(&self) -> &'static str {
+        match self {
+            Message::System { .. } => "system",
+            Message::Developer { .. } => "developer",
+            Message::User { .. } => "user",
+            Message::Assistant { .. } => "assistant",
+            Message::Tool { .. } => "tool",
+        }
+    }
+}

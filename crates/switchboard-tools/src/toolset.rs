@@ -1,0 +1,220 @@
+//! A validated tool list with its compiled validators: checks the arguments of each call
+//! and the result it returns, turning every failure into the words the model will read.
+
+use std::collections::HashMap;
+
+use jsonschema::Validator;
+use jsonschema::error::ValidationErrorKind;
+use serde_json::{Map, Value};
+
+use crate::defaults::Defaults;
+use crate::problem::Problems;
+use crate::schema::{describe, plural, type_name};
+use crate::{Profile, ToolDefinition, validate_tools};
+
+/// The longest message a model receives about one failed call.
+pub const MAX_MESSAGE_CHARS: usize = 1000;
+
+/// A tool definition with the validators compiled from it, built once at load.
+#[derive(Debug, Clone)]
+pub struct CompiledTool {
+    definition: ToolDefinition,
+    parameters: Option<Validator>,
+    output: Option<Validator>,
+    defaults: Defaults,
+    max_argument_bytes: Option<usize>,
+}
+
+/// Why a call's arguments or result were refused. `Display` gives the exact text the model
+/// reads, at most [`MAX_MESSAGE_CHARS`] characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    UnknownTool(String),
+    ArgumentsTooLarge { bytes: usize, limit: usize },
+    InvalidJson(String),
+    NotAnObject(&'static str),
+    MissingRequired(Vec<String>),
+    InvalidParameters(Vec<String>),
+    InvalidResult(Vec<String>),
+}
+
+impl CallError {
+    /// A short, stable label for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::UnknownTool(_) => "unknown_tool",
+            CallError::ArgumentsTooLarge { .. } => "too_large",
+            CallError::InvalidJson(_) | CallError::NotAnObject(_) => "json_parse",
+            CallError::MissingRequired(_) | CallError::InvalidParameters(_) => "validation",
+            CallError::InvalidResult(_) => "bad_return",
+        }
+    }
+
+    fn full_message(&self) -> String {
+        match self {
+            CallError::UnknownTool(name) => format!("Error: Unknown tool: {name}"),
+            CallError::ArgumentsTooLarge { bytes, limit } => {
+                format!("Error: Arguments too large - {bytes} bytes, at most {limit} allowed")
+            }
+            CallError::InvalidJson(message) => format!("Error: Invalid JSON arguments - {message}"),
+            CallError::NotAnObject(found) => {
+                format!("Error: Invalid JSON arguments - expected a JSON object at the top level, got {found}")
+            }
+            CallError::MissingRequired(names) => format!(
+                "Error: Missing required {}: {}",
+                plural(names.len(), "parameter", "parameters"),
+                names.join(", ")
+            ),
+            CallError::InvalidParameters(violations) => format!("Error: Invalid parameters - {}", violations.join("; ")),
+            CallError::InvalidResult(violations) => format!("Error: Invalid result - {}", violations.join("; ")),
+        }
+    }
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&truncate_message(self.full_message(), MAX_MESSAGE_CHARS))
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Cuts `text` to `max` characters, ending with `…` when anything was cut.
+pub fn truncate_message(text: String, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((cut, _)) if text.chars().count() > max => format!("{}…", &text[..cut]),
+        _ => text,
+    }
+}
+
+impl CompiledTool {
+    pub(crate) fn new(
+        definition: ToolDefinition,
+        parameters: Option<Validator>,
+        output: Option<Validator>,
+        defaults: Defaults,
+        max_argument_bytes: Option<usize>,
+    ) -> Self {
+        Self { definition, parameters, output, defaults, max_argument_bytes }
+    }
+
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    pub fn name(&self) -> &str {
+        self.definition.name()
+    }
+
+    /// Turns the model's raw argument text into the validated object, defaults filled in.
+    /// An empty text means `{}`: models send that for tools without parameters.
+    pub fn check_arguments(&self, raw: &str) -> Result<Map<String, Value>, CallError> {
+        if let Some(limit) = self.max_argument_bytes
+            && raw.len() > limit
+        {
+            return Err(CallError::ArgumentsTooLarge { bytes: raw.len(), limit });
+        }
+        let value = if raw.trim().is_empty() {
+            Value::Object(Map::new())
+        } else {
+            serde_json::from_str(raw).map_err(|error| CallError::InvalidJson(error.to_string()))?
+        };
+        let mut value = match value {
+            Value::Object(_) => value,
+            other => return Err(CallError::NotAnObject(type_name(&other))),
+        };
+        if let Some(validator) = &self.parameters {
+            violations(validator, &value, true)?;
+        }
+        self.defaults.apply(&mut value);
+        match value {
+            Value::Object(object) => Ok(object),
+            other => Err(CallError::NotAnObject(type_name(&other))),
+        }
+    }
+
+    /// Checks a result against the declared output schema, if any.
+    pub fn check_result(&self, result: &Value) -> Result<(), CallError> {
+        match &self.output {
+            Some(validator) => violations(validator, result, false),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Every violation of `value` against `validator`. With `arguments`, a value whose only
+/// problems are missing top-level properties is reported as missing parameters.
+fn violations(validator: &Validator, value: &Value, arguments: bool) -> Result<(), CallError> {
+    if validator.is_valid(value) {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut all = Vec::new();
+    for error in validator.iter_errors(value) {
+        let path = error.instance_path().as_str();
+        if let ValidationErrorKind::Required { property } = error.kind()
+            && path.is_empty()
+        {
+            missing.push(property.as_str().map_or_else(|| property.to_string(), str::to_owned));
+        }
+        let place = if path.is_empty() { "(root)" } else { path };
+        all.push(format!("{place}: {}", describe(&error)));
+    }
+    Err(if arguments && !missing.is_empty() && missing.len() == all.len() {
+        CallError::MissingRequired(missing)
+    } else if arguments {
+        CallError::InvalidParameters(all)
+    } else {
+        CallError::InvalidResult(all)
+    })
+}
+
+/// A validated tool list, looked up by name. Built once; shared by every call.
+#[derive(Debug, Clone, Default)]
+pub struct Toolset {
+    tools: Vec<CompiledTool>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Toolset {
+    /// Validates and compiles a JSON array of tool definitions under `profile`.
+    pub fn from_json(list: &Value, profile: &Profile) -> Result<Self, Problems> {
+        Ok(Self::from_compiled(validate_tools(list, profile)?))
+    }
+
+    /// Validates and compiles already typed definitions (e.g. from `#[tool]`).
+    pub fn from_definitions(definitions: &[ToolDefinition], profile: &Profile) -> Result<Self, Problems> {
+        let list = serde_json::to_value(definitions).unwrap_or(Value::Null);
+        Self::from_json(&list, profile)
+    }
+
+    fn from_compiled(tools: Vec<CompiledTool>) -> Self {
+        let by_name = tools.iter().enumerate().map(|(index, tool)| (tool.name().to_owned(), index)).collect();
+        Self { tools, by_name }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&CompiledTool> {
+        self.by_name.get(name).map(|&index| &self.tools[index])
+    }
+
+    pub fn tools(&self) -> &[CompiledTool] {
+        &self.tools
+    }
+
+    pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
+        self.tools.iter().map(CompiledTool::definition)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Checks one call: the tool exists and its arguments are valid.
+    pub fn check_call(&self, name: &str, raw_arguments: &str) -> Result<Map<String, Value>, CallError> {
+        self.get(name).ok_or_else(|| CallError::UnknownTool(name.to_owned()))?.check_arguments(raw_arguments)
+    }
+}

@@ -1,0 +1,7 @@
+//! One module per subcommand. Each has `Args` (clap) and `run(Args) -> anyhow::Result<ExitCode>`:
+//! `Ok` carries the command's own verdict (0 fine, 1 problems found), `Err` is a failure of
+//! the command itself (unreadable file, bad flag), which `main` reports with exit code 2.
+
+pub mod check_args;
+pub mod input;
+pub mod validate;

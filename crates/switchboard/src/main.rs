@@ -1,0 +1,37 @@
+//! The `switchboard` binary: parses the command line and hands each command to its module.
+//! Output is this binary's job, so printing is allowed here and nowhere below it.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "switchboard", version, about = "Tool-calling runtime and OpenAI-compatible gateway")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Validate(commands::validate::Args),
+    CheckArgs(commands::check_args::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Validate(args) => commands::validate::run(args),
+        Command::CheckArgs(args) => commands::check_args::run(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
