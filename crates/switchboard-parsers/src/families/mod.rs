@@ -1,0 +1,43 @@
+//! One state machine per family, and the few helpers several of them share.
+
+mod hermes;
+
+use serde_json::{Map, Value};
+
+use crate::out::Out;
+use crate::{Driver, Family, ParseOptions, ToolCallParser};
+
+/// Builds the parser for a family.
+pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn ToolCallParser> {
+    let reasoning = options.starts_in_reasoning;
+    match family {
+        Family::Hermes => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
+        _ => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
+    }
+}
+
+/// Reports one call written as a JSON object `{"name": …, "arguments"|"parameters": …}`.
+/// Arguments given as a string holding a JSON object (double-encoded) are decoded.
+pub(crate) fn emit_json_call(out: &mut Out, call: &Value) -> Result<(), String> {
+    let Some(object) = call.as_object() else {
+        return Err("the call is not a JSON object".to_owned());
+    };
+    let Some(name) = object.get("name").and_then(Value::as_str) else {
+        return Err("the call has no \"name\" string".to_owned());
+    };
+    let arguments = ["arguments", "parameters"].iter().find_map(|key| object.get(*key));
+    let arguments = match arguments {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(Value::String(text)) if text.trim().is_empty() => Map::new(),
+        Some(Value::String(text)) => match serde_json::from_str::<Map<String, Value>>(text) {
+            Ok(map) => map,
+            Err(_) => return Err(format!("the arguments of {name} are a string, not a JSON object")),
+        },
+        Some(_) => return Err(format!("the arguments of {name} are not a JSON object")),
+    };
+    out.start(name);
+    out.arguments(&Value::Object(arguments).to_string());
+    out.end();
+    Ok(())
+}
