@@ -39,6 +39,16 @@ impl Tools {
         self.tools.iter().find(|(name, _)| name == tool).and_then(|(_, properties)| properties.get(parameter))
     }
 
+    /// Whether the parameter's schema says plainly that it is a string, so its text can be
+    /// streamed as a JSON string before it is complete.
+    pub(crate) fn is_string(&self, tool: &str, parameter: &str) -> bool {
+        let mut types = Vec::new();
+        if let Some(schema) = self.schema(tool, parameter) {
+            schema_types(schema, &mut types);
+        }
+        types == ["string"]
+    }
+
     /// Turns a value written as bare text into JSON, typed by the parameter's schema.
     /// Without a schema, text that is valid JSON (a number, `true`, an object...) is taken as
     /// such and anything else stays a string.

@@ -1,6 +1,10 @@
 //! One state machine per family, and the few helpers several of them share.
 
+mod args;
 mod hermes;
+mod llama_json;
+mod pythonic;
+mod qwen_xml;
 
 use serde_json::{Map, Value};
 
@@ -12,6 +16,9 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
     let reasoning = options.starts_in_reasoning;
     match family {
         Family::Hermes => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
+        Family::Qwen3Coder => Box::new(Driver::new(qwen_xml::QwenXml::new(reasoning), out)),
+        Family::Llama3Json => Box::new(Driver::new(llama_json::LlamaJson::new(), out)),
+        Family::Pythonic => Box::new(Driver::new(pythonic::Pythonic::new(), out)),
         _ => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
     }
 }
