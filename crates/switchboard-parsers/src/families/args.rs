@@ -1,8 +1,11 @@
 //! Builds a call's JSON arguments object from key/value pairs, for formats that write each
 //! argument as its own element (Qwen XML, GLM, DeepSeek DSML, Kimi K3). String values stream
-//! as they arrive; other values are typed by the tool's schema once complete.
+//! as they arrive; other values are typed by the tool's schema once complete. Also streams
+//! arguments that the model writes as one raw JSON object.
 
 use serde_json::Value;
+
+use crate::json_scan::{JsonScan, Scan};
 
 use crate::out::Out;
 
@@ -48,5 +51,53 @@ impl ArgsWriter {
             out.arguments("}");
         }
         self.count = 0;
+    }
+}
+
+/// What [`RawJsonArgs::feed`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fed {
+    More,
+    /// The object closed; the call is ended and the text after this offset is not arguments.
+    Done(usize),
+    /// The text does not open a JSON object; the call has been reported invalid.
+    Broken,
+}
+
+/// Streams arguments the model writes as one JSON object, as they arrive, and ends the call
+/// where the object closes (braces inside strings do not count).
+#[derive(Debug, Default)]
+pub(crate) struct RawJsonArgs {
+    scan: JsonScan,
+    sent: bool,
+}
+
+impl RawJsonArgs {
+    pub(crate) fn feed(&mut self, out: &mut Out, text: &str) -> Fed {
+        let outcome = self.scan.feed(text);
+        let piece = match outcome {
+            Scan::More if !self.scan.started() => return Fed::More,
+            Scan::More => text,
+            Scan::Done(end) => &text[..end],
+            Scan::NotJson => {
+                out.fail("the arguments are not a JSON object", text);
+                return Fed::Broken;
+            }
+        };
+        let piece = if self.sent { piece } else { piece.trim_start() };
+        self.sent = true;
+        out.arguments(piece);
+        match outcome {
+            Scan::Done(end) => {
+                out.end();
+                Fed::Done(end)
+            }
+            _ => Fed::More,
+        }
+    }
+
+    /// Whether the object has begun, so markup met now is part of a value.
+    pub(crate) fn started(&self) -> bool {
+        self.scan.started()
     }
 }

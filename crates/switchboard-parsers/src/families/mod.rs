@@ -3,6 +3,7 @@
 mod args;
 mod hermes;
 mod llama_json;
+mod mistral;
 mod pythonic;
 mod qwen_xml;
 
@@ -19,6 +20,7 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
         Family::Qwen3Coder => Box::new(Driver::new(qwen_xml::QwenXml::new(reasoning), out)),
         Family::Llama3Json => Box::new(Driver::new(llama_json::LlamaJson::new(), out)),
         Family::Pythonic => Box::new(Driver::new(pythonic::Pythonic::new(), out)),
+        Family::Mistral => Box::new(Driver::new(mistral::Mistral::new(reasoning), out)),
         _ => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
     }
 }
