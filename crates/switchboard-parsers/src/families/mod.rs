@@ -1,6 +1,7 @@
 //! One state machine per family, and the few helpers several of them share.
 
 mod args;
+mod gpt_oss;
 mod hermes;
 mod llama_json;
 mod mistral;
@@ -21,6 +22,7 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
         Family::Llama3Json => Box::new(Driver::new(llama_json::LlamaJson::new(), out)),
         Family::Pythonic => Box::new(Driver::new(pythonic::Pythonic::new(), out)),
         Family::Mistral => Box::new(Driver::new(mistral::Mistral::new(reasoning), out)),
+        Family::GptOss => Box::new(Driver::new(gpt_oss::GptOss::new(), out)),
         _ => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
     }
 }
