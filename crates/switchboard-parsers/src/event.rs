@@ -15,7 +15,11 @@ pub enum ParseEvent {
     Reasoning { delta: String },
     /// A call begins. `known` is false when the request offered tools and none has this name:
     /// the call is still reported (flagged, never dropped) so the caller can answer it.
-    ToolCallStart { index: usize, name: String, known: bool },
+    ToolCallStart {
+        index: usize,
+        name: String,
+        known: bool,
+    },
     /// A fragment of the call's arguments; the fragments of one call concatenate to the JSON
     /// text of its arguments object (`{}` when the model gave none).
     ToolCallArguments { index: usize, delta: String },
@@ -24,7 +28,11 @@ pub enum ParseEvent {
     /// A call, or markup that opened one, was malformed or cut off. It is not a tool call:
     /// when `index` is set, a `ToolCallStart` with that index was already sent and the client
     /// must discard that call. `text` is the raw markup, for logs and error messages.
-    Invalid { index: Option<usize>, reason: String, text: String },
+    Invalid {
+        index: Option<usize>,
+        reason: String,
+        text: String,
+    },
 }
 
 /// One valid tool call.
@@ -84,10 +92,21 @@ pub fn collect<I: IntoIterator<Item = ParseEvent>>(events: I) -> Parsed {
                     let arguments = serde_json::from_str::<Map<String, Value>>(&text)
                         .map(Value::Object)
                         .unwrap_or_else(|_| Value::Object(Map::new()));
-                    done.push((index, ParsedCall { name, arguments, known }));
+                    done.push((
+                        index,
+                        ParsedCall {
+                            name,
+                            arguments,
+                            known,
+                        },
+                    ));
                 }
             }
-            ParseEvent::Invalid { index, reason, text } => {
+            ParseEvent::Invalid {
+                index,
+                reason,
+                text,
+            } => {
                 if let Some(index) = index {
                     open.retain(|call| call.0 != index);
                 }

@@ -120,7 +120,10 @@ impl Family {
         match self {
             Family::Mistral => (&["[THINK]", "<think>"], &["[/THINK]", "</think>"]),
             Family::Gemma4 => (&["<|channel>thought"], &["<channel|>"]),
-            Family::KimiK3 => (&["<|open|>think<|sep|>"], &["<|close|>think<|sep|>", "<|open|>response<|sep|>"]),
+            Family::KimiK3 => (
+                &["<|open|>think<|sep|>"],
+                &["<|close|>think<|sep|>", "<|open|>response<|sep|>"],
+            ),
             Family::GptOss | Family::Llama3Json | Family::Pythonic | Family::Json => (&[], &[]),
             _ => (&["<think>"], &["</think>"]),
         }
@@ -132,7 +135,12 @@ impl Family {
     /// the closing marker.
     pub fn prompt_opens_reasoning(self, generation_prompt: &str) -> bool {
         let (opens, closes) = self.reasoning_markers();
-        let last = |markers: &[&str]| markers.iter().filter_map(|marker| generation_prompt.rfind(marker)).max();
+        let last = |markers: &[&str]| {
+            markers
+                .iter()
+                .filter_map(|marker| generation_prompt.rfind(marker))
+                .max()
+        };
         match (last(opens), last(closes)) {
             (Some(open), Some(close)) => open > close,
             (Some(_), None) => true,
@@ -210,15 +218,33 @@ mod tests {
 
     #[test]
     fn longest_pattern_wins() {
-        assert_eq!(family_for_model("Qwen/Qwen2.5-7B-Instruct"), Some(Family::Hermes));
+        assert_eq!(
+            family_for_model("Qwen/Qwen2.5-7B-Instruct"),
+            Some(Family::Hermes)
+        );
         assert_eq!(family_for_model("Qwen/Qwen3-8B"), Some(Family::Hermes));
         assert_eq!(family_for_model("qwen3-coder"), Some(Family::Qwen3Coder));
-        assert_eq!(family_for_model("Qwen/Qwen3.5-9B"), Some(Family::Qwen3Coder));
+        assert_eq!(
+            family_for_model("Qwen/Qwen3.5-9B"),
+            Some(Family::Qwen3Coder)
+        );
         assert_eq!(family_for_model("gpt-oss-120b"), Some(Family::GptOss));
-        assert_eq!(family_for_model("deepseek-coder-33b-instruct"), Some(Family::Json));
-        assert_eq!(family_for_model("deepseek-ai/DeepSeek-V3.1"), Some(Family::DeepseekV31));
-        assert_eq!(family_for_model("deepseek-ai/DeepSeek-V4.1-Flash"), Some(Family::DeepseekV41));
-        assert_eq!(family_for_model("meta-llama/Llama-4-Scout-17B-16E-Instruct"), Some(Family::Pythonic));
+        assert_eq!(
+            family_for_model("deepseek-coder-33b-instruct"),
+            Some(Family::Json)
+        );
+        assert_eq!(
+            family_for_model("deepseek-ai/DeepSeek-V3.1"),
+            Some(Family::DeepseekV31)
+        );
+        assert_eq!(
+            family_for_model("deepseek-ai/DeepSeek-V4.1-Flash"),
+            Some(Family::DeepseekV41)
+        );
+        assert_eq!(
+            family_for_model("meta-llama/Llama-4-Scout-17B-16E-Instruct"),
+            Some(Family::Pythonic)
+        );
         assert_eq!(family_for_model("zai-org/GLM-5.3"), Some(Family::Glm47));
         assert_eq!(family_for_model("unknown-model"), None);
     }
@@ -237,9 +263,16 @@ mod tests {
     #[test]
     fn prompts_that_leave_reasoning_open_are_recognised() {
         assert!(Family::Hermes.prompt_opens_reasoning("<|im_start|>assistant\n<think>\n"));
-        assert!(!Family::Hermes.prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+        assert!(
+            !Family::Hermes
+                .prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        );
         assert!(!Family::DeepseekV31.prompt_opens_reasoning("<｜Assistant｜></think>"));
-        assert!(Family::KimiK3.prompt_opens_reasoning("<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>"));
-        assert!(!Family::Gemma4.prompt_opens_reasoning("<|turn>model\n<|channel>thought\n<channel|>"));
+        assert!(Family::KimiK3.prompt_opens_reasoning(
+            "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>"
+        ));
+        assert!(
+            !Family::Gemma4.prompt_opens_reasoning("<|turn>model\n<|channel>thought\n<channel|>")
+        );
     }
 }

@@ -41,7 +41,9 @@ impl ParseOptions {
     /// Options for an output that follows `generation_prompt` (the text the chat template
     /// appended to the conversation).
     pub fn for_prompt(family: Family, generation_prompt: &str) -> Self {
-        Self { starts_in_reasoning: family.prompt_opens_reasoning(generation_prompt) }
+        Self {
+            starts_in_reasoning: family.prompt_opens_reasoning(generation_prompt),
+        }
     }
 }
 
@@ -52,7 +54,11 @@ pub fn parser(family: Family, tools: &[ToolDefinition]) -> Box<dyn ToolCallParse
 }
 
 /// [`parser`] with options.
-pub fn parser_with(family: Family, tools: &[ToolDefinition], options: ParseOptions) -> Box<dyn ToolCallParser> {
+pub fn parser_with(
+    family: Family,
+    tools: &[ToolDefinition],
+    options: ParseOptions,
+) -> Box<dyn ToolCallParser> {
     families::build(family, Out::new(tools::Tools::new(tools)), options)
 }
 
@@ -62,7 +68,12 @@ pub fn parse_whole(family: Family, tools: &[ToolDefinition], text: &str) -> Pars
 }
 
 /// [`parse_whole`] with options.
-pub fn parse_whole_with(family: Family, tools: &[ToolDefinition], options: ParseOptions, text: &str) -> Parsed {
+pub fn parse_whole_with(
+    family: Family,
+    tools: &[ToolDefinition],
+    options: ParseOptions,
+    text: &str,
+) -> Parsed {
     let mut parser = parser_with(family, tools, options);
     let mut events = parser.feed(text);
     events.extend(parser.finish());
@@ -89,27 +100,43 @@ pub(crate) struct Driver<M> {
 
 impl<M: Machine> Driver<M> {
     pub(crate) fn new(machine: M, out: Out) -> Self {
-        Self { split: Splitter::new(machine.markers()), machine, out }
+        Self {
+            split: Splitter::new(machine.markers()),
+            machine,
+            out,
+        }
     }
 }
 
 impl<M: Machine> ToolCallParser for Driver<M> {
     fn feed(&mut self, chunk: &str) -> Vec<ParseEvent> {
-        let Self { split, machine, out } = self;
+        let Self {
+            split,
+            machine,
+            out,
+        } = self;
         let markers = machine.markers();
         split.push(chunk, |piece| match piece {
             Piece::Text(text) => machine.text(out, text),
-            Piece::Marker(index) => machine.marker(out, index, markers.get(index).copied().unwrap_or("")),
+            Piece::Marker(index) => {
+                machine.marker(out, index, markers.get(index).copied().unwrap_or(""))
+            }
         });
         out.take_events()
     }
 
     fn finish(&mut self) -> Vec<ParseEvent> {
-        let Self { split, machine, out } = self;
+        let Self {
+            split,
+            machine,
+            out,
+        } = self;
         let markers = machine.markers();
         split.finish(|piece| match piece {
             Piece::Text(text) => machine.text(out, text),
-            Piece::Marker(index) => machine.marker(out, index, markers.get(index).copied().unwrap_or("")),
+            Piece::Marker(index) => {
+                machine.marker(out, index, markers.get(index).copied().unwrap_or(""))
+            }
         });
         machine.end(out);
         out.finish();

@@ -19,7 +19,11 @@ impl Channel {
     /// (`<think>\n`, `\n<tool_call>`); newlines between words are kept. Trailing newlines are
     /// therefore held until more text proves they are inside the channel.
     fn take(&mut self, text: &str) -> Option<String> {
-        let text = if self.started { text } else { text.trim_start_matches('\n') };
+        let text = if self.started {
+            text
+        } else {
+            text.trim_start_matches('\n')
+        };
         let body = text.trim_end_matches('\n');
         if body.is_empty() {
             if self.started {
@@ -85,8 +89,16 @@ impl Out {
         let index = self.next_index;
         self.next_index += 1;
         let known = self.tools.knows(name);
-        self.events.push(ParseEvent::ToolCallStart { index, name: name.to_owned(), known });
-        self.call = Some(OpenCall { index, name: name.to_owned(), arguments: String::new() });
+        self.events.push(ParseEvent::ToolCallStart {
+            index,
+            name: name.to_owned(),
+            known,
+        });
+        self.call = Some(OpenCall {
+            index,
+            name: name.to_owned(),
+            arguments: String::new(),
+        });
     }
 
     pub(crate) fn in_call(&self) -> bool {
@@ -105,7 +117,10 @@ impl Out {
         }
         if let Some(call) = &mut self.call {
             call.arguments.push_str(delta);
-            self.events.push(ParseEvent::ToolCallArguments { index: call.index, delta: delta.to_owned() });
+            self.events.push(ParseEvent::ToolCallArguments {
+                index: call.index,
+                delta: delta.to_owned(),
+            });
         }
     }
 
@@ -114,15 +129,25 @@ impl Out {
     pub(crate) fn end(&mut self) {
         let Some(call) = self.call.take() else { return };
         if call.arguments.trim().is_empty() {
-            self.events.push(ParseEvent::ToolCallArguments { index: call.index, delta: "{}".to_owned() });
-            self.events.push(ParseEvent::ToolCallEnd { index: call.index });
+            self.events.push(ParseEvent::ToolCallArguments {
+                index: call.index,
+                delta: "{}".to_owned(),
+            });
+            self.events
+                .push(ParseEvent::ToolCallEnd { index: call.index });
             return;
         }
         match serde_json::from_str::<Value>(&call.arguments) {
-            Ok(Value::Object(_)) => self.events.push(ParseEvent::ToolCallEnd { index: call.index }),
+            Ok(Value::Object(_)) => self
+                .events
+                .push(ParseEvent::ToolCallEnd { index: call.index }),
             Ok(other) => self.events.push(ParseEvent::Invalid {
                 index: Some(call.index),
-                reason: format!("arguments of {} are {}, not a JSON object", call.name, kind(&other)),
+                reason: format!(
+                    "arguments of {} are {}, not a JSON object",
+                    call.name,
+                    kind(&other)
+                ),
                 text: call.arguments,
             }),
             Err(error) => self.events.push(ParseEvent::Invalid {
@@ -137,7 +162,11 @@ impl Out {
     pub(crate) fn fail(&mut self, reason: &str, text: &str) {
         match self.call.take() {
             Some(call) => {
-                let text = if text.is_empty() { call.arguments } else { text.to_owned() };
+                let text = if text.is_empty() {
+                    call.arguments
+                } else {
+                    text.to_owned()
+                };
                 self.events.push(ParseEvent::Invalid {
                     index: Some(call.index),
                     reason: format!("call to {}: {reason}", call.name),
@@ -202,6 +231,9 @@ mod tests {
         out.start("f");
         out.arguments("[1]");
         out.end();
-        assert!(matches!(out.take_events().last(), Some(ParseEvent::Invalid { index: Some(0), .. })));
+        assert!(matches!(
+            out.take_events().last(),
+            Some(ParseEvent::Invalid { index: Some(0), .. })
+        ));
     }
 }

@@ -25,7 +25,11 @@ impl Splitter {
                 starts[usize::from(first)] = true;
             }
         }
-        Self { markers, starts, held: String::new() }
+        Self {
+            markers,
+            starts,
+            held: String::new(),
+        }
     }
 
     /// Feeds one chunk; `on_piece` sees every piece that can be decided now.

@@ -36,7 +36,10 @@ impl Tools {
     }
 
     fn schema(&self, tool: &str, parameter: &str) -> Option<&Value> {
-        self.tools.iter().find(|(name, _)| name == tool).and_then(|(_, properties)| properties.get(parameter))
+        self.tools
+            .iter()
+            .find(|(name, _)| name == tool)
+            .and_then(|(_, properties)| properties.get(parameter))
     }
 
     /// Whether the parameter's schema says plainly that it is a string, so its text can be
@@ -99,7 +102,9 @@ fn as_type(kind: &str, raw: &str) -> Option<Value> {
     match kind {
         "string" => Some(Value::String(raw.to_owned())),
         "integer" => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Number(number)) if number.is_i64() || number.is_u64() => Some(Value::Number(number)),
+            Ok(Value::Number(number)) if number.is_i64() || number.is_u64() => {
+                Some(Value::Number(number))
+            }
             Ok(Value::Number(number)) => number
                 .as_f64()
                 .filter(|float| float.fract() == 0.0 && float.abs() < 9.0e15)

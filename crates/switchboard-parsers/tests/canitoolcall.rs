@@ -3,7 +3,12 @@
 //! the pass rate per family. The corpus is not part of this repository: without
 //! `../shared/oracles/canitoolcall` next to the checkout the test skips with a note.
 //! Set `CANITOOLCALL_VERBOSE=1` to see every failing fixture.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout
+)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,7 +18,8 @@ use switchboard_parsers::{Family, ParseOptions, Parsed, collect, family_for_mode
 use switchboard_tools::ToolDefinition;
 
 fn corpus() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/oracles/canitoolcall");
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/oracles/canitoolcall");
     dir.join("fixtures").is_dir().then_some(dir)
 }
 
@@ -36,10 +42,15 @@ struct Fixture {
 
 fn load(dir: &PathBuf) -> Vec<Fixture> {
     let mut fixtures = Vec::new();
-    let mut families: Vec<PathBuf> = std::fs::read_dir(dir.join("fixtures")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut families: Vec<PathBuf> = std::fs::read_dir(dir.join("fixtures"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     families.sort();
     for family_dir in families.iter().filter(|path| path.is_dir()) {
-        let meta: Value = serde_json::from_str(&std::fs::read_to_string(family_dir.join("family.json")).unwrap()).unwrap();
+        let meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(family_dir.join("family.json")).unwrap())
+                .unwrap();
         let mut files: Vec<PathBuf> = std::fs::read_dir(family_dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -47,15 +58,29 @@ fn load(dir: &PathBuf) -> Vec<Fixture> {
             .collect();
         files.sort();
         for file in files {
-            for line in std::fs::read_to_string(&file).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+            for line in std::fs::read_to_string(&file)
+                .unwrap()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+            {
                 let fixture: Value = serde_json::from_str(line).unwrap();
                 let model = fixture["models"][0].as_str().unwrap();
-                let family = family_for_model(model).unwrap_or_else(|| panic!("no family for {model}"));
-                let prompt = fixture["generation_prompt"].as_str().map(str::to_owned).unwrap_or_else(|| {
-                    let models = meta["reference_models"].as_array().unwrap();
-                    let reference = models.iter().find(|m| m["repo"] == model).unwrap_or(&models[0]);
-                    reference["default_generation_prompt"].as_str().unwrap_or("").to_owned()
-                });
+                let family =
+                    family_for_model(model).unwrap_or_else(|| panic!("no family for {model}"));
+                let prompt = fixture["generation_prompt"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| {
+                        let models = meta["reference_models"].as_array().unwrap();
+                        let reference = models
+                            .iter()
+                            .find(|m| m["repo"] == model)
+                            .unwrap_or(&models[0]);
+                        reference["default_generation_prompt"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_owned()
+                    });
                 fixtures.push(Fixture {
                     id: fixture["id"].as_str().unwrap().to_owned(),
                     family,
@@ -91,25 +116,40 @@ fn run(fixture: &Fixture, chunk_chars: Option<usize>) -> Parsed {
 fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(key, value)| y.get(key).is_some_and(|other| same_json(value, other)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(key, value)| y.get(key).is_some_and(|other| same_json(value, other)))
         }
         _ => a == b,
     }
 }
 
 fn text_field(value: &Value) -> Option<String> {
-    value.as_str().filter(|text| !text.is_empty()).map(str::to_owned)
+    value
+        .as_str()
+        .filter(|text| !text.is_empty())
+        .map(str::to_owned)
 }
 
 fn soft(text: &Option<String>) -> Option<String> {
-    text.as_deref().map(str::trim).filter(|text| !text.is_empty()).map(str::to_owned)
+    text.as_deref()
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .map(str::to_owned)
 }
 
 fn judge(fixture: &Fixture, parsed: &Parsed) -> Verdict {
     if let Some(error) = &fixture.expected_error {
-        let accept: Vec<&str> = error["accept"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let accept: Vec<&str> = error["accept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
         if !parsed.tool_calls.is_empty() {
             return Verdict::Fail;
         }
@@ -135,7 +175,9 @@ fn judge(fixture: &Fixture, parsed: &Parsed) -> Verdict {
     let reasoning = text_field(&expected["reasoning_content"]);
     if content == parsed.content && reasoning == parsed.reasoning_content {
         Verdict::Pass
-    } else if soft(&content) == soft(&parsed.content) && soft(&reasoning) == soft(&parsed.reasoning_content) {
+    } else if soft(&content) == soft(&parsed.content)
+        && soft(&reasoning) == soft(&parsed.reasoning_content)
+    {
         Verdict::Soft
     } else {
         Verdict::Fail
@@ -156,7 +198,9 @@ fn canitoolcall_corpus() {
     for fixture in &fixtures {
         let whole = run(fixture, None);
         let chars = run(fixture, Some(1));
-        let row = table.entry(fixture.id.split('/').next().unwrap().to_owned()).or_default();
+        let row = table
+            .entry(fixture.id.split('/').next().unwrap().to_owned())
+            .or_default();
         row[4] += 1;
         let verdicts = [judge(fixture, &whole), judge(fixture, &chars)];
         for (at, verdict) in verdicts.iter().enumerate() {
@@ -183,14 +227,26 @@ fn canitoolcall_corpus() {
             }
         }
     }
-    println!("{:<14} {:>6} {:>22} {:>22}", "family", "total", "whole pass (+soft)", "1-char pass (+soft)");
+    println!(
+        "{:<14} {:>6} {:>22} {:>22}",
+        "family", "total", "whole pass (+soft)", "1-char pass (+soft)"
+    );
     let mut totals = [0usize; 5];
     for (family, row) in &table {
-        println!("{family:<14} {:>6} {:>15} (+{:>3}) {:>15} (+{:>3})", row[4], row[0], row[1], row[2], row[3]);
+        println!(
+            "{family:<14} {:>6} {:>15} (+{:>3}) {:>15} (+{:>3})",
+            row[4], row[0], row[1], row[2], row[3]
+        );
         for (total, value) in totals.iter_mut().zip(row) {
             *total += value;
         }
     }
-    println!("{:<14} {:>6} {:>15} (+{:>3}) {:>15} (+{:>3})", "all", totals[4], totals[0], totals[1], totals[2], totals[3]);
-    assert!(split_differences.is_empty(), "streamed at 1 char differs from whole for {split_differences:?}");
+    println!(
+        "{:<14} {:>6} {:>15} (+{:>3}) {:>15} (+{:>3})",
+        "all", totals[4], totals[0], totals[1], totals[2], totals[3]
+    );
+    assert!(
+        split_differences.is_empty(),
+        "streamed at 1 char differs from whole for {split_differences:?}"
+    );
 }

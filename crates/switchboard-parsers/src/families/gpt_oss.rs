@@ -15,8 +15,15 @@ use super::args::{Fed, RawJsonArgs};
 use crate::Machine;
 use crate::out::Out;
 
-const MARKERS: &[&str] =
-    &["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>"];
+const MARKERS: &[&str] = &[
+    "<|start|>",
+    "<|channel|>",
+    "<|message|>",
+    "<|end|>",
+    "<|call|>",
+    "<|return|>",
+    "<|constrain|>",
+];
 const START: usize = 0;
 const CHANNEL: usize = 1;
 const MESSAGE: usize = 2;
@@ -37,7 +44,10 @@ enum Body {
 #[derive(Debug)]
 enum State {
     /// Header text: before `<|channel|>` (role part) and after it (channel part).
-    Header { role: String, channel: Option<String> },
+    Header {
+        role: String,
+        channel: Option<String>,
+    },
     Body(Body),
 }
 
@@ -47,7 +57,10 @@ pub(crate) struct GptOss {
 }
 
 fn header() -> State {
-    State::Header { role: String::new(), channel: None }
+    State::Header {
+        role: String::new(),
+        channel: None,
+    }
 }
 
 impl GptOss {
@@ -56,10 +69,15 @@ impl GptOss {
     }
 
     fn open_body(&mut self, out: &mut Out) {
-        let State::Header { role, channel } = &self.state else { return };
+        let State::Header { role, channel } = &self.state else {
+            return;
+        };
         let channel_text = channel.as_deref().unwrap_or("");
         let recipient = recipient(role).or_else(|| recipient(channel_text));
-        let channel_name = channel_text.split(|c: char| c.is_whitespace() || c == '<').next().unwrap_or("");
+        let channel_name = channel_text
+            .split(|c: char| c.is_whitespace() || c == '<')
+            .next()
+            .unwrap_or("");
         let body = match recipient {
             Some(to) => match to.strip_prefix("functions.") {
                 Some(name) if !name.is_empty() => {
@@ -81,7 +99,10 @@ impl GptOss {
 /// The `to=NAME` recipient in a header part, if any.
 fn recipient(header: &str) -> Option<&str> {
     let at = header.find("to=")?;
-    let name = header[at + 3..].split(|c: char| c.is_whitespace() || c == '<').next().unwrap_or("");
+    let name = header[at + 3..]
+        .split(|c: char| c.is_whitespace() || c == '<')
+        .next()
+        .unwrap_or("");
     (!name.is_empty()).then_some(name)
 }
 
@@ -92,8 +113,14 @@ impl Machine for GptOss {
 
     fn text(&mut self, out: &mut Out, text: &str) {
         match &mut self.state {
-            State::Header { role, channel: None } => role.push_str(text),
-            State::Header { channel: Some(channel), .. } => channel.push_str(text),
+            State::Header {
+                role,
+                channel: None,
+            } => role.push_str(text),
+            State::Header {
+                channel: Some(channel),
+                ..
+            } => channel.push_str(text),
             State::Body(Body::Reasoning) => out.reasoning(text),
             State::Body(Body::Content) => out.content(text),
             State::Body(Body::Call(args)) => match args.feed(out, text) {
@@ -108,7 +135,9 @@ impl Machine for GptOss {
     fn marker(&mut self, out: &mut Out, marker: usize, literal: &'static str) {
         match &mut self.state {
             State::Body(Body::Call(args)) if args.started() => self.text(out, literal),
-            State::Body(Body::Reasoning | Body::Content) if !matches!(marker, END | RETURN) => self.text(out, literal),
+            State::Body(Body::Reasoning | Body::Content) if !matches!(marker, END | RETURN) => {
+                self.text(out, literal)
+            }
             State::Body(body) => {
                 if matches!(body, Body::Call(_)) {
                     out.fail("the call message has no JSON arguments", "");

@@ -10,9 +10,9 @@
 use serde_json::Value;
 
 use super::emit_json_call;
+use crate::Machine;
 use crate::json_scan::{JsonScan, Scan};
 use crate::out::Out;
-use crate::Machine;
 
 const MARKERS: &[&str] = &["<think>", "</think>", "<tool_call>", "</tool_call>"];
 const THINK: usize = 0;
@@ -24,7 +24,12 @@ const END_CALL: usize = 3;
 enum State {
     Text,
     /// Inside `<tool_call>`: the JSON so far, and whether it is complete or broken.
-    Call { scan: JsonScan, body: String, closed: bool, broken: bool },
+    Call {
+        scan: JsonScan,
+        body: String,
+        closed: bool,
+        broken: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -35,11 +40,22 @@ pub(crate) struct Hermes {
 
 impl Hermes {
     pub(crate) fn new(reasoning: bool) -> Self {
-        Self { reasoning, state: State::Text }
+        Self {
+            reasoning,
+            state: State::Text,
+        }
     }
 
     fn call_text(out: &mut Out, state: &mut State, text: &str) {
-        let State::Call { scan, body, closed, broken } = state else { return };
+        let State::Call {
+            scan,
+            body,
+            closed,
+            broken,
+        } = state
+        else {
+            return;
+        };
         if *closed {
             return;
         }
@@ -62,7 +78,10 @@ impl Hermes {
                             out.fail(&reason, &format!("<tool_call>{body}"));
                         }
                     }
-                    Err(error) => out.fail(&format!("the call is not valid JSON: {error}"), &format!("<tool_call>{body}")),
+                    Err(error) => out.fail(
+                        &format!("the call is not valid JSON: {error}"),
+                        &format!("<tool_call>{body}"),
+                    ),
                 }
             }
         }
@@ -83,14 +102,24 @@ impl Machine for Hermes {
     }
 
     fn marker(&mut self, out: &mut Out, marker: usize, literal: &'static str) {
-        if let State::Call { scan, closed, broken, body } = &mut self.state {
+        if let State::Call {
+            scan,
+            closed,
+            broken,
+            body,
+        } = &mut self.state
+        {
             let inside_json = !*closed && !*broken && scan.started();
             if inside_json {
                 Self::call_text(out, &mut self.state, literal);
                 return;
             }
             if !*closed {
-                let reason = if *broken { "the call is not a JSON object" } else { "the call is empty" };
+                let reason = if *broken {
+                    "the call is not a JSON object"
+                } else {
+                    "the call is empty"
+                };
                 out.fail(reason, &format!("<tool_call>{body}"));
             }
             self.state = State::Text;
@@ -103,7 +132,12 @@ impl Machine for Hermes {
             END_THINK => self.reasoning = false,
             CALL => {
                 self.reasoning = false;
-                self.state = State::Call { scan: JsonScan::default(), body: String::new(), closed: false, broken: false };
+                self.state = State::Call {
+                    scan: JsonScan::default(),
+                    body: String::new(),
+                    closed: false,
+                    broken: false,
+                };
             }
             // A stray `</tool_call>` outside a call is markup, never content.
             _ => {}
@@ -111,8 +145,16 @@ impl Machine for Hermes {
     }
 
     fn end(&mut self, out: &mut Out) {
-        if let State::Call { closed: false, body, .. } = &self.state {
-            out.fail("output ended inside the call", &format!("<tool_call>{body}"));
+        if let State::Call {
+            closed: false,
+            body,
+            ..
+        } = &self.state
+        {
+            out.fail(
+                "output ended inside the call",
+                &format!("<tool_call>{body}"),
+            );
         }
         self.state = State::Text;
     }

@@ -21,10 +21,19 @@ const PYTHON_TAG: usize = 0;
 #[derive(Debug)]
 enum State {
     /// Before anything but blanks; a `{` here may open a call.
-    Start { blank: String, tagged: bool },
-    Object { scan: JsonScan, text: String, tagged: bool },
+    Start {
+        blank: String,
+        tagged: bool,
+    },
+    Object {
+        scan: JsonScan,
+        text: String,
+        tagged: bool,
+    },
     /// After a call: blanks and `;` then `{` lead to another call, anything else is content.
-    AfterCall { gap: String },
+    AfterCall {
+        gap: String,
+    },
     Content,
 }
 
@@ -35,7 +44,12 @@ pub(crate) struct LlamaJson {
 
 impl LlamaJson {
     pub(crate) fn new() -> Self {
-        Self { state: State::Start { blank: String::new(), tagged: false } }
+        Self {
+            state: State::Start {
+                blank: String::new(),
+                tagged: false,
+            },
+        }
     }
 
     fn object_done(&mut self, out: &mut Out, text: String, tagged: bool) {
@@ -77,7 +91,11 @@ impl Machine for LlamaJson {
                     blank.push_str(text);
                 } else if trimmed.starts_with('{') {
                     let tagged = *tagged;
-                    self.state = State::Object { scan: JsonScan::default(), text: String::new(), tagged };
+                    self.state = State::Object {
+                        scan: JsonScan::default(),
+                        text: String::new(),
+                        tagged,
+                    };
                     self.text(out, trimmed);
                 } else {
                     let mut content = std::mem::take(blank);
@@ -91,7 +109,11 @@ impl Machine for LlamaJson {
                 if rest.is_empty() {
                     gap.push_str(text);
                 } else if rest.starts_with('{') {
-                    self.state = State::Object { scan: JsonScan::default(), text: String::new(), tagged: false };
+                    self.state = State::Object {
+                        scan: JsonScan::default(),
+                        text: String::new(),
+                        tagged: false,
+                    };
                     self.text(out, rest);
                 } else {
                     let mut content = std::mem::take(gap);
@@ -100,7 +122,11 @@ impl Machine for LlamaJson {
                     out.content(&content);
                 }
             }
-            State::Object { scan, text: body, tagged } => match scan.feed(text) {
+            State::Object {
+                scan,
+                text: body,
+                tagged,
+            } => match scan.feed(text) {
                 Scan::More => body.push_str(text),
                 Scan::NotJson => {
                     body.push_str(text);
@@ -121,7 +147,12 @@ impl Machine for LlamaJson {
     fn marker(&mut self, out: &mut Out, marker: usize, literal: &'static str) {
         match &mut self.state {
             State::Object { .. } => self.text(out, literal),
-            _ if marker == PYTHON_TAG => self.state = State::Start { blank: String::new(), tagged: true },
+            _ if marker == PYTHON_TAG => {
+                self.state = State::Start {
+                    blank: String::new(),
+                    tagged: true,
+                }
+            }
             // End-of-message tokens are markup.
             _ => {}
         }

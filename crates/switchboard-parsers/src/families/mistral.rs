@@ -16,7 +16,15 @@ use crate::Machine;
 use crate::json_scan::{JsonScan, Scan};
 use crate::out::Out;
 
-const MARKERS: &[&str] = &["[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]", "<think>", "</think>"];
+const MARKERS: &[&str] = &[
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+    "[THINK]",
+    "[/THINK]",
+    "<think>",
+    "</think>",
+];
 const TOOL_CALLS: usize = 0;
 const ARGS: usize = 1;
 const CALL_ID: usize = 2;
@@ -30,7 +38,10 @@ enum State {
     Text,
     /// After `[TOOL_CALLS]`: a JSON array (v3) or a name (v11+).
     Head(String),
-    Array { scan: JsonScan, text: String },
+    Array {
+        scan: JsonScan,
+        text: String,
+    },
     CallId(String),
     Args(RawJsonArgs),
 }
@@ -43,11 +54,16 @@ pub(crate) struct Mistral {
 
 impl Mistral {
     pub(crate) fn new(reasoning: bool) -> Self {
-        Self { reasoning, state: State::Text }
+        Self {
+            reasoning,
+            state: State::Text,
+        }
     }
 
     fn array_text(&mut self, out: &mut Out, text: &str) {
-        let State::Array { scan, text: body } = &mut self.state else { return };
+        let State::Array { scan, text: body } = &mut self.state else {
+            return;
+        };
         match scan.feed(text) {
             Scan::More => body.push_str(text),
             Scan::NotJson => unreachable_broken(out, body, text),
@@ -98,7 +114,10 @@ impl Machine for Mistral {
                 let trimmed = head.trim_start();
                 if trimmed.starts_with('[') || trimmed.starts_with('{') {
                     let trimmed = trimmed.to_owned();
-                    self.state = State::Array { scan: JsonScan::default(), text: String::new() };
+                    self.state = State::Array {
+                        scan: JsonScan::default(),
+                        text: String::new(),
+                    };
                     self.array_text(out, &trimmed);
                 }
             }
@@ -144,7 +163,10 @@ impl Machine for Mistral {
                 self.state = State::Args(RawJsonArgs::default());
                 return;
             }
-            State::Head(head) => out.fail("[TOOL_CALLS] without [ARGS] or a JSON array", &format!("[TOOL_CALLS]{head}")),
+            State::Head(head) => out.fail(
+                "[TOOL_CALLS] without [ARGS] or a JSON array",
+                &format!("[TOOL_CALLS]{head}"),
+            ),
             State::CallId(name) => out.fail("[CALL_ID] without [ARGS]", name),
             State::Args(_) => out.fail("the call has no arguments object", ""),
             State::Text => {}
@@ -164,7 +186,10 @@ impl Machine for Mistral {
             State::Head(head) if head.trim().is_empty() => {
                 out.fail("output ended right after [TOOL_CALLS]", "[TOOL_CALLS]")
             }
-            State::Head(head) => out.fail("[TOOL_CALLS] without [ARGS] or a JSON array", &format!("[TOOL_CALLS]{head}")),
+            State::Head(head) => out.fail(
+                "[TOOL_CALLS] without [ARGS] or a JSON array",
+                &format!("[TOOL_CALLS]{head}"),
+            ),
             State::Array { text, .. } => out.fail("output ended inside the call array", text),
             State::CallId(name) => out.fail("output ended before [ARGS]", name),
             State::Args(_) | State::Text => {}

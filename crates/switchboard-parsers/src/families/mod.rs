@@ -1,6 +1,8 @@
 //! One state machine per family, and the few helpers several of them share.
 
 mod args;
+mod deepseek;
+mod dsml;
 mod gpt_oss;
 mod hermes;
 mod llama_json;
@@ -23,6 +25,22 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
         Family::Pythonic => Box::new(Driver::new(pythonic::Pythonic::new(), out)),
         Family::Mistral => Box::new(Driver::new(mistral::Mistral::new(reasoning), out)),
         Family::GptOss => Box::new(Driver::new(gpt_oss::GptOss::new(), out)),
+        Family::DeepseekV3 => Box::new(Driver::new(deepseek::DeepSeek::new(true, reasoning), out)),
+        Family::DeepseekV31 => {
+            Box::new(Driver::new(deepseek::DeepSeek::new(false, reasoning), out))
+        }
+        Family::DeepseekV32 => Box::new(Driver::new(
+            dsml::DsmlParser::new(dsml::Dsml::V32, reasoning),
+            out,
+        )),
+        Family::DeepseekV4 => Box::new(Driver::new(
+            dsml::DsmlParser::new(dsml::Dsml::V4, reasoning),
+            out,
+        )),
+        Family::DeepseekV41 => Box::new(Driver::new(
+            dsml::DsmlParser::new(dsml::Dsml::V41, reasoning),
+            out,
+        )),
         _ => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
     }
 }
@@ -36,14 +54,20 @@ pub(crate) fn emit_json_call(out: &mut Out, call: &Value) -> Result<(), String> 
     let Some(name) = object.get("name").and_then(Value::as_str) else {
         return Err("the call has no \"name\" string".to_owned());
     };
-    let arguments = ["arguments", "parameters"].iter().find_map(|key| object.get(*key));
+    let arguments = ["arguments", "parameters"]
+        .iter()
+        .find_map(|key| object.get(*key));
     let arguments = match arguments {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map.clone(),
         Some(Value::String(text)) if text.trim().is_empty() => Map::new(),
         Some(Value::String(text)) => match serde_json::from_str::<Map<String, Value>>(text) {
             Ok(map) => map,
-            Err(_) => return Err(format!("the arguments of {name} are a string, not a JSON object")),
+            Err(_) => {
+                return Err(format!(
+                    "the arguments of {name} are a string, not a JSON object"
+                ));
+            }
         },
         Some(_) => return Err(format!("the arguments of {name} are not a JSON object")),
     };

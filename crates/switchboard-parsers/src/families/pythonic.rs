@@ -67,7 +67,11 @@ pub(crate) struct Pythonic {
 
 impl Pythonic {
     pub(crate) fn new() -> Self {
-        Self { state: State::Start { blank: String::new() } }
+        Self {
+            state: State::Start {
+                blank: String::new(),
+            },
+        }
     }
 }
 
@@ -84,7 +88,10 @@ impl Machine for Pythonic {
                 if trimmed.is_empty() {
                     blank.push_str(text);
                 } else if trimmed.starts_with('[') {
-                    self.state = State::List { scan: PyScan::default(), text: String::new() };
+                    self.state = State::List {
+                        scan: PyScan::default(),
+                        text: String::new(),
+                    };
                     self.text(out, trimmed);
                 } else {
                     let mut content = std::mem::take(blank);
@@ -118,14 +125,21 @@ impl Machine for Pythonic {
     fn marker(&mut self, out: &mut Out, marker: usize, literal: &'static str) {
         match self.state {
             State::List { .. } => self.text(out, literal),
-            _ if marker == PYTHON_START => self.state = State::Start { blank: String::new() },
+            _ if marker == PYTHON_START => {
+                self.state = State::Start {
+                    blank: String::new(),
+                }
+            }
             _ => {}
         }
     }
 
     fn end(&mut self, out: &mut Out) {
         if let State::List { text, .. } = &self.state {
-            let mut parser = Py { text: text.as_bytes(), at: 1 };
+            let mut parser = Py {
+                text: text.as_bytes(),
+                at: 1,
+            };
             parser.blank();
             let looks_like_call = parser.identifier().is_some() && parser.eat(b'(');
             let text = text.clone();
@@ -143,7 +157,10 @@ type Call = (String, Map<String, Value>);
 
 /// Parses `[name(k=v, …), …]`; `None` when the text is anything else.
 fn parse_calls(text: &str) -> Option<Vec<Call>> {
-    let mut parser = Py { text: text.as_bytes(), at: 0 };
+    let mut parser = Py {
+        text: text.as_bytes(),
+        at: 0,
+    };
     parser.blank();
     if !parser.eat(b'[') {
         return None;
@@ -192,7 +209,11 @@ impl Py<'_> {
 
     fn identifier(&mut self) -> Option<String> {
         let start = self.at;
-        while self.text.get(self.at).is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')) {
+        while self
+            .text
+            .get(self.at)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        {
             self.at += 1;
         }
         let name = std::str::from_utf8(&self.text[start..self.at]).ok()?;
@@ -296,7 +317,11 @@ impl Py<'_> {
 
     fn word(&mut self) -> Option<Value> {
         let start = self.at;
-        while self.text.get(self.at).is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'+')) {
+        while self
+            .text
+            .get(self.at)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'+'))
+        {
             self.at += 1;
         }
         let word = std::str::from_utf8(&self.text[start..self.at]).ok()?;
@@ -309,7 +334,12 @@ impl Py<'_> {
                 if let Ok(int) = digits.parse::<i64>() {
                     return Some(Value::from(int));
                 }
-                digits.parse::<f64>().ok().filter(|f| f.is_finite()).and_then(Number::from_f64).map(Value::Number)
+                digits
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite())
+                    .and_then(Number::from_f64)
+                    .map(Value::Number)
             }
         }
     }
@@ -364,9 +394,13 @@ mod tests {
 
     #[test]
     fn python_literals_become_json() {
-        let calls = parse_calls("[f(a='x\\'y', b=[1, 2.5, None], c={'k': (True, -3)}), g()]").unwrap();
+        let calls =
+            parse_calls("[f(a='x\\'y', b=[1, 2.5, None], c={'k': (True, -3)}), g()]").unwrap();
         assert_eq!(calls[0].0, "f");
-        assert_eq!(Value::Object(calls[0].1.clone()), json!({"a": "x'y", "b": [1, 2.5, null], "c": {"k": [true, -3]}}));
+        assert_eq!(
+            Value::Object(calls[0].1.clone()),
+            json!({"a": "x'y", "b": [1, 2.5, null], "c": {"k": [true, -3]}})
+        );
         assert_eq!(calls[1], ("g".to_owned(), Map::new()));
     }
 

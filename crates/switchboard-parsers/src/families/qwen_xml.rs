@@ -51,7 +51,12 @@ enum State {
     ParameterName(String),
     /// A value: its key, whether its first byte is still to come, whether it began with the
     /// template's newline, and either the text so far or `None` while streaming a string.
-    Value { key: String, fresh: bool, wrapped: bool, buffer: Option<String> },
+    Value {
+        key: String,
+        fresh: bool,
+        wrapped: bool,
+        buffer: Option<String>,
+    },
     /// After `</function>`, before `</tool_call>`, with the blank text seen there.
     AfterFunction(String),
 }
@@ -65,7 +70,11 @@ pub(crate) struct QwenXml {
 
 impl QwenXml {
     pub(crate) fn new(reasoning: bool) -> Self {
-        Self { reasoning, state: State::Text, args: ArgsWriter::default() }
+        Self {
+            reasoning,
+            state: State::Text,
+            args: ArgsWriter::default(),
+        }
     }
 
     fn open_value(&mut self, out: &mut Out, key: String) {
@@ -75,11 +84,18 @@ impl QwenXml {
             self.args.open_string(out, &key);
         }
         let buffer = (!streams).then(String::new);
-        self.state = State::Value { key, fresh: true, wrapped: false, buffer };
+        self.state = State::Value {
+            key,
+            fresh: true,
+            wrapped: false,
+            buffer,
+        };
     }
 
     fn close_value(&mut self, out: &mut Out) {
-        if let State::Value { key, buffer, .. } = std::mem::replace(&mut self.state, State::Function) {
+        if let State::Value { key, buffer, .. } =
+            std::mem::replace(&mut self.state, State::Function)
+        {
             match buffer {
                 None => self.args.close_string(out),
                 Some(raw) => {
@@ -98,7 +114,15 @@ impl QwenXml {
     }
 
     fn value_text(&mut self, out: &mut Out, text: &str) {
-        let State::Value { fresh, wrapped, buffer, .. } = &mut self.state else { return };
+        let State::Value {
+            fresh,
+            wrapped,
+            buffer,
+            ..
+        } = &mut self.state
+        else {
+            return;
+        };
         if text.is_empty() {
             return;
         }
@@ -177,10 +201,15 @@ impl Machine for QwenXml {
             }
             (State::Value { .. }, _) => self.value_text(out, literal),
             (State::FunctionName(_) | State::ParameterName(_), _) => {
-                out.fail("a function or parameter name was not closed with '>'", literal);
+                out.fail(
+                    "a function or parameter name was not closed with '>'",
+                    literal,
+                );
                 self.state = State::Text;
             }
-            (State::Function, PARAMETER | NL_PARAMETER) => self.state = State::ParameterName(String::new()),
+            (State::Function, PARAMETER | NL_PARAMETER) => {
+                self.state = State::ParameterName(String::new())
+            }
             (State::Function, END_FUNCTION | NL_END_FUNCTION) => self.end_function(out),
             (State::Function, END_PARAMETER | NL_END_PARAMETER) => {}
             (State::Function, _) => {
