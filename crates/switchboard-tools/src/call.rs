@@ -40,7 +40,10 @@ impl Serialize for ToolCall {
         WireCall {
             id: self.id.as_str().into(),
             kind: "function".into(),
-            function: WireFunction { name: self.name.as_str().into(), arguments: self.arguments.as_str().into() },
+            function: WireFunction {
+                name: self.name.as_str().into(),
+                arguments: self.arguments.as_str().into(),
+            },
         }
         .serialize(serializer)
     }

@@ -37,7 +37,11 @@ pub struct FunctionDefinition {
 
 impl ToolDefinition {
     /// A function tool with a description and a parameters schema.
-    pub fn function(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+    pub fn function(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+    ) -> Self {
         Self {
             kind: ToolKind::Function,
             function: FunctionDefinition {

@@ -20,7 +20,10 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         settings.inline_subschemas = true;
         settings.meta_schema = None;
     });
-    let mut schema = settings.into_generator().into_root_schema_for::<T>().to_value();
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
     strip_titles(&mut schema);
     schema
 }
@@ -49,7 +52,12 @@ fn strip_titles(schema: &mut Value) {
 
 /// A definition built from the arguments type and, when the function returns a value
 /// worth describing, its output type.
-pub fn definition(name: &str, description: &str, parameters: Value, output_schema: Option<Value>) -> ToolDefinition {
+pub fn definition(
+    name: &str,
+    description: &str,
+    parameters: Value,
+    output_schema: Option<Value>,
+) -> ToolDefinition {
     ToolDefinition {
         kind: ToolKind::Function,
         function: FunctionDefinition {
@@ -64,10 +72,12 @@ pub fn definition(name: &str, description: &str, parameters: Value, output_schem
 
 /// Reads the validated arguments into the generated arguments struct.
 pub fn arguments<T: DeserializeOwned>(arguments: Map<String, Value>) -> Result<T, ToolError> {
-    serde_json::from_value(Value::Object(arguments)).map_err(|error| ToolError::new(format_args!("Invalid parameters - {error}")))
+    serde_json::from_value(Value::Object(arguments))
+        .map_err(|error| ToolError::new(format_args!("Invalid parameters - {error}")))
 }
 
 /// Turns a function's return value into the JSON result.
 pub fn output<T: Serialize>(value: T) -> Result<Value, ToolError> {
-    serde_json::to_value(value).map_err(|error| ToolError::new(format_args!("result is not JSON: {error}")))
+    serde_json::to_value(value)
+        .map_err(|error| ToolError::new(format_args!("result is not JSON: {error}")))
 }

@@ -80,11 +80,17 @@ impl From<&str> for Content {
 
 impl Message {
     pub fn system(text: impl Into<String>) -> Self {
-        Message::System { content: Content::Text(text.into()), name: None }
+        Message::System {
+            content: Content::Text(text.into()),
+            name: None,
+        }
     }
 
     pub fn user(text: impl Into<String>) -> Self {
-        Message::User { content: Content::Text(text.into()), name: None }
+        Message::User {
+            content: Content::Text(text.into()),
+            name: None,
+        }
     }
 
     /// An assistant turn; empty text becomes a null content, as OpenAI sends it.
@@ -99,7 +105,10 @@ impl Message {
     }
 
     pub fn tool(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Message::Tool { tool_call_id: tool_call_id.into(), content: Content::Text(content.into()) }
+        Message::Tool {
+            tool_call_id: tool_call_id.into(),
+            content: Content::Text(content.into()),
+        }
     }
 
     /// The role name as it appears on the wire.
@@ -111,5 +120,42 @@ impl Message {
             Message::Assistant { .. } => "assistant",
             Message::Tool { .. } => "tool",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Each message as OpenAI documents it must come back byte for byte.
+    #[test]
+    fn openai_messages_round_trip_exactly() {
+        let conversation = json!([
+            {"role": "system", "content": "You are the narrator."},
+            {"role": "developer", "content": "Be brief.", "name": "ops"},
+            {"role": "user", "content": [{"type": "text", "text": "Look: "}, {"type": "image_url", "image_url": {"url": "data:,"}}]},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_abc", "type": "function", "function": {"name": "log_story_event", "arguments": "{\"event\":\"x\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_abc", "content": "Logged story event: x"},
+            {"role": "assistant", "content": "Done.", "reasoning_content": "The log worked."}
+        ]);
+        let messages: Vec<Message> = serde_json::from_value(conversation.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&messages).unwrap(), conversation);
+        assert_eq!(messages[2].role(), "user");
+        if let Message::User { content, .. } = &messages[2] {
+            assert_eq!(content.text(), "Look: ");
+        }
+    }
+
+    #[test]
+    fn unknown_role_and_wrong_call_type_are_rejected() {
+        assert!(
+            serde_json::from_value::<Message>(json!({"role": "robot", "content": "x"})).is_err()
+        );
+        let error = serde_json::from_value::<Message>(json!({"role": "assistant", "content": null,
+            "tool_calls": [{"id": "c", "type": "browser", "function": {"name": "f", "arguments": ""}}]}))
+        .unwrap_err();
+        assert!(error.to_string().contains("\"browser\""), "{error}");
     }
 }

@@ -12,13 +12,20 @@ pub struct Problem {
 
 impl Problem {
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { path: path.into(), message: message.into() }
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() { "(root)" } else { &self.path };
+        let path = if self.path.is_empty() {
+            "(root)"
+        } else {
+            &self.path
+        };
         write!(f, "{path}: {}", self.message)
     }
 }
@@ -29,7 +36,11 @@ impl fmt::Display for Problem {
 pub struct Problems(pub Vec<Problem>);
 
 fn join_lines(problems: &[Problem]) -> String {
-    problems.iter().map(Problem::to_string).collect::<Vec<_>>().join("\n")
+    problems
+        .iter()
+        .map(Problem::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Appends one segment to a JSON Pointer, escaping `~` and `/` as RFC 6901 asks.

@@ -6,13 +6,37 @@ use serde_json::Value;
 
 use crate::problem::{Problem, pointer};
 
+const TYPE_NAMES: &[&str] = &[
+    "\"array\"",
+    "\"boolean\"",
+    "\"integer\"",
+    "\"null\"",
+    "\"number\"",
+    "\"object\"",
+    "\"string\"",
+];
+
 /// Checks `schema` against the draft 2020-12 meta-schema and compiles it.
 /// Problems are located under `path`, the schema's place in the tool list.
 pub(crate) fn compile(schema: &Value, path: &str) -> Result<Validator, Vec<Problem>> {
     let meta = jsonschema::draft202012::meta::validator();
     let problems: Vec<Problem> = meta
         .iter_errors(schema)
-        .map(|error| Problem::new(format!("{path}{}", error.instance_path().as_str()), describe(&error)))
+        .map(|error| {
+            let at = error.instance_path().as_str();
+            let message = if at.ends_with("/type")
+                && matches!(error.kind(), ValidationErrorKind::AnyOf { .. })
+            {
+                format!(
+                    "{} is not a JSON Schema type; use one of {}",
+                    error.instance(),
+                    TYPE_NAMES.join(", ")
+                )
+            } else {
+                describe(&error)
+            };
+            Problem::new(format!("{path}{at}"), message)
+        })
         .collect();
     if !problems.is_empty() {
         return Err(problems);
@@ -20,7 +44,12 @@ pub(crate) fn compile(schema: &Value, path: &str) -> Result<Validator, Vec<Probl
     jsonschema::draft202012::options()
         .should_validate_formats(true)
         .build(schema)
-        .map_err(|error| vec![Problem::new(path, format!("schema does not compile: {error}"))])
+        .map_err(|error| {
+            vec![Problem::new(
+                path,
+                format!("schema does not compile: {error}"),
+            )]
+        })
 }
 
 /// One violation as a short sentence. The crate's own messages print whole schemas for
@@ -28,21 +57,40 @@ pub(crate) fn compile(schema: &Value, path: &str) -> Result<Validator, Vec<Probl
 pub(crate) fn describe(error: &ValidationError<'_>) -> String {
     match error.kind() {
         ValidationErrorKind::Enum { options } => {
-            format!("{} is not one of the allowed values: {}", error.instance(), list_values(options))
+            format!(
+                "{} is not one of the allowed values: {}",
+                error.instance(),
+                list_values(options)
+            )
         }
-        ValidationErrorKind::Required { property } => format!("missing required property {property}"),
+        ValidationErrorKind::Required { property } => {
+            format!("missing required property {property}")
+        }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
-            let names: Vec<String> = unexpected.iter().map(|name| format!("\"{name}\"")).collect();
-            format!("unexpected {} {}", plural(names.len(), "property", "properties"), names.join(", "))
+            let names: Vec<String> = unexpected
+                .iter()
+                .map(|name| format!("\"{name}\""))
+                .collect();
+            format!(
+                "unexpected {} {}",
+                plural(names.len(), "property", "properties"),
+                names.join(", ")
+            )
         }
         ValidationErrorKind::Type { kind } => {
             let expected = match kind {
                 TypeKind::Single(ty) => ty.to_string(),
-                TypeKind::Multiple(types) => {
-                    types.iter().map(|ty| ty.to_string()).collect::<Vec<_>>().join(" or ")
-                }
+                TypeKind::Multiple(types) => types
+                    .iter()
+                    .map(|ty| ty.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
             };
-            format!("expected {expected}, got {} {}", type_name(error.instance()), error.instance())
+            format!(
+                "expected {expected}, got {} {}",
+                type_name(error.instance()),
+                error.instance()
+            )
         }
         _ => error.to_string(),
     }
@@ -54,7 +102,11 @@ pub(crate) fn plural<'a>(count: usize, one: &'a str, many: &'a str) -> &'a str {
 
 fn list_values(options: &Value) -> String {
     match options {
-        Value::Array(values) => values.iter().map(Value::to_string).collect::<Vec<_>>().join(", "),
+        Value::Array(values) => values
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
         other => other.to_string(),
     }
 }
@@ -72,7 +124,11 @@ pub(crate) fn type_name(value: &Value) -> &'static str {
 
 /// Calls `visit(path, schema)` for `schema` and every subschema below it, so that rules
 /// like "no `$ref` anywhere" see nested objects, arrays and combinators alike.
-pub(crate) fn walk<'a>(schema: &'a Value, path: &str, visit: &mut dyn FnMut(&str, &'a serde_json::Map<String, Value>)) {
+pub(crate) fn walk<'a>(
+    schema: &'a Value,
+    path: &str,
+    visit: &mut dyn FnMut(&str, &'a serde_json::Map<String, Value>),
+) {
     let Value::Object(map) = schema else { return };
     visit(path, map);
     for (key, value) in map {
@@ -85,10 +141,17 @@ pub(crate) fn walk<'a>(schema: &'a Value, path: &str, visit: &mut dyn FnMut(&str
                     }
                 }
             }
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
-            | "propertyNames" | "unevaluatedItems" | "unevaluatedProperties" | "additionalItems" => {
-                walk(value, &here, visit)
-            }
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties"
+            | "additionalItems" => walk(value, &here, visit),
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
                 if let Value::Array(children) = value {
                     for (index, child) in children.iter().enumerate() {

@@ -31,7 +31,8 @@ pub trait Tool: Send + Sync {
     fn call(&self, arguments: Map<String, Value>) -> BoxFuture<'_, Result<Value, ToolError>>;
 }
 
-type Handler = dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+type Handler =
+    dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
 /// A tool made of a definition and a closure; what `#[tool]` generates.
 pub struct FnTool {
@@ -42,15 +43,23 @@ pub struct FnTool {
 impl FnTool {
     pub fn new(
         definition: ToolDefinition,
-        handler: impl Fn(Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync + 'static,
+        handler: impl Fn(Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>>
+        + Send
+        + Sync
+        + 'static,
     ) -> Self {
-        Self { definition, handler: Box::new(handler) }
+        Self {
+            definition,
+            handler: Box::new(handler),
+        }
     }
 }
 
 impl fmt::Debug for FnTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FnTool").field("definition", &self.definition).finish_non_exhaustive()
+        f.debug_struct("FnTool")
+            .field("definition", &self.definition)
+            .finish_non_exhaustive()
     }
 }
 
@@ -72,7 +81,9 @@ pub struct Toolbox {
 
 impl fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Toolbox").field("toolset", &self.toolset).finish_non_exhaustive()
+        f.debug_struct("Toolbox")
+            .field("toolset", &self.toolset)
+            .finish_non_exhaustive()
     }
 }
 
@@ -81,7 +92,11 @@ impl Toolbox {
     pub fn new(tools: Vec<Arc<dyn Tool>>, profile: &Profile) -> Result<Self, Problems> {
         let definitions: Vec<ToolDefinition> = tools.iter().map(|tool| tool.definition()).collect();
         let toolset = Toolset::from_definitions(&definitions, profile)?;
-        let tools = definitions.into_iter().zip(tools).map(|(definition, tool)| (definition.function.name, tool)).collect();
+        let tools = definitions
+            .into_iter()
+            .zip(tools)
+            .map(|(definition, tool)| (definition.function.name, tool))
+            .collect();
         Ok(Self { toolset, tools })
     }
 
@@ -96,15 +111,30 @@ impl Toolbox {
             Ok(content) => (content, false),
             Err(message) => (truncate_message(message, MAX_MESSAGE_CHARS), true),
         };
-        ToolResult { call_id: call.id.clone(), content, is_error }
+        ToolResult {
+            call_id: call.id.clone(),
+            content,
+            is_error,
+        }
     }
 
     async fn run(&self, call: &ToolCall) -> Result<String, String> {
-        let arguments = self.toolset.check_call(&call.name, &call.arguments).map_err(|error| error.to_string())?;
-        let tool = self.tools.get(&call.name).ok_or_else(|| CallError::UnknownTool(call.name.clone()).to_string())?;
-        let result = tool.call(arguments).await.map_err(|error| format!("Error: {error}"))?;
+        let arguments = self
+            .toolset
+            .check_call(&call.name, &call.arguments)
+            .map_err(|error| error.to_string())?;
+        let tool = self
+            .tools
+            .get(&call.name)
+            .ok_or_else(|| CallError::UnknownTool(call.name.clone()).to_string())?;
+        let result = tool
+            .call(arguments)
+            .await
+            .map_err(|error| format!("Error: {error}"))?;
         if let Some(compiled) = self.toolset.get(&call.name) {
-            compiled.check_result(&result).map_err(|error| error.to_string())?;
+            compiled
+                .check_result(&result)
+                .map_err(|error| error.to_string())?;
         }
         Ok(match result {
             Value::String(text) => text,

@@ -58,15 +58,21 @@ impl CallError {
             }
             CallError::InvalidJson(message) => format!("Error: Invalid JSON arguments - {message}"),
             CallError::NotAnObject(found) => {
-                format!("Error: Invalid JSON arguments - expected a JSON object at the top level, got {found}")
+                format!(
+                    "Error: Invalid JSON arguments - expected a JSON object at the top level, got {found}"
+                )
             }
             CallError::MissingRequired(names) => format!(
                 "Error: Missing required {}: {}",
                 plural(names.len(), "parameter", "parameters"),
                 names.join(", ")
             ),
-            CallError::InvalidParameters(violations) => format!("Error: Invalid parameters - {}", violations.join("; ")),
-            CallError::InvalidResult(violations) => format!("Error: Invalid result - {}", violations.join("; ")),
+            CallError::InvalidParameters(violations) => {
+                format!("Error: Invalid parameters - {}", violations.join("; "))
+            }
+            CallError::InvalidResult(violations) => {
+                format!("Error: Invalid result - {}", violations.join("; "))
+            }
         }
     }
 }
@@ -95,7 +101,13 @@ impl CompiledTool {
         defaults: Defaults,
         max_argument_bytes: Option<usize>,
     ) -> Self {
-        Self { definition, parameters, output, defaults, max_argument_bytes }
+        Self {
+            definition,
+            parameters,
+            output,
+            defaults,
+            max_argument_bytes,
+        }
     }
 
     pub fn definition(&self) -> &ToolDefinition {
@@ -112,7 +124,10 @@ impl CompiledTool {
         if let Some(limit) = self.max_argument_bytes
             && raw.len() > limit
         {
-            return Err(CallError::ArgumentsTooLarge { bytes: raw.len(), limit });
+            return Err(CallError::ArgumentsTooLarge {
+                bytes: raw.len(),
+                limit,
+            });
         }
         let value = if raw.trim().is_empty() {
             Value::Object(Map::new())
@@ -155,18 +170,24 @@ fn violations(validator: &Validator, value: &Value, arguments: bool) -> Result<(
         if let ValidationErrorKind::Required { property } = error.kind()
             && path.is_empty()
         {
-            missing.push(property.as_str().map_or_else(|| property.to_string(), str::to_owned));
+            missing.push(
+                property
+                    .as_str()
+                    .map_or_else(|| property.to_string(), str::to_owned),
+            );
         }
         let place = if path.is_empty() { "(root)" } else { path };
         all.push(format!("{place}: {}", describe(&error)));
     }
-    Err(if arguments && !missing.is_empty() && missing.len() == all.len() {
-        CallError::MissingRequired(missing)
-    } else if arguments {
-        CallError::InvalidParameters(all)
-    } else {
-        CallError::InvalidResult(all)
-    })
+    Err(
+        if arguments && !missing.is_empty() && missing.len() == all.len() {
+            CallError::MissingRequired(missing)
+        } else if arguments {
+            CallError::InvalidParameters(all)
+        } else {
+            CallError::InvalidResult(all)
+        },
+    )
 }
 
 /// A validated tool list, looked up by name. Built once; shared by every call.
@@ -183,13 +204,20 @@ impl Toolset {
     }
 
     /// Validates and compiles already typed definitions (e.g. from `#[tool]`).
-    pub fn from_definitions(definitions: &[ToolDefinition], profile: &Profile) -> Result<Self, Problems> {
+    pub fn from_definitions(
+        definitions: &[ToolDefinition],
+        profile: &Profile,
+    ) -> Result<Self, Problems> {
         let list = serde_json::to_value(definitions).unwrap_or(Value::Null);
         Self::from_json(&list, profile)
     }
 
     fn from_compiled(tools: Vec<CompiledTool>) -> Self {
-        let by_name = tools.iter().enumerate().map(|(index, tool)| (tool.name().to_owned(), index)).collect();
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(index, tool)| (tool.name().to_owned(), index))
+            .collect();
         Self { tools, by_name }
     }
 
@@ -214,7 +242,13 @@ impl Toolset {
     }
 
     /// Checks one call: the tool exists and its arguments are valid.
-    pub fn check_call(&self, name: &str, raw_arguments: &str) -> Result<Map<String, Value>, CallError> {
-        self.get(name).ok_or_else(|| CallError::UnknownTool(name.to_owned()))?.check_arguments(raw_arguments)
+    pub fn check_call(
+        &self,
+        name: &str,
+        raw_arguments: &str,
+    ) -> Result<Map<String, Value>, CallError> {
+        self.get(name)
+            .ok_or_else(|| CallError::UnknownTool(name.to_owned()))?
+            .check_arguments(raw_arguments)
     }
 }

@@ -12,7 +12,13 @@ use crate::schema::{self, walk};
 use crate::toolset::CompiledTool;
 use crate::{FunctionDefinition, ToolDefinition, ToolKind};
 
-const FUNCTION_KEYS: &[&str] = &["name", "description", "parameters", "strict", "output_schema"];
+const FUNCTION_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "parameters",
+    "strict",
+    "output_schema",
+];
 
 /// Validates a JSON array of tool definitions under `profile` and compiles each schema.
 /// Either every tool is valid, or every problem in the list is returned.
@@ -20,14 +26,20 @@ pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledToo
     let Value::Array(items) = list else {
         return Err(Problems(vec![Problem::new(
             "",
-            format!("expected an array of tool definitions, got {}", schema::type_name(list)),
+            format!(
+                "expected an array of tool definitions, got {}",
+                schema::type_name(list)
+            ),
         )]));
     };
     let mut problems = Vec::new();
     if let Some(max) = profile.max_tools
         && items.len() > max
     {
-        problems.push(Problem::new("", format!("{} tools, at most {max} allowed", items.len())));
+        problems.push(Problem::new(
+            "",
+            format!("{} tools, at most {max} allowed", items.len()),
+        ));
     }
     let mut compiled = Vec::new();
     for (index, item) in items.iter().enumerate() {
@@ -36,20 +48,38 @@ pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledToo
         }
     }
     report_duplicates(items, &mut problems);
-    if problems.is_empty() { Ok(compiled) } else { Err(Problems(problems)) }
+    if problems.is_empty() {
+        Ok(compiled)
+    } else {
+        Err(Problems(problems))
+    }
 }
 
 /// Validates one tool definition located at `path`; problems are appended.
-fn validate_tool(item: &Value, path: &str, profile: &Profile, problems: &mut Vec<Problem>) -> Option<CompiledTool> {
+fn validate_tool(
+    item: &Value,
+    path: &str,
+    profile: &Profile,
+    problems: &mut Vec<Problem>,
+) -> Option<CompiledTool> {
     let before = problems.len();
     let Value::Object(tool) = item else {
-        problems.push(Problem::new(path, format!("expected a tool object, got {}", schema::type_name(item))));
+        problems.push(Problem::new(
+            path,
+            format!("expected a tool object, got {}", schema::type_name(item)),
+        ));
         return None;
     };
     match tool.get("type") {
         Some(Value::String(kind)) if kind == "function" => {}
-        Some(other) => problems.push(Problem::new(pointer(path, "type"), format!("must be \"function\", got {other}"))),
-        None => problems.push(Problem::new(pointer(path, "type"), "missing; must be \"function\"")),
+        Some(other) => problems.push(Problem::new(
+            pointer(path, "type"),
+            format!("must be \"function\", got {other}"),
+        )),
+        None => problems.push(Problem::new(
+            pointer(path, "type"),
+            "missing; must be \"function\"",
+        )),
     }
     let function_path = pointer(path, "function");
     let Some(function) = tool.get("function") else {
@@ -57,11 +87,17 @@ fn validate_tool(item: &Value, path: &str, profile: &Profile, problems: &mut Vec
         return None;
     };
     let Value::Object(function) = function else {
-        problems.push(Problem::new(function_path, format!("expected an object, got {}", schema::type_name(function))));
+        problems.push(Problem::new(
+            function_path,
+            format!("expected an object, got {}", schema::type_name(function)),
+        ));
         return None;
     };
     if profile.reject_unknown_keys {
-        for key in function.keys().filter(|key| !FUNCTION_KEYS.contains(&key.as_str())) {
+        for key in function
+            .keys()
+            .filter(|key| !FUNCTION_KEYS.contains(&key.as_str()))
+        {
             problems.push(Problem::new(
                 pointer(&function_path, key),
                 format!("unknown key; a function has {}", FUNCTION_KEYS.join(", ")),
@@ -74,14 +110,25 @@ fn validate_tool(item: &Value, path: &str, profile: &Profile, problems: &mut Vec
         None | Some(Value::Null) => None,
         Some(Value::Bool(strict)) => Some(*strict),
         Some(other) => {
-            problems.push(Problem::new(pointer(&function_path, "strict"), format!("expected a boolean, got {other}")));
+            problems.push(Problem::new(
+                pointer(&function_path, "strict"),
+                format!("expected a boolean, got {other}"),
+            ));
             None
         }
     };
-    let parameters = check_parameters(function, &function_path, profile, strict == Some(true), problems);
+    let parameters = check_parameters(
+        function,
+        &function_path,
+        profile,
+        strict == Some(true),
+        problems,
+    );
     let output = function.get("output_schema").and_then(|output| {
         let output_path = pointer(&function_path, "output_schema");
-        schema::compile(output, &output_path).map_err(|found| problems.extend(found)).ok()
+        schema::compile(output, &output_path)
+            .map_err(|found| problems.extend(found))
+            .ok()
     });
     if problems.len() != before {
         return None;
@@ -97,10 +144,21 @@ fn validate_tool(item: &Value, path: &str, profile: &Profile, problems: &mut Vec
         },
     };
     let (validator, defaults) = parameters.unwrap_or((None, Defaults::default()));
-    Some(CompiledTool::new(definition, validator, output, defaults, profile.max_argument_bytes))
+    Some(CompiledTool::new(
+        definition,
+        validator,
+        output,
+        defaults,
+        profile.max_argument_bytes,
+    ))
 }
 
-fn check_name(function: &Map<String, Value>, path: &str, profile: &Profile, problems: &mut Vec<Problem>) -> Option<String> {
+fn check_name(
+    function: &Map<String, Value>,
+    path: &str,
+    profile: &Profile,
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
     let path = pointer(path, "name");
     match function.get("name") {
         Some(Value::String(name)) => {
@@ -108,16 +166,26 @@ fn check_name(function: &Map<String, Value>, path: &str, profile: &Profile, prob
             if name.chars().count() > profile.max_name_len {
                 problems.push(Problem::new(
                     &path,
-                    format!("\"{name}\" is {} characters long, at most {} allowed", name.chars().count(), profile.max_name_len),
+                    format!(
+                        "\"{name}\" is {} characters long, at most {} allowed",
+                        name.chars().count(),
+                        profile.max_name_len
+                    ),
                 ));
             }
             if !profile.name_matches(name) {
-                problems.push(Problem::new(&path, format!("\"{name}\" does not match {}", profile.name_pattern)));
+                problems.push(Problem::new(
+                    &path,
+                    format!("\"{name}\" does not match {}", profile.name_pattern),
+                ));
             }
             (problems.len() == before).then(|| name.clone())
         }
         Some(other) => {
-            problems.push(Problem::new(path, format!("expected a string, got {other}")));
+            problems.push(Problem::new(
+                path,
+                format!("expected a string, got {other}"),
+            ));
             None
         }
         None => {
@@ -127,27 +195,47 @@ fn check_name(function: &Map<String, Value>, path: &str, profile: &Profile, prob
     }
 }
 
-fn check_description(function: &Map<String, Value>, path: &str, profile: &Profile, problems: &mut Vec<Problem>) -> Option<String> {
+fn check_description(
+    function: &Map<String, Value>,
+    path: &str,
+    profile: &Profile,
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
     let path = pointer(path, "description");
     match function.get("description") {
         Some(Value::String(text)) => {
             if profile.description_required && text.trim().is_empty() {
-                problems.push(Problem::new(&path, "must not be empty: the model chooses tools by their description"));
+                problems.push(Problem::new(
+                    &path,
+                    "must not be empty: the model chooses tools by their description",
+                ));
             }
             if let Some(max) = profile.max_description_len
                 && text.chars().count() > max
             {
-                problems.push(Problem::new(&path, format!("{} characters long, at most {max} allowed", text.chars().count())));
+                problems.push(Problem::new(
+                    &path,
+                    format!(
+                        "{} characters long, at most {max} allowed",
+                        text.chars().count()
+                    ),
+                ));
             }
             Some(text.clone())
         }
         None | Some(Value::Null) if !profile.description_required => None,
         None => {
-            problems.push(Problem::new(path, "missing; the model chooses tools by their description"));
+            problems.push(Problem::new(
+                path,
+                "missing; the model chooses tools by their description",
+            ));
             None
         }
         Some(other) => {
-            problems.push(Problem::new(path, format!("expected a string, got {other}")));
+            problems.push(Problem::new(
+                path,
+                format!("expected a string, got {other}"),
+            ));
             None
         }
     }
@@ -165,7 +253,10 @@ fn check_parameters(
     let path = pointer(path, "parameters");
     let parameters = match function.get("parameters") {
         None | Some(Value::Null) if profile.parameters_required => {
-            problems.push(Problem::new(path, "missing; give at least {\"type\": \"object\", \"properties\": {}}"));
+            problems.push(Problem::new(
+                path,
+                "missing; give at least {\"type\": \"object\", \"properties\": {}}",
+            ));
             return None;
         }
         None | Some(Value::Null) => return Some((None, Defaults::default())),
@@ -173,12 +264,23 @@ fn check_parameters(
     };
     let before = problems.len();
     let Value::Object(root) = parameters else {
-        problems.push(Problem::new(path, format!("expected a JSON Schema object, got {}", schema::type_name(parameters))));
+        problems.push(Problem::new(
+            path,
+            format!(
+                "expected a JSON Schema object, got {}",
+                schema::type_name(parameters)
+            ),
+        ));
         return None;
     };
     if root.get("type") != Some(&Value::String("object".into())) {
-        let found = root.get("type").map_or("nothing".to_owned(), Value::to_string);
-        problems.push(Problem::new(pointer(&path, "type"), format!("the root type must be \"object\", got {found}")));
+        let found = root
+            .get("type")
+            .map_or("nothing".to_owned(), Value::to_string);
+        problems.push(Problem::new(
+            pointer(&path, "type"),
+            format!("the root type must be \"object\", got {found}"),
+        ));
     }
     if let Some(max) = profile.max_properties
         && let Some(Value::Object(properties)) = root.get("properties")
@@ -193,7 +295,9 @@ fn check_parameters(
     if strict {
         check_strict(parameters, &path, problems);
     }
-    let compiled = schema::compile(parameters, &path).map_err(|found| problems.extend(found)).ok();
+    let compiled = schema::compile(parameters, &path)
+        .map_err(|found| problems.extend(found))
+        .ok();
     check_defaults(parameters, &path, problems);
     if problems.len() != before {
         return None;
@@ -205,13 +309,19 @@ fn check_parameters(
 fn check_keywords(parameters: &Value, path: &str, profile: &Profile, problems: &mut Vec<Problem>) {
     walk(parameters, path, &mut |here, map| {
         if !profile.allow_ref && map.contains_key("$ref") {
-            problems.push(Problem::new(pointer(here, "$ref"), "$ref is not allowed in character tools; inline the schema"));
+            problems.push(Problem::new(
+                pointer(here, "$ref"),
+                "$ref is not allowed in character tools; inline the schema",
+            ));
         }
         if let Some(max) = profile.max_enum_values
             && let Some(Value::Array(values)) = map.get("enum")
             && values.len() > max
         {
-            problems.push(Problem::new(pointer(here, "enum"), format!("{} values, at most {max} allowed", values.len())));
+            problems.push(Problem::new(
+                pointer(here, "enum"),
+                format!("{} values, at most {max} allowed", values.len()),
+            ));
         }
     });
 }
@@ -222,23 +332,37 @@ fn check_strict(parameters: &Value, path: &str, problems: &mut Vec<Problem>) {
     walk(parameters, path, &mut |here, map| {
         let depth = object_depth(path, here);
         let Some(Value::Object(properties)) = map.get("properties") else {
-            if map.get("type") == Some(&Value::String("object".into())) && map.get("additionalProperties") != Some(&Value::Bool(false)) {
-                problems.push(Problem::new(pointer(here, "additionalProperties"), "strict mode requires additionalProperties: false"));
+            if map.get("type") == Some(&Value::String("object".into()))
+                && map.get("additionalProperties") != Some(&Value::Bool(false))
+            {
+                problems.push(Problem::new(
+                    pointer(here, "additionalProperties"),
+                    "strict mode requires additionalProperties: false",
+                ));
             }
             return;
         };
         total += properties.len();
         if depth > STRICT_MAX_DEPTH {
-            problems.push(Problem::new(here, format!("nested {depth} levels deep; strict mode allows {STRICT_MAX_DEPTH}")));
+            problems.push(Problem::new(
+                here,
+                format!("nested {depth} levels deep; strict mode allows {STRICT_MAX_DEPTH}"),
+            ));
         }
         if map.get("additionalProperties") != Some(&Value::Bool(false)) {
-            problems.push(Problem::new(pointer(here, "additionalProperties"), "strict mode requires additionalProperties: false"));
+            problems.push(Problem::new(
+                pointer(here, "additionalProperties"),
+                "strict mode requires additionalProperties: false",
+            ));
         }
         let required: Vec<&str> = match map.get("required") {
             Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
         };
-        for name in properties.keys().filter(|name| !required.contains(&name.as_str())) {
+        for name in properties
+            .keys()
+            .filter(|name| !required.contains(&name.as_str()))
+        {
             problems.push(Problem::new(
                 pointer(here, "required"),
                 format!("strict mode requires every property in required; \"{name}\" is missing (make it nullable instead)"),
@@ -246,13 +370,19 @@ fn check_strict(parameters: &Value, path: &str, problems: &mut Vec<Problem>) {
         }
     });
     if total > STRICT_MAX_PROPERTIES {
-        problems.push(Problem::new(path, format!("{total} properties in all, strict mode allows {STRICT_MAX_PROPERTIES}")));
+        problems.push(Problem::new(
+            path,
+            format!("{total} properties in all, strict mode allows {STRICT_MAX_PROPERTIES}"),
+        ));
     }
 }
 
 /// How many object levels down `here` is from the parameters root (the root is level 1).
 fn object_depth(root: &str, here: &str) -> usize {
-    1 + here[root.len()..].split('/').filter(|segment| *segment == "properties").count()
+    1 + here[root.len()..]
+        .split('/')
+        .filter(|segment| *segment == "properties")
+        .count()
 }
 
 /// A `default` that its own schema rejects would be filled into every call and fail there.
@@ -266,7 +396,10 @@ fn check_defaults(parameters: &Value, path: &str, problems: &mut Vec<Problem>) {
             {
                 problems.push(Problem::new(
                     pointer(here, "default"),
-                    format!("the default does not match its own schema: {}", schema::describe(&error)),
+                    format!(
+                        "the default does not match its own schema: {}",
+                        schema::describe(&error)
+                    ),
                 ));
             }
         }
@@ -280,16 +413,25 @@ fn report_duplicates(items: &[Value], problems: &mut Vec<Problem>) {
             seen.entry(name).or_default().push(index);
         }
     }
-    let mut duplicates: Vec<_> = seen.into_iter().filter(|(_, places)| places.len() > 1).collect();
+    let mut duplicates: Vec<_> = seen
+        .into_iter()
+        .filter(|(_, places)| places.len() > 1)
+        .collect();
     duplicates.sort_by_key(|(_, places)| places[0]);
     for (name, places) in duplicates {
         for &index in &places {
-            let others: Vec<String> = places.iter().filter(|&&other| other != index).map(|other| format!("/{other}")).collect();
+            let others: Vec<String> = places
+                .iter()
+                .filter(|&&other| other != index)
+                .map(|other| format!("/{other}"))
+                .collect();
             problems.push(Problem::new(
                 format!("/{index}/function/name"),
-                format!("duplicate tool name \"{name}\" (also at {})", others.join(", ")),
+                format!(
+                    "duplicate tool name \"{name}\" (also at {})",
+                    others.join(", ")
+                ),
             ));
         }
     }
 }
-

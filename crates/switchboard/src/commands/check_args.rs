@@ -24,9 +24,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let list = read_json(&args.file)?;
-    let profile = Profile::by_name(&args.profile).ok_or_else(|| anyhow::anyhow!("unknown profile {}", args.profile))?;
-    let toolset = Toolset::from_json(&list, &profile)
-        .map_err(|problems| anyhow::anyhow!("{} has invalid tool definitions:\n{problems}", args.file.display()))?;
+    let profile = Profile::by_name(&args.profile)
+        .ok_or_else(|| anyhow::anyhow!("unknown profile {}", args.profile))?;
+    let toolset = Toolset::from_json(&list, &profile).map_err(|problems| {
+        anyhow::anyhow!(
+            "{} has invalid tool definitions:\n{problems}",
+            args.file.display()
+        )
+    })?;
     match toolset.check_call(&args.tool, &args.arguments) {
         Ok(arguments) => {
             println!("{}", serde_json::Value::Object(arguments));

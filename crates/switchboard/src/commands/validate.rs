@@ -19,7 +19,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let list = read_json(&args.file)?;
-    let profile = Profile::by_name(&args.profile).ok_or_else(|| anyhow::anyhow!("unknown profile {}", args.profile))?;
+    let profile = Profile::by_name(&args.profile)
+        .ok_or_else(|| anyhow::anyhow!("unknown profile {}", args.profile))?;
     match validate_tools(&list, &profile) {
         Ok(tools) => {
             let names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();

@@ -1,0 +1,7 @@
+use switchboard_tools::tool;
+
+/// Says hi.
+#[tool(title = "hi")]
+fn hi() {}
+
+fn main() {}
