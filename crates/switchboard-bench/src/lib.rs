@@ -46,6 +46,11 @@ pub fn summarize(times: &mut [Duration]) -> Summary {
     }
 }
 
+/// Prints a heading above a group of rows.
+pub fn heading(title: &str) {
+    println!("\n{title}:");
+}
+
 /// Prints one row of a percentile table.
 pub fn report(name: &str, summary: &Summary) {
     println!(

@@ -15,7 +15,7 @@ fn percentiles() {
     let tools = toolset();
     let valid = r#"{"event":"The hero fell","importance":"high"}"#;
     let invalid = r#"{"event":"The hero fell","importance":"loud"}"#;
-    println!("\nper call (median, p99):");
+    switchboard_bench::heading("per call (median, p99)");
     let summary = switchboard_bench::measure(20_000, 10, || {
         black_box(
             tools
