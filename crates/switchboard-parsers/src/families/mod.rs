@@ -1,14 +1,15 @@
 //! One state machine per family, and the few helpers several of them share.
 
 mod args;
-mod deepseek;
 mod dsml;
 mod gpt_oss;
 mod hermes;
+mod kimi_k3;
 mod llama_json;
 mod mistral;
 mod pythonic;
 mod qwen_xml;
+mod sectioned;
 
 use serde_json::{Map, Value};
 
@@ -25,9 +26,9 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
         Family::Pythonic => Box::new(Driver::new(pythonic::Pythonic::new(), out)),
         Family::Mistral => Box::new(Driver::new(mistral::Mistral::new(reasoning), out)),
         Family::GptOss => Box::new(Driver::new(gpt_oss::GptOss::new(), out)),
-        Family::DeepseekV3 => Box::new(Driver::new(deepseek::DeepSeek::new(true, reasoning), out)),
+        Family::DeepseekV3 => Box::new(Driver::new(sectioned::Sectioned::new(sectioned::Layout::DeepseekV3, reasoning), out)),
         Family::DeepseekV31 => {
-            Box::new(Driver::new(deepseek::DeepSeek::new(false, reasoning), out))
+            Box::new(Driver::new(sectioned::Sectioned::new(sectioned::Layout::DeepseekV31, reasoning), out))
         }
         Family::DeepseekV32 => Box::new(Driver::new(
             dsml::DsmlParser::new(dsml::Dsml::V32, reasoning),
@@ -41,6 +42,8 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
             dsml::DsmlParser::new(dsml::Dsml::V41, reasoning),
             out,
         )),
+        Family::KimiK2 => Box::new(Driver::new(sectioned::Sectioned::new(sectioned::Layout::KimiK2, reasoning), out)),
+        Family::KimiK3 => Box::new(Driver::new(kimi_k3::KimiK3::new(reasoning), out)),
         _ => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
     }
 }

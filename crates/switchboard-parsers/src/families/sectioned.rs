@@ -1,18 +1,20 @@
-//! `deepseek_v3` (V3, R1) and `deepseek_v31`: a section
-//! `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>…<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`, where
-//! V3 writes `function<｜tool▁sep｜>NAME\n```json\n{…}\n``` ` and V3.1 writes
-//! `NAME<｜tool▁sep｜>{…}`, with `<think>…</think>` reasoning (often only the closing tag,
-//! the prompt having opened it).
+//! Formats that wrap JSON-argument calls in a section of special tokens, with
+//! `<think>…</think>` reasoning (often only the closing tag, the prompt having opened it):
+//! - `deepseek_v3` (V3, R1): `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`;
+//! - `deepseek_v31`: the same with `NAME<｜tool▁sep｜>{…}`, no type word and no fence;
+//! - `kimi_k2`: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>…<|tool_calls_section_end|>`,
+//!   the name read from the call id (a bare `NAME:IDX` is accepted too).
 //!
 //! Arguments stream as they arrive and end where the JSON object closes; markup inside its
-//! strings is text. A call whose JSON never closes, or markup inside the section that is not
-//! a call, is reported as [`crate::ParseEvent::Invalid`].
+//! strings is text. A call whose JSON never closes, or whose name or arguments are missing,
+//! is reported as [`crate::ParseEvent::Invalid`]; stray text between calls is reported the
+//! same way and parsing goes on.
 
 use super::args::{Fed, RawJsonArgs};
 use crate::Machine;
 use crate::out::Out;
 
-const MARKERS: &[&str] = &[
+const DEEPSEEK: &[&str] = &[
     "<think>",
     "</think>",
     "<｜tool▁calls▁begin｜>",
@@ -23,6 +25,16 @@ const MARKERS: &[&str] = &[
     "```json",
     "```",
     "<｜end▁of▁sentence｜>",
+];
+/// Kimi's markers in the same roles; it has no fences.
+const KIMI: &[&str] = &[
+    "<think>",
+    "</think>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_end|>",
+    "<|tool_call_argument_begin|>",
 ];
 const THINK: usize = 0;
 const END_THINK: usize = 1;
@@ -48,25 +60,37 @@ enum State {
     AfterArgs,
 }
 
+/// Which family's layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    DeepseekV3,
+    DeepseekV31,
+    KimiK2,
+}
+
 #[derive(Debug)]
-pub(crate) struct DeepSeek {
-    fenced: bool,
+pub(crate) struct Sectioned {
+    layout: Layout,
     reasoning: bool,
     state: State,
 }
 
-impl DeepSeek {
-    /// `fenced` selects V3's `function<｜tool▁sep｜>NAME` + fenced JSON over V3.1's layout.
-    pub(crate) fn new(fenced: bool, reasoning: bool) -> Self {
-        Self {
-            fenced,
-            reasoning,
-            state: State::Text,
-        }
+impl Sectioned {
+    pub(crate) fn new(layout: Layout, reasoning: bool) -> Self {
+        Self { layout, reasoning, state: State::Text }
     }
 
     fn start(&mut self, out: &mut Out, name: &str) {
-        let name = name.trim();
+        let mut name = name.trim();
+        if self.layout == Layout::KimiK2 {
+            // `functions.NAME:IDX`: the id carries the name.
+            name = name.strip_prefix("functions.").unwrap_or(name);
+            if let Some((base, index)) = name.rsplit_once(':') {
+                if index.bytes().all(|b| b.is_ascii_digit()) {
+                    name = base;
+                }
+            }
+        }
         if name.is_empty() {
             out.fail("a call without a name", "");
             self.state = State::Section(String::new());
@@ -77,9 +101,12 @@ impl DeepSeek {
     }
 }
 
-impl Machine for DeepSeek {
+impl Machine for Sectioned {
     fn markers(&self) -> &'static [&'static str] {
-        MARKERS
+        match self.layout {
+            Layout::KimiK2 => KIMI,
+            _ => DEEPSEEK,
+        }
     }
 
     fn text(&mut self, out: &mut Out, text: &str) {
@@ -126,7 +153,7 @@ impl Machine for DeepSeek {
                 _ => junk.push_str(literal),
             },
             State::Head(head) => match marker {
-                SEP if self.fenced => self.state = State::Name(String::new()),
+                SEP if self.layout == Layout::DeepseekV3 => self.state = State::Name(String::new()),
                 SEP => {
                     let name = std::mem::take(head);
                     self.start(out, &name);
@@ -166,9 +193,6 @@ impl Machine for DeepSeek {
     fn end(&mut self, out: &mut Out) {
         match &self.state {
             State::Head(text) | State::Name(text) => out.fail("output ended inside a call", text),
-            State::Section(junk) if !junk.trim().is_empty() => {
-                out.fail("text inside the calls section that is not a call", junk)
-            }
             _ => {}
         }
         self.state = State::Text;
