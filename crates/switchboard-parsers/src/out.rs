@@ -11,30 +11,38 @@ use crate::tools::Tools;
 #[derive(Debug, Default)]
 struct Channel {
     started: bool,
-    newlines: String,
+    /// Blanks not yet known to be inside the channel.
+    held: String,
 }
 
 impl Channel {
     /// Newlines at the very start and end of a channel are template glue around markup
     /// (`<think>\n`, `\n<tool_call>`); newlines between words are kept. Trailing newlines are
-    /// therefore held until more text proves they are inside the channel.
+    /// therefore held until more text proves they are inside the channel, and so is a blank
+    /// start, which is dropped if nothing else follows.
     fn take(&mut self, text: &str) -> Option<String> {
+        let lead;
         let text = if self.started {
             text
         } else {
-            text.trim_start_matches('\n')
+            // Nothing is sent while the channel holds only blanks: blank-only text around
+            // markup is not content.
+            self.held.push_str(text);
+            if self.held.trim().is_empty() {
+                return None;
+            }
+            lead = std::mem::take(&mut self.held);
+            lead.trim_start_matches('\n')
         };
         let body = text.trim_end_matches('\n');
         if body.is_empty() {
-            if self.started {
-                self.newlines.push_str(text);
-            }
+            self.held.push_str(text);
             return None;
         }
         self.started = true;
-        let mut delta = std::mem::take(&mut self.newlines);
+        let mut delta = std::mem::take(&mut self.held);
         delta.push_str(body);
-        self.newlines.push_str(&text[body.len()..]);
+        self.held.push_str(&text[body.len()..]);
         Some(delta)
     }
 }

@@ -60,7 +60,8 @@ pub(crate) enum Fed {
     More,
     /// The object closed; the call is ended and the text after this offset is not arguments.
     Done(usize),
-    /// The text does not open a JSON object; the call has been reported invalid.
+    /// The text does not open a JSON object; the call has been reported invalid and the
+    /// caller skips the rest of it.
     Broken,
 }
 
@@ -80,7 +81,7 @@ impl RawJsonArgs {
             Scan::More => text,
             Scan::Done(end) => &text[..end],
             Scan::NotJson => {
-                out.fail("the arguments are not a JSON object", text);
+                out.fail("the arguments are not a JSON object", "");
                 return Fed::Broken;
             }
         };

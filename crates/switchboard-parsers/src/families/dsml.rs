@@ -149,6 +149,7 @@ impl Machine for DsmlParser {
                 let (name, attributes) = tag.split_once('"').unwrap_or((tag.as_str(), ""));
                 if matches!(self.state, State::InvokeTag(_)) {
                     out.start(name);
+                    self.args = ArgsWriter::default();
                     self.state = State::Invoke;
                     if attributes.trim_end().ends_with('/') {
                         self.end_invoke(out);

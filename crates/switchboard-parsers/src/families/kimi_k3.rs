@@ -59,6 +59,7 @@ impl KimiK3 {
             "call" => {
                 let tool = attribute(attributes, "tool").unwrap_or_default();
                 out.start(&tool);
+                self.args = ArgsWriter::default();
                 Place::Between
             }
             "argument" | "json" if out.in_call() => {

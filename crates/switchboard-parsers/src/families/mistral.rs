@@ -44,6 +44,8 @@ enum State {
     },
     CallId(String),
     Args(RawJsonArgs),
+    /// The rest of a call whose arguments were not JSON, skipped up to the next marker.
+    Broken,
 }
 
 #[derive(Debug)]
@@ -129,8 +131,9 @@ impl Machine for Mistral {
                     self.state = State::Text;
                     out.content(&text[end..]);
                 }
-                Fed::Broken => self.state = State::Text,
+                Fed::Broken => self.state = State::Broken,
             },
+            State::Broken => {}
         }
     }
 
@@ -169,7 +172,7 @@ impl Machine for Mistral {
             ),
             State::CallId(name) => out.fail("[CALL_ID] without [ARGS]", name),
             State::Args(_) => out.fail("the call has no arguments object", ""),
-            State::Text => {}
+            State::Text | State::Broken => {}
         }
         self.state = State::Text;
         match marker {
@@ -192,7 +195,7 @@ impl Machine for Mistral {
             ),
             State::Array { text, .. } => out.fail("output ended inside the call array", text),
             State::CallId(name) => out.fail("output ended before [ARGS]", name),
-            State::Args(_) | State::Text => {}
+            State::Args(_) | State::Broken | State::Text => {}
         }
         self.state = State::Text;
     }

@@ -2,8 +2,11 @@
 
 mod args;
 mod dsml;
+mod gemma4;
+mod glm;
 mod gpt_oss;
 mod hermes;
+mod json;
 mod kimi_k3;
 mod llama_json;
 mod mistral;
@@ -44,7 +47,9 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
         )),
         Family::KimiK2 => Box::new(Driver::new(sectioned::Sectioned::new(sectioned::Layout::KimiK2, reasoning), out)),
         Family::KimiK3 => Box::new(Driver::new(kimi_k3::KimiK3::new(reasoning), out)),
-        _ => Box::new(Driver::new(hermes::Hermes::new(reasoning), out)),
+        Family::Glm45 | Family::Glm47 => Box::new(Driver::new(glm::Glm::new(reasoning), out)),
+        Family::Gemma4 => Box::new(Driver::new(gemma4::Gemma4::new(reasoning), out)),
+        Family::Json => Box::new(Driver::new(json::Json::new(), out)),
     }
 }
 

@@ -164,6 +164,7 @@ impl Machine for QwenXml {
                 let rest = &text[end + 1..];
                 if matches!(self.state, State::FunctionName(_)) {
                     out.start(&name);
+                    self.args = ArgsWriter::default();
                     self.state = State::Function;
                 } else {
                     self.open_value(out, name);
