@@ -59,11 +59,6 @@ impl JsonScan {
     pub(crate) fn started(&self) -> bool {
         self.started
     }
-
-    /// Whether the scanner is inside a string literal, where markup means nothing.
-    pub(crate) fn in_string(&self) -> bool {
-        self.in_string
-    }
 }
 
 #[cfg(test)]
@@ -74,7 +69,6 @@ mod tests {
     fn a_closing_brace_inside_a_string_does_not_end_the_value() {
         let mut scan = JsonScan::default();
         assert_eq!(scan.feed(r#" {"a": "}</tool_call>\"}"#), Scan::More);
-        assert!(scan.in_string());
         assert_eq!(scan.feed(r#"", "b": [1]} tail"#), Scan::Done(12));
     }
 

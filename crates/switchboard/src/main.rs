@@ -9,7 +9,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "switchboard", version, about = "Tool-calling runtime and OpenAI-compatible gateway")]
+#[command(
+    name = "switchboard",
+    version,
+    about = "Tool-calling runtime and OpenAI-compatible gateway"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,6 +23,7 @@ struct Cli {
 enum Command {
     Validate(commands::validate::Args),
     CheckArgs(commands::check_args::Args),
+    Parse(commands::parse::Args),
 }
 
 fn main() -> ExitCode {
@@ -26,6 +31,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Validate(args) => commands::validate::run(args),
         Command::CheckArgs(args) => commands::check_args::run(args),
+        Command::Parse(args) => commands::parse::run(args),
     };
     match outcome {
         Ok(code) => code,

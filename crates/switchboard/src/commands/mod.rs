@@ -4,4 +4,5 @@
 
 pub mod check_args;
 pub mod input;
+pub mod parse;
 pub mod validate;
