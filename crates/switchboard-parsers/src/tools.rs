@@ -85,12 +85,11 @@ fn schema_types<'a>(schema: &'a Value, types: &mut Vec<&'a str>) {
             }
         }
     }
-    if types.is_empty() {
-        if let Some(Value::Array(values)) = schema.get("enum") {
-            if values.iter().all(Value::is_string) {
-                types.push("string");
-            }
-        }
+    if types.is_empty()
+        && let Some(Value::Array(values)) = schema.get("enum")
+        && values.iter().all(Value::is_string)
+    {
+        types.push("string");
     }
     // A string is the fallback for every other type, so try it last: "3" for a
     // ["string", "integer"] parameter is most likely the number.

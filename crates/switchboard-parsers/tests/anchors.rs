@@ -9,9 +9,21 @@ use switchboard_tools::ToolDefinition;
 
 fn tools() -> Vec<ToolDefinition> {
     vec![
-        ToolDefinition::function("echo", "echo", json!({"type": "object", "properties": {"text": {"type": "string"}}})),
-        ToolDefinition::function("get_time", "time", json!({"type": "object", "properties": {}})),
-        ToolDefinition::function("add", "add", json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}})),
+        ToolDefinition::function(
+            "echo",
+            "echo",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        ),
+        ToolDefinition::function(
+            "get_time",
+            "time",
+            json!({"type": "object", "properties": {}}),
+        ),
+        ToolDefinition::function(
+            "add",
+            "add",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),
+        ),
     ]
 }
 
@@ -28,18 +40,31 @@ fn char_chunks(text: &str) -> Vec<String> {
 
 #[test]
 fn a_closing_marker_inside_a_json_string_does_not_end_the_call() {
-    let raw = r#"<tool_call>{"name": "echo", "arguments": {"text": "a </tool_call> b"}}</tool_call>"#;
+    let raw =
+        r#"<tool_call>{"name": "echo", "arguments": {"text": "a </tool_call> b"}}</tool_call>"#;
     let parsed = parse_whole(Family::Hermes, &tools(), raw);
-    assert_eq!(parsed.tool_calls[0].arguments, json!({"text": "a </tool_call> b"}));
+    assert_eq!(
+        parsed.tool_calls[0].arguments,
+        json!({"text": "a </tool_call> b"})
+    );
     let raw = r#"[TOOL_CALLS]echo[ARGS]{"text": "[TOOL_CALLS]x[ARGS]{}"}"#;
-    assert_eq!(parse_whole(Family::Mistral, &tools(), raw).tool_calls[0].arguments, json!({"text": "[TOOL_CALLS]x[ARGS]{}"}));
+    assert_eq!(
+        parse_whole(Family::Mistral, &tools(), raw).tool_calls[0].arguments,
+        json!({"text": "[TOOL_CALLS]x[ARGS]{}"})
+    );
 }
 
 #[test]
 fn a_call_without_arguments_streams_an_empty_object() {
     for (family, raw) in [
-        (Family::Hermes, r#"<tool_call>{"name": "get_time"}</tool_call>"#),
-        (Family::Qwen3Coder, "<tool_call>\n<function=get_time>\n</function>\n</tool_call>"),
+        (
+            Family::Hermes,
+            r#"<tool_call>{"name": "get_time"}</tool_call>"#,
+        ),
+        (
+            Family::Qwen3Coder,
+            "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+        ),
         (Family::Glm47, "<tool_call>get_time</tool_call>"),
         (Family::Gemma4, "<|tool_call>call:get_time{}<tool_call|>"),
     ] {
@@ -79,12 +104,19 @@ fn streamed_argument_fragments_concatenate_to_the_arguments_at_one_character_chu
             _ => None,
         })
         .collect();
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"a": 10, "b": 20}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"a": 10, "b": 20})
+    );
 }
 
 #[test]
 fn a_call_to_a_tool_not_offered_is_flagged_not_dropped() {
-    let parsed = parse_whole(Family::Hermes, &tools(), r#"<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>"#);
+    let parsed = parse_whole(
+        Family::Hermes,
+        &tools(),
+        r#"<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>"#,
+    );
     assert_eq!(parsed.tool_calls.len(), 1);
     assert!(!parsed.tool_calls[0].known);
 }
@@ -92,13 +124,27 @@ fn a_call_to_a_tool_not_offered_is_flagged_not_dropped() {
 #[test]
 fn content_is_held_back_only_while_it_could_start_a_marker() {
     let mut parser = parser(Family::Hermes, &tools());
-    assert_eq!(parser.feed("Hello <tool"), [ParseEvent::Content { delta: "Hello ".to_owned() }]);
-    assert_eq!(parser.feed("box>"), [ParseEvent::Content { delta: "<toolbox>".to_owned() }]);
+    assert_eq!(
+        parser.feed("Hello <tool"),
+        [ParseEvent::Content {
+            delta: "Hello ".to_owned()
+        }]
+    );
+    assert_eq!(
+        parser.feed("box>"),
+        [ParseEvent::Content {
+            delta: "<toolbox>".to_owned()
+        }]
+    );
 }
 
 #[test]
 fn a_truncated_call_is_reported_and_never_returned() {
-    let parsed = parse_whole(Family::Hermes, &tools(), r#"<tool_call>{"name": "echo", "arguments": {"text": "cut"#);
+    let parsed = parse_whole(
+        Family::Hermes,
+        &tools(),
+        r#"<tool_call>{"name": "echo", "arguments": {"text": "cut"#,
+    );
     assert!(parsed.tool_calls.is_empty());
     assert_eq!(parsed.issues.len(), 1);
 }

@@ -11,7 +11,7 @@
 )]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use switchboard_parsers::{Family, ParseOptions, Parsed, collect, family_for_model, parser_with};
@@ -40,7 +40,7 @@ struct Fixture {
     expected_error: Option<Value>,
 }
 
-fn load(dir: &PathBuf) -> Vec<Fixture> {
+fn load(dir: &Path) -> Vec<Fixture> {
     let mut fixtures = Vec::new();
     let mut families: Vec<PathBuf> = std::fs::read_dir(dir.join("fixtures"))
         .unwrap()

@@ -29,7 +29,9 @@ fn load() -> (Vec<ToolDefinition>, Vec<Case>) {
             Case {
                 id: case["id"].as_str().unwrap().to_owned(),
                 family: Family::from_name(case["family"].as_str().unwrap()).unwrap(),
-                options: ParseOptions { starts_in_reasoning: case["starts_in_reasoning"].as_bool().unwrap() },
+                options: ParseOptions {
+                    starts_in_reasoning: case["starts_in_reasoning"].as_bool().unwrap(),
+                },
                 raw: case["raw"].as_str().unwrap().to_owned(),
                 expected: case["expected"].clone(),
                 invalid: case["invalid"].as_bool().unwrap_or(false),
@@ -42,7 +44,10 @@ fn load() -> (Vec<ToolDefinition>, Vec<Case>) {
 /// Parses `raw` cut at the given character offsets.
 fn parse_split(case: &Case, tools: &[ToolDefinition], cuts: &[usize]) -> Parsed {
     let chars: Vec<(usize, char)> = case.raw.char_indices().collect();
-    let mut bounds: Vec<usize> = cuts.iter().filter_map(|cut| chars.get(*cut).map(|(at, _)| *at)).collect();
+    let mut bounds: Vec<usize> = cuts
+        .iter()
+        .filter_map(|cut| chars.get(*cut).map(|(at, _)| *at))
+        .collect();
     bounds.push(case.raw.len());
     bounds.sort_unstable();
     bounds.dedup();
@@ -58,26 +63,69 @@ fn parse_split(case: &Case, tools: &[ToolDefinition], cuts: &[usize]) -> Parsed 
 }
 
 fn check(case: &Case, parsed: &Parsed) {
-    let calls: Vec<Value> =
-        parsed.tool_calls.iter().map(|call| serde_json::json!({"name": call.name, "arguments": call.arguments})).collect();
-    assert_eq!(Value::Array(calls), case.expected["tool_calls"], "{}: tool calls", case.id);
-    assert!(parsed.tool_calls.iter().all(|call| call.known), "{}: offered tools flagged unknown", case.id);
+    let calls: Vec<Value> = parsed
+        .tool_calls
+        .iter()
+        .map(|call| serde_json::json!({"name": call.name, "arguments": call.arguments}))
+        .collect();
+    assert_eq!(
+        Value::Array(calls),
+        case.expected["tool_calls"],
+        "{}: tool calls",
+        case.id
+    );
+    assert!(
+        parsed.tool_calls.iter().all(|call| call.known),
+        "{}: offered tools flagged unknown",
+        case.id
+    );
     if case.invalid {
-        assert!(!parsed.issues.is_empty(), "{}: the broken call was not reported", case.id);
+        assert!(
+            !parsed.issues.is_empty(),
+            "{}: the broken call was not reported",
+            case.id
+        );
         return;
     }
-    assert_eq!(parsed.content.as_deref(), case.expected["content"].as_str(), "{}: content", case.id);
-    assert_eq!(parsed.reasoning_content.as_deref(), case.expected["reasoning_content"].as_str(), "{}: reasoning", case.id);
-    assert!(parsed.issues.is_empty(), "{}: unexpected issues {:?}", case.id, parsed.issues);
+    assert_eq!(
+        parsed.content.as_deref(),
+        case.expected["content"].as_str(),
+        "{}: content",
+        case.id
+    );
+    assert_eq!(
+        parsed.reasoning_content.as_deref(),
+        case.expected["reasoning_content"].as_str(),
+        "{}: reasoning",
+        case.id
+    );
+    assert!(
+        parsed.issues.is_empty(),
+        "{}: unexpected issues {:?}",
+        case.id,
+        parsed.issues
+    );
 }
 
 #[test]
 fn every_family_has_every_kind_of_fixture() {
     let (_, cases) = load();
     for family in switchboard_parsers::ALL_FAMILIES {
-        for kind in ["single", "parallel", "no-arguments", "text-before-call", "escapes-unicode", "nested", "truncated", "malformed"] {
+        for kind in [
+            "single",
+            "parallel",
+            "no-arguments",
+            "text-before-call",
+            "escapes-unicode",
+            "nested",
+            "truncated",
+            "malformed",
+        ] {
             let id = format!("{}/{kind}", family.name());
-            assert!(cases.iter().any(|case| case.id == id), "missing fixture {id}");
+            assert!(
+                cases.iter().any(|case| case.id == id),
+                "missing fixture {id}"
+            );
         }
     }
 }
@@ -89,7 +137,12 @@ fn whole_and_one_character_chunks_give_the_expected_result() {
         let whole = parse_split(case, &tools, &[]);
         check(case, &whole);
         let every: Vec<usize> = (1..case.raw.chars().count()).collect();
-        assert_eq!(parse_split(case, &tools, &every), whole, "{}: 1-char chunks differ", case.id);
+        assert_eq!(
+            parse_split(case, &tools, &every),
+            whole,
+            "{}: 1-char chunks differ",
+            case.id
+        );
     }
 }
 

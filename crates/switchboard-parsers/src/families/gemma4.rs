@@ -12,8 +12,15 @@ use serde_json::{Map, Number, Value};
 use crate::Machine;
 use crate::out::Out;
 
-const MARKERS: &[&str] =
-    &["<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|\"|>", "<|tool_response>", "<turn|>"];
+const MARKERS: &[&str] = &[
+    "<|channel>",
+    "<channel|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|\"|>",
+    "<|tool_response>",
+    "<turn|>",
+];
 const CHANNEL: usize = 0;
 const END_CHANNEL: usize = 1;
 const CALL: usize = 2;
@@ -34,7 +41,12 @@ enum State {
     /// After `<|channel>`: the channel name up to its newline.
     ChannelName(String),
     /// Inside `<|tool_call>`: the raw head (`call:NAME{…`) and the body's pieces.
-    Call { head: String, body: Vec<Tok>, in_string: bool, opened: bool },
+    Call {
+        head: String,
+        body: Vec<Tok>,
+        in_string: bool,
+        opened: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -45,7 +57,10 @@ pub(crate) struct Gemma4 {
 
 impl Gemma4 {
     pub(crate) fn new(reasoning: bool) -> Self {
-        Self { reasoning, state: State::Text }
+        Self {
+            reasoning,
+            state: State::Text,
+        }
     }
 }
 
@@ -53,7 +68,9 @@ impl Gemma4 {
 fn lex(text: &str, body: &mut Vec<Tok>) {
     for piece in text.split_inclusive(['{', '}', '[', ']', ':', ',']) {
         let (word, punct) = match piece.chars().last() {
-            Some(last @ ('{' | '}' | '[' | ']' | ':' | ',')) => (&piece[..piece.len() - 1], Some(last)),
+            Some(last @ ('{' | '}' | '[' | ']' | ':' | ',')) => {
+                (&piece[..piece.len() - 1], Some(last))
+            }
             _ => (piece, None),
         };
         if !word.trim().is_empty() {
@@ -89,11 +106,17 @@ impl Machine for Gemma4 {
                 }
                 None => name.push_str(text),
             },
-            State::Call { body, in_string: true, .. } => match body.last_mut() {
+            State::Call {
+                body,
+                in_string: true,
+                ..
+            } => match body.last_mut() {
                 Some(Tok::Str(string)) => string.push_str(text),
                 _ => body.push(Tok::Str(text.to_owned())),
             },
-            State::Call { head, body, opened, .. } => {
+            State::Call {
+                head, body, opened, ..
+            } => {
                 if *opened {
                     lex(text, body);
                 } else if let Some(at) = text.find('{') {
@@ -109,17 +132,29 @@ impl Machine for Gemma4 {
 
     fn marker(&mut self, out: &mut Out, marker: usize, literal: &'static str) {
         match &mut self.state {
-            State::Call { body, in_string, opened, .. } if marker == QUOTE && *opened => {
+            State::Call {
+                body,
+                in_string,
+                opened,
+                ..
+            } if marker == QUOTE && *opened => {
                 if !*in_string {
                     body.push(Tok::Str(String::new()));
                 }
                 *in_string = !*in_string;
             }
-            State::Call { in_string: true, .. } => self.text(out, literal),
+            State::Call {
+                in_string: true, ..
+            } => self.text(out, literal),
             State::Call { head, body, .. } => {
                 let (head, body) = (std::mem::take(head), std::mem::take(body));
                 self.state = State::Text;
-                let name = head.trim().strip_prefix("call:").unwrap_or(head.trim()).trim().to_owned();
+                let name = head
+                    .trim()
+                    .strip_prefix("call:")
+                    .unwrap_or(head.trim())
+                    .trim()
+                    .to_owned();
                 let arguments = Reader { toks: &body, at: 0 }.object_whole();
                 match (marker, arguments) {
                     (END_CALL, Some(arguments)) if !name.is_empty() => {
@@ -144,7 +179,12 @@ impl Machine for Gemma4 {
                 END_CHANNEL => self.reasoning = false,
                 CALL => {
                     self.reasoning = false;
-                    self.state = State::Call { head: String::new(), body: Vec::new(), in_string: false, opened: false };
+                    self.state = State::Call {
+                        head: String::new(),
+                        body: Vec::new(),
+                        in_string: false,
+                        opened: false,
+                    };
                 }
                 _ => {}
             },
@@ -245,7 +285,12 @@ fn bare(word: &str) -> Value {
             if let Ok(int) = word.parse::<i64>() {
                 return Value::from(int);
             }
-            match word.parse::<f64>().ok().filter(|f| f.is_finite()).and_then(Number::from_f64) {
+            match word
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .and_then(Number::from_f64)
+            {
                 Some(number) => Value::Number(number),
                 None => Value::String(word.to_owned()),
             }

@@ -13,8 +13,16 @@ use super::args::ArgsWriter;
 use crate::Machine;
 use crate::out::Out;
 
-const MARKERS: &[&str] =
-    &["<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"];
+const MARKERS: &[&str] = &[
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+];
 const THINK: usize = 0;
 const END_THINK: usize = 1;
 const CALL: usize = 2;
@@ -33,7 +41,11 @@ enum State {
     Key(String),
     /// A value: its key, the text so far (or `None` while streaming a string), and a
     /// `</tool_call>` seen inside it whose meaning the next input decides.
-    Value { key: String, buffer: Option<String>, pending: Option<String> },
+    Value {
+        key: String,
+        buffer: Option<String>,
+        pending: Option<String>,
+    },
 }
 
 #[derive(Debug)]
@@ -45,11 +57,17 @@ pub(crate) struct Glm {
 
 impl Glm {
     pub(crate) fn new(reasoning: bool) -> Self {
-        Self { reasoning, state: State::Text, args: ArgsWriter::default() }
+        Self {
+            reasoning,
+            state: State::Text,
+            args: ArgsWriter::default(),
+        }
     }
 
     fn value_text(&mut self, out: &mut Out, text: &str) {
-        let State::Value { buffer, .. } = &mut self.state else { return };
+        let State::Value { buffer, .. } = &mut self.state else {
+            return;
+        };
         match buffer {
             Some(buffer) => buffer.push_str(text),
             None => self.args.string_text(out, text),
@@ -58,15 +76,17 @@ impl Glm {
 
     /// Anything after a `</tool_call>` inside a value shows it was text.
     fn resolve_pending(&mut self, out: &mut Out) {
-        if let State::Value { pending, .. } = &mut self.state {
-            if let Some(literal) = pending.take() {
-                self.value_text(out, &literal);
-            }
+        if let State::Value { pending, .. } = &mut self.state
+            && let Some(literal) = pending.take()
+        {
+            self.value_text(out, &literal);
         }
     }
 
     fn close_value(&mut self, out: &mut Out) {
-        if let State::Value { key, buffer, .. } = std::mem::replace(&mut self.state, State::Call(None)) {
+        if let State::Value { key, buffer, .. } =
+            std::mem::replace(&mut self.state, State::Call(None))
+        {
             match buffer {
                 None => self.args.close_string(out),
                 Some(raw) => {
@@ -117,7 +137,10 @@ impl Machine for Glm {
             },
             State::Call(_) => {}
             State::Key(key) => key.push_str(text),
-            State::Value { pending: Some(pending), .. } if text.trim().is_empty() => pending.push_str(text),
+            State::Value {
+                pending: Some(pending),
+                ..
+            } if text.trim().is_empty() => pending.push_str(text),
             State::Value { .. } => {
                 self.resolve_pending(out);
                 self.value_text(out, text);
@@ -168,7 +191,11 @@ impl Machine for Glm {
                     } else {
                         Some(String::new())
                     };
-                    self.state = State::Value { key, buffer, pending: None };
+                    self.state = State::Value {
+                        key,
+                        buffer,
+                        pending: None,
+                    };
                 }
                 END_CALL => self.end_call(out),
                 CALL => {
@@ -191,7 +218,9 @@ impl Machine for Glm {
 
     fn end(&mut self, out: &mut Out) {
         match &self.state {
-            State::Value { pending: Some(_), .. } => {
+            State::Value {
+                pending: Some(_), ..
+            } => {
                 self.close_value(out);
                 self.end_call(out);
             }

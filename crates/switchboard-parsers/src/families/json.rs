@@ -22,9 +22,16 @@ const FENCE_END: usize = 1;
 enum State {
     Start(String),
     /// A JSON value being held; `fenced` when it sits in a ```json block.
-    Object { scan: JsonScan, text: String, fenced: bool },
+    Object {
+        scan: JsonScan,
+        text: String,
+        fenced: bool,
+    },
     /// A fenced value is complete; the closing fence is awaited.
-    AfterFence { text: String, calls: Option<Value> },
+    AfterFence {
+        text: String,
+        calls: Option<Value>,
+    },
     Content,
 }
 
@@ -35,7 +42,9 @@ pub(crate) struct Json {
 
 impl Json {
     pub(crate) fn new() -> Self {
-        Self { state: State::Start(String::new()) }
+        Self {
+            state: State::Start(String::new()),
+        }
     }
 }
 
@@ -69,7 +78,11 @@ impl Machine for Json {
                 if trimmed.is_empty() {
                     blank.push_str(text);
                 } else if trimmed.starts_with('{') {
-                    self.state = State::Object { scan: JsonScan::default(), text: String::new(), fenced: false };
+                    self.state = State::Object {
+                        scan: JsonScan::default(),
+                        text: String::new(),
+                        fenced: false,
+                    };
                     self.text(out, trimmed);
                 } else {
                     let mut content = std::mem::take(blank);
@@ -79,18 +92,29 @@ impl Machine for Json {
                 }
             }
             State::AfterFence { text: held, .. } => held.push_str(text),
-            State::Object { scan, text: body, fenced } => match scan.feed(text) {
+            State::Object {
+                scan,
+                text: body,
+                fenced,
+            } => match scan.feed(text) {
                 Scan::More => body.push_str(text),
                 Scan::NotJson => {
                     body.push_str(text);
-                    let content = if *fenced { format!("```json{body}") } else { std::mem::take(body) };
+                    let content = if *fenced {
+                        format!("```json{body}")
+                    } else {
+                        std::mem::take(body)
+                    };
                     self.state = State::Content;
                     out.content(&content);
                 }
                 Scan::Done(end) => {
                     body.push_str(&text[..end]);
                     let body = std::mem::take(body);
-                    let calls = serde_json::from_str::<Value>(&body).ok().as_ref().and_then(calls_of);
+                    let calls = serde_json::from_str::<Value>(&body)
+                        .ok()
+                        .as_ref()
+                        .and_then(calls_of);
                     if *fenced {
                         let calls = calls.map(Value::Array);
                         self.state = State::AfterFence { text: body, calls };
@@ -119,9 +143,15 @@ impl Machine for Json {
             }
             State::AfterFence { text, .. } => text.push_str(literal),
             State::Start(_) | State::Content if marker == FENCE => {
-                self.state = State::Object { scan: JsonScan::default(), text: String::new(), fenced: true };
+                self.state = State::Object {
+                    scan: JsonScan::default(),
+                    text: String::new(),
+                    fenced: true,
+                };
             }
-            State::Object { fenced: true, text, .. } => {
+            State::Object {
+                fenced: true, text, ..
+            } => {
                 let content = format!("```json{text}{literal}");
                 self.state = State::Content;
                 out.content(&content);
@@ -140,13 +170,18 @@ impl Machine for Json {
     fn end(&mut self, out: &mut Out) {
         let held = match &mut self.state {
             // A complete block whose closing fence never came still holds complete calls.
-            State::AfterFence { calls: Some(Value::Array(calls)), .. } => {
+            State::AfterFence {
+                calls: Some(Value::Array(calls)),
+                ..
+            } => {
                 let calls = std::mem::take(calls);
                 emit_calls(out, &calls);
                 None
             }
             State::AfterFence { text, .. } => Some(format!("```json{text}")),
-            State::Object { text, fenced: true, .. } => Some(format!("```json{text}")),
+            State::Object {
+                text, fenced: true, ..
+            } => Some(format!("```json{text}")),
             State::Object { text, .. } => Some(text.clone()),
             _ => None,
         };

@@ -28,7 +28,10 @@ enum Place {
     /// Inside `tools` or `message`, between elements.
     Between,
     /// An argument: its key, and the text so far or `None` while streaming a string.
-    Argument { key: String, buffer: Option<String> },
+    Argument {
+        key: String,
+        buffer: Option<String>,
+    },
 }
 
 #[derive(Debug)]
@@ -36,7 +39,11 @@ enum State {
     In(Place),
     /// Reading a tag up to `<|sep|>`; `open` tells `<|open|>` from `<|close|>`, and `place`
     /// is where the tag began (the argument a close tag ends).
-    Tag { open: bool, text: String, place: Place },
+    Tag {
+        open: bool,
+        text: String,
+        place: Place,
+    },
 }
 
 #[derive(Debug)]
@@ -47,12 +54,22 @@ pub(crate) struct KimiK3 {
 
 impl KimiK3 {
     pub(crate) fn new(reasoning: bool) -> Self {
-        let place = if reasoning { Place::Think } else { Place::Response };
-        Self { state: State::In(place), args: ArgsWriter::default() }
+        let place = if reasoning {
+            Place::Think
+        } else {
+            Place::Response
+        };
+        Self {
+            state: State::In(place),
+            args: ArgsWriter::default(),
+        }
     }
 
     fn open_tag(&mut self, out: &mut Out, tag: &str) {
-        let (name, attributes) = tag.trim().split_once(char::is_whitespace).unwrap_or((tag.trim(), ""));
+        let (name, attributes) = tag
+            .trim()
+            .split_once(char::is_whitespace)
+            .unwrap_or((tag.trim(), ""));
         let place = match name {
             "think" => Place::Think,
             "response" => Place::Response,
@@ -69,7 +86,10 @@ impl KimiK3 {
                     self.args.open_string(out, &key);
                     Place::Argument { key, buffer: None }
                 } else {
-                    Place::Argument { key, buffer: Some(String::new()) }
+                    Place::Argument {
+                        key,
+                        buffer: Some(String::new()),
+                    }
                 }
             }
             _ => Place::Between,
@@ -85,10 +105,11 @@ impl KimiK3 {
                     match buffer {
                         None => self.args.close_string(out),
                         Some(raw) => {
-                            let value = serde_json::from_str::<Value>(raw.trim()).unwrap_or_else(|_| {
-                                let tool = out.call_name().unwrap_or_default().to_owned();
-                                out.tools.typed_value(&tool, &key, &raw)
-                            });
+                            let value =
+                                serde_json::from_str::<Value>(raw.trim()).unwrap_or_else(|_| {
+                                    let tool = out.call_name().unwrap_or_default().to_owned();
+                                    out.tools.typed_value(&tool, &key, &raw)
+                                });
                             if tag.trim() == "json" {
                                 // Arguments that were not an object, written whole.
                                 out.arguments(&value.to_string());
@@ -112,7 +133,11 @@ impl KimiK3 {
 fn attribute(attributes: &str, name: &str) -> Option<String> {
     let start = attributes.find(&format!("{name}=\""))? + name.len() + 2;
     let end = attributes[start..].find('"')? + start;
-    Some(attributes[start..end].replace("&quot;", "\"").replace("&amp;", "&"))
+    Some(
+        attributes[start..end]
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&"),
+    )
 }
 
 impl Machine for KimiK3 {
@@ -125,7 +150,10 @@ impl Machine for KimiK3 {
             State::Tag { text: tag, .. } => tag.push_str(text),
             State::In(Place::Think) => out.reasoning(text),
             State::In(Place::Response) => out.content(text),
-            State::In(Place::Argument { buffer: Some(buffer), .. }) => buffer.push_str(text),
+            State::In(Place::Argument {
+                buffer: Some(buffer),
+                ..
+            }) => buffer.push_str(text),
             State::In(Place::Argument { buffer: None, .. }) => self.args.string_text(out, text),
             State::In(Place::Between) => {}
         }
@@ -135,15 +163,27 @@ impl Machine for KimiK3 {
         match (&mut self.state, marker) {
             (State::Tag { text, .. }, SEP) => {
                 let text = std::mem::take(text);
-                if let State::Tag { open, place, .. } = std::mem::replace(&mut self.state, State::In(Place::Between)) {
-                    if open { self.open_tag(out, &text) } else { self.close_tag(out, &text, place) }
+                if let State::Tag { open, place, .. } =
+                    std::mem::replace(&mut self.state, State::In(Place::Between))
+                {
+                    if open {
+                        self.open_tag(out, &text)
+                    } else {
+                        self.close_tag(out, &text, place)
+                    }
                 }
             }
             (State::Tag { text, .. }, _) => text.push_str(literal),
             (State::In(Place::Argument { .. }), OPEN) => self.text(out, literal),
             (State::In(_), OPEN | CLOSE) => {
-                if let State::In(place) = std::mem::replace(&mut self.state, State::In(Place::Between)) {
-                    self.state = State::Tag { open: marker == OPEN, text: String::new(), place };
+                if let State::In(place) =
+                    std::mem::replace(&mut self.state, State::In(Place::Between))
+                {
+                    self.state = State::Tag {
+                        open: marker == OPEN,
+                        text: String::new(),
+                        place,
+                    };
                 }
             }
             _ => {}

@@ -29,10 +29,14 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
         Family::Pythonic => Box::new(Driver::new(pythonic::Pythonic::new(), out)),
         Family::Mistral => Box::new(Driver::new(mistral::Mistral::new(reasoning), out)),
         Family::GptOss => Box::new(Driver::new(gpt_oss::GptOss::new(), out)),
-        Family::DeepseekV3 => Box::new(Driver::new(sectioned::Sectioned::new(sectioned::Layout::DeepseekV3, reasoning), out)),
-        Family::DeepseekV31 => {
-            Box::new(Driver::new(sectioned::Sectioned::new(sectioned::Layout::DeepseekV31, reasoning), out))
-        }
+        Family::DeepseekV3 => Box::new(Driver::new(
+            sectioned::Sectioned::new(sectioned::Layout::DeepseekV3, reasoning),
+            out,
+        )),
+        Family::DeepseekV31 => Box::new(Driver::new(
+            sectioned::Sectioned::new(sectioned::Layout::DeepseekV31, reasoning),
+            out,
+        )),
         Family::DeepseekV32 => Box::new(Driver::new(
             dsml::DsmlParser::new(dsml::Dsml::V32, reasoning),
             out,
@@ -45,7 +49,10 @@ pub(crate) fn build(family: Family, out: Out, options: ParseOptions) -> Box<dyn 
             dsml::DsmlParser::new(dsml::Dsml::V41, reasoning),
             out,
         )),
-        Family::KimiK2 => Box::new(Driver::new(sectioned::Sectioned::new(sectioned::Layout::KimiK2, reasoning), out)),
+        Family::KimiK2 => Box::new(Driver::new(
+            sectioned::Sectioned::new(sectioned::Layout::KimiK2, reasoning),
+            out,
+        )),
         Family::KimiK3 => Box::new(Driver::new(kimi_k3::KimiK3::new(reasoning), out)),
         Family::Glm45 | Family::Glm47 => Box::new(Driver::new(glm::Glm::new(reasoning), out)),
         Family::Gemma4 => Box::new(Driver::new(gemma4::Gemma4::new(reasoning), out)),

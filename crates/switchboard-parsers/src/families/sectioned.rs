@@ -77,7 +77,11 @@ pub(crate) struct Sectioned {
 
 impl Sectioned {
     pub(crate) fn new(layout: Layout, reasoning: bool) -> Self {
-        Self { layout, reasoning, state: State::Text }
+        Self {
+            layout,
+            reasoning,
+            state: State::Text,
+        }
     }
 
     fn start(&mut self, out: &mut Out, name: &str) {
@@ -85,10 +89,10 @@ impl Sectioned {
         if self.layout == Layout::KimiK2 {
             // `functions.NAME:IDX`: the id carries the name.
             name = name.strip_prefix("functions.").unwrap_or(name);
-            if let Some((base, index)) = name.rsplit_once(':') {
-                if index.bytes().all(|b| b.is_ascii_digit()) {
-                    name = base;
-                }
+            if let Some((base, index)) = name.rsplit_once(':')
+                && index.bytes().all(|b| b.is_ascii_digit())
+            {
+                name = base;
             }
         }
         if name.is_empty() {
@@ -125,7 +129,7 @@ impl Machine for Sectioned {
 
     fn marker(&mut self, out: &mut Out, marker: usize, literal: &'static str) {
         match &mut self.state {
-            State::Args(args) if args.started() => return self.text(out, literal),
+            State::Args(args) if args.started() => self.text(out, literal),
             State::Text => match marker {
                 THINK => self.reasoning = true,
                 END_THINK => self.reasoning = false,

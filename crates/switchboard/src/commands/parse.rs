@@ -9,7 +9,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use switchboard_parsers::{Family, ParseEvent, ParseOptions, collect, family_for_model, parser_with};
+use switchboard_parsers::{
+    Family, ParseEvent, ParseOptions, collect, family_for_model, parser_with,
+};
 use switchboard_tools::ToolDefinition;
 
 use super::input::{read_json, read_text};
@@ -47,19 +49,28 @@ pub struct Args {
 
 fn family(args: &Args) -> anyhow::Result<Family> {
     if let Some(name) = &args.format {
-        let names: Vec<&str> = switchboard_parsers::ALL_FAMILIES.iter().map(|family| family.name()).collect();
-        return Family::from_name(name)
-            .with_context(|| format!("unknown format {name:?}; known formats: {}", names.join(", ")));
+        let names: Vec<&str> = switchboard_parsers::ALL_FAMILIES
+            .iter()
+            .map(|family| family.name())
+            .collect();
+        return Family::from_name(name).with_context(|| {
+            format!(
+                "unknown format {name:?}; known formats: {}",
+                names.join(", ")
+            )
+        });
     }
     let model = args.model.as_deref().unwrap_or_default();
-    family_for_model(model).with_context(|| format!("no tool-call format is known for model {model:?}; pass --format"))
+    family_for_model(model)
+        .with_context(|| format!("no tool-call format is known for model {model:?}; pass --format"))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let family = family(&args)?;
     let tools: Vec<ToolDefinition> = match &args.tools {
-        Some(path) => serde_json::from_value(read_json(path)?)
-            .with_context(|| format!("{} is not a JSON array of tool definitions", path.display()))?,
+        Some(path) => serde_json::from_value(read_json(path)?).with_context(|| {
+            format!("{} is not a JSON array of tool definitions", path.display())
+        })?,
         None => Vec::new(),
     };
     let text = read_text(&args.file)?;
@@ -67,16 +78,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut parser = parser_with(family, &tools, options);
     let mut stdout = std::io::stdout().lock();
     let mut all = Vec::new();
-    let mut report = |events: Vec<ParseEvent>, stdout: &mut std::io::StdoutLock<'_>| -> anyhow::Result<()> {
-        if args.events {
-            for event in &events {
-                writeln!(stdout, "{}", serde_json::to_string(event)?)?;
+    let mut report =
+        |events: Vec<ParseEvent>, stdout: &mut std::io::StdoutLock<'_>| -> anyhow::Result<()> {
+            if args.events {
+                for event in &events {
+                    writeln!(stdout, "{}", serde_json::to_string(event)?)?;
+                }
+                stdout.flush()?;
             }
-            stdout.flush()?;
-        }
-        all.extend(events);
-        Ok(())
-    };
+            all.extend(events);
+            Ok(())
+        };
     match args.chunk {
         None => report(parser.feed(&text), &mut stdout)?,
         Some(size) => {
@@ -97,13 +109,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     report(parser.finish(), &mut stdout)?;
     let parsed = collect(all);
     for issue in &parsed.issues {
-        eprintln!("warning: {} (not returned as a call): {}", issue.reason, issue.text);
+        eprintln!(
+            "warning: {} (not returned as a call): {}",
+            issue.reason, issue.text
+        );
     }
     for call in parsed.tool_calls.iter().filter(|call| !call.known) {
-        eprintln!("warning: call to {}, which is not among the tools offered", call.name);
+        eprintln!(
+            "warning: call to {}, which is not among the tools offered",
+            call.name
+        );
     }
-    let calls: Vec<Value> =
-        parsed.tool_calls.iter().map(|call| json!({"name": call.name, "arguments": call.arguments})).collect();
+    let calls: Vec<Value> = parsed
+        .tool_calls
+        .iter()
+        .map(|call| json!({"name": call.name, "arguments": call.arguments}))
+        .collect();
     let line = json!({"content": parsed.content, "reasoning_content": parsed.reasoning_content, "tool_calls": calls});
     writeln!(stdout, "{line}")?;
     Ok(ExitCode::SUCCESS)
