@@ -1,1 +1,25 @@
-//! Characters: JavaScript character files with tools, loaded, validated and run sandboxed under a hard timeout
+//! Characters: JavaScript character files that give a voice character its prompt and its own
+//! tools without touching Switchboard's code. Each file is loaded once into a sandboxed
+//! QuickJS runtime on a thread of its own; every tool call goes through one executor that
+//! validates, dispatches, enforces a hard timeout and a memory limit, and counts the outcome.
+
+mod character;
+mod console;
+mod engine;
+mod exception;
+mod inspect;
+mod load;
+mod metrics;
+mod options;
+mod registry;
+mod rejection;
+mod sandbox;
+mod session;
+
+pub use character::Character;
+pub use load::{Loaded, load_characters};
+pub use metrics::TOOL_LATENCY_BUCKETS;
+pub use options::LoadOptions;
+pub use registry::CharacterRegistry;
+pub use rejection::Rejection;
+pub use session::{CharacterSession, SessionError};

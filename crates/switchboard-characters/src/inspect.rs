@@ -1,0 +1,411 @@
+//! Checking the exports of an evaluated character module: each required export present with
+//! the right type, the tool list valid under the `character` profile, and the class able to
+//! do what the file declares. Every problem is collected, each naming its export.
+
+use std::time::Duration;
+
+use rquickjs::{Constructor, Ctx, Object, Value};
+use serde_json::Value as Json;
+use switchboard_tools::{Profile, Toolset};
+
+use crate::exception::{Failure, type_name};
+use crate::rejection::{LoadProblem, kind};
+use crate::sandbox::Clock;
+
+/// The longest `TOOL_TIMEOUT_MS` a character may declare.
+pub(crate) const MAX_TOOL_TIMEOUT_MS: u64 = 10_000;
+
+const KNOWN_EXPORTS: &[&str] = &[
+    "CHARACTER_NAME",
+    "VOICE_SOURCE",
+    "INSTRUCTIONS",
+    "METADATA",
+    "TOOLS",
+    "TOOL_TIMEOUT_MS",
+    "PromptGenerator",
+];
+
+/// What a character file declares, in Rust terms; shared by every thread.
+#[derive(Debug)]
+pub(crate) struct Declaration {
+    pub name: String,
+    pub voice_source: Json,
+    pub instructions: Json,
+    pub metadata: Option<Json>,
+    pub listed: bool,
+    pub tools: Toolset,
+    pub timeout: Duration,
+}
+
+/// The declaration and the JavaScript values the engine keeps to start conversations.
+pub(crate) struct Inspected<'js> {
+    pub declaration: Declaration,
+    pub class: Constructor<'js>,
+    pub instructions: Value<'js>,
+}
+
+/// The name a file declares, even when other exports are wrong, so that duplicates are found.
+pub(crate) fn declared_name(namespace: &Object<'_>) -> Option<String> {
+    namespace
+        .get::<_, Value>("CHARACTER_NAME")
+        .ok()
+        .and_then(|value| value.as_string().and_then(|name| name.to_string().ok()))
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+}
+
+pub(crate) fn inspect<'js>(
+    ctx: &Ctx<'js>,
+    namespace: &Object<'js>,
+    default_timeout: Duration,
+    clock: &Clock,
+) -> Result<Inspected<'js>, Vec<LoadProblem>> {
+    let mut problems = Vec::new();
+    let export = |name: &str| -> Value<'js> {
+        namespace
+            .get(name)
+            .unwrap_or_else(|_| Value::new_undefined(ctx.clone()))
+    };
+    warn_unknown_exports(namespace);
+
+    let name = check_name(&export("CHARACTER_NAME"), &mut problems);
+    let voice_source = check_object(
+        ctx,
+        clock,
+        "VOICE_SOURCE",
+        &export("VOICE_SOURCE"),
+        &["source_type"],
+        &mut problems,
+    );
+    let instructions_value = export("INSTRUCTIONS");
+    let instructions = check_object(
+        ctx,
+        clock,
+        "INSTRUCTIONS",
+        &instructions_value,
+        &[],
+        &mut problems,
+    );
+    if let Some(Json::Object(fields)) = &instructions {
+        for field in ["instruction_prompt", "language"] {
+            if let Some(value) = fields.get(field).filter(|value| !value.is_string()) {
+                problems.push(invalid(format!(
+                    "INSTRUCTIONS.{field}: expected a string, got {}",
+                    json_type(value)
+                )));
+            }
+        }
+    }
+    let metadata = check_metadata(ctx, clock, &export("METADATA"), &mut problems);
+    let tools = check_tools(ctx, clock, &export("TOOLS"), &mut problems);
+    let timeout = check_timeout(&export("TOOL_TIMEOUT_MS"), default_timeout, &mut problems);
+    let class = check_class(&export("PromptGenerator"), tools.as_ref(), &mut problems);
+
+    match (
+        name,
+        voice_source,
+        instructions,
+        metadata,
+        tools,
+        timeout,
+        class,
+    ) {
+        (
+            Some(name),
+            Some(voice_source),
+            Some(instructions),
+            Some(metadata),
+            Some(tools),
+            Some(timeout),
+            Some(class),
+        ) if problems.is_empty() => {
+            let listed = metadata.as_ref().and_then(|metadata| metadata.get("good"))
+                != Some(&Json::Bool(false));
+            Ok(Inspected {
+                declaration: Declaration {
+                    name,
+                    voice_source,
+                    instructions,
+                    metadata,
+                    listed,
+                    tools,
+                    timeout,
+                },
+                class,
+                instructions: instructions_value,
+            })
+        }
+        _ => Err(problems),
+    }
+}
+
+fn invalid(message: String) -> LoadProblem {
+    LoadProblem::new(kind::INVALID_EXPORT, message)
+}
+
+fn missing(export: &str, wanted: &str) -> LoadProblem {
+    LoadProblem::new(
+        kind::MISSING_EXPORT,
+        format!("{export}: missing; export {wanted}"),
+    )
+}
+
+fn warn_unknown_exports(namespace: &Object<'_>) {
+    for key in namespace.keys::<String>().flatten() {
+        if !KNOWN_EXPORTS.contains(&key.as_str())
+            && key.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+        {
+            tracing::warn!(
+                target: "character",
+                "export {key} is not part of the character format ({}); is it a typo?",
+                KNOWN_EXPORTS.join(", ")
+            );
+        }
+    }
+}
+
+fn check_name(value: &Value<'_>, problems: &mut Vec<LoadProblem>) -> Option<String> {
+    if value.is_undefined() {
+        problems.push(missing("CHARACTER_NAME", "a non-empty string"));
+        return None;
+    }
+    let Some(name) = value.as_string().and_then(|name| name.to_string().ok()) else {
+        problems.push(invalid(format!(
+            "CHARACTER_NAME: expected a string, got {}",
+            type_name(value)
+        )));
+        return None;
+    };
+    let name = name.trim().to_owned();
+    if name.is_empty() {
+        problems.push(invalid("CHARACTER_NAME: must not be empty".to_owned()));
+        return None;
+    }
+    Some(name)
+}
+
+/// A required plain-object export, converted to JSON; `string_fields` must be strings.
+fn check_object<'js>(
+    ctx: &Ctx<'js>,
+    clock: &Clock,
+    export: &str,
+    value: &Value<'js>,
+    string_fields: &[&str],
+    problems: &mut Vec<LoadProblem>,
+) -> Option<Json> {
+    if value.is_undefined() {
+        problems.push(missing(export, "an object"));
+        return None;
+    }
+    let json = plain_object(ctx, clock, export, value, problems)?;
+    let before = problems.len();
+    for field in string_fields {
+        match json.get(field) {
+            Some(Json::String(_)) => {}
+            Some(other) => problems.push(invalid(format!(
+                "{export}.{field}: expected a string, got {}",
+                json_type(other)
+            ))),
+            None => problems.push(invalid(format!(
+                "{export}.{field}: missing; a string is required"
+            ))),
+        }
+    }
+    (problems.len() == before).then_some(json)
+}
+
+/// An object export (not an array, function or `null`) as JSON.
+fn plain_object<'js>(
+    ctx: &Ctx<'js>,
+    clock: &Clock,
+    export: &str,
+    value: &Value<'js>,
+    problems: &mut Vec<LoadProblem>,
+) -> Option<Json> {
+    if !value.is_object() || value.is_array() || value.is_function() {
+        problems.push(invalid(format!(
+            "{export}: expected an object, got {}",
+            type_name(value)
+        )));
+        return None;
+    }
+    to_json(ctx, clock, export, value)
+        .map_err(|problem| problems.push(problem))
+        .ok()
+}
+
+/// Optional `METADATA`: `Some(None)` when absent, `None` when wrong.
+fn check_metadata<'js>(
+    ctx: &Ctx<'js>,
+    clock: &Clock,
+    value: &Value<'js>,
+    problems: &mut Vec<LoadProblem>,
+) -> Option<Option<Json>> {
+    if value.is_undefined() || value.is_null() {
+        return Some(None);
+    }
+    let json = plain_object(ctx, clock, "METADATA", value, problems)?;
+    let before = problems.len();
+    if let Some(good) = json.get("good").filter(|good| !good.is_boolean()) {
+        problems.push(invalid(format!(
+            "METADATA.good: expected a boolean, got {}",
+            json_type(good)
+        )));
+    }
+    if let Some(comment) = json.get("comment").filter(|comment| !comment.is_string()) {
+        problems.push(invalid(format!(
+            "METADATA.comment: expected a string, got {}",
+            json_type(comment)
+        )));
+    }
+    (problems.len() == before).then_some(Some(json))
+}
+
+/// `TOOLS`: absent, `null` or `[]` is a character without tools; otherwise an array that
+/// passes the `character` profile, every problem reported with its path.
+fn check_tools<'js>(
+    ctx: &Ctx<'js>,
+    clock: &Clock,
+    value: &Value<'js>,
+    problems: &mut Vec<LoadProblem>,
+) -> Option<Toolset> {
+    if value.is_undefined() || value.is_null() {
+        return Some(Toolset::default());
+    }
+    if !value.is_array() {
+        problems.push(LoadProblem::new(
+            kind::TOOLS_NOT_ARRAY,
+            format!(
+                "TOOLS: expected an array of tool definitions, got {}",
+                type_name(value)
+            ),
+        ));
+        return None;
+    }
+    let json = to_json(ctx, clock, "TOOLS", value)
+        .map_err(|problem| problems.push(problem))
+        .ok()?;
+    match Toolset::from_json(&json, &Profile::character()) {
+        Ok(tools) => Some(tools),
+        Err(found) => {
+            problems.extend(found.0.into_iter().map(|problem| {
+                LoadProblem::new(
+                    kind::INVALID_SCHEMA,
+                    format!("TOOLS{}: {}", problem.path, problem.message),
+                )
+            }));
+            None
+        }
+    }
+}
+
+fn check_timeout(
+    value: &Value<'_>,
+    default: Duration,
+    problems: &mut Vec<LoadProblem>,
+) -> Option<Duration> {
+    if value.is_undefined() {
+        return Some(default);
+    }
+    match value.as_number() {
+        Some(ms) if ms.fract() == 0.0 && ms >= 1.0 && ms <= MAX_TOOL_TIMEOUT_MS as f64 => {
+            Some(Duration::from_millis(ms as u64))
+        }
+        _ => {
+            let found = if value.is_number() {
+                format!("{}", value.as_number().unwrap_or_default())
+            } else {
+                type_name(value).to_owned()
+            };
+            problems.push(invalid(format!(
+                "TOOL_TIMEOUT_MS: expected a whole number of milliseconds from 1 to {MAX_TOOL_TIMEOUT_MS}, got {found}"
+            )));
+            None
+        }
+    }
+}
+
+/// `PromptGenerator` must be a class with `makeSystemPrompt`, and with `handleToolCall`
+/// when the file declares tools.
+fn check_class<'js>(
+    value: &Value<'js>,
+    tools: Option<&Toolset>,
+    problems: &mut Vec<LoadProblem>,
+) -> Option<Constructor<'js>> {
+    if value.is_undefined() {
+        problems.push(missing(
+            "PromptGenerator",
+            "a class with makeSystemPrompt()",
+        ));
+        return None;
+    }
+    let Some(class) = value.as_constructor().cloned() else {
+        problems.push(invalid(format!(
+            "PromptGenerator: expected a class, got {}",
+            type_name(value)
+        )));
+        return None;
+    };
+    let prototype: Option<Object<'js>> = class.get("prototype").ok();
+    let has_method = |name: &str| {
+        prototype
+            .as_ref()
+            .and_then(|prototype| prototype.get::<_, Value>(name).ok())
+            .is_some_and(|method| method.is_function())
+    };
+    let before = problems.len();
+    if !has_method("makeSystemPrompt") {
+        problems.push(invalid(
+            "PromptGenerator: has no makeSystemPrompt() method; every character needs one to give its system prompt"
+                .to_owned(),
+        ));
+    }
+    if let Some(tools) = tools.filter(|tools| !tools.is_empty())
+        && !has_method("handleToolCall")
+    {
+        let names: Vec<&str> = tools.tools().iter().map(|tool| tool.name()).collect();
+        problems.push(LoadProblem::new(
+            kind::MISSING_HANDLER,
+            format!(
+                "PromptGenerator: TOOLS declares {} but PromptGenerator has no handleToolCall(toolName, toolInput) method to implement {}",
+                names.join(", "),
+                if names.len() == 1 { "it" } else { "them" }
+            ),
+        ));
+    }
+    (problems.len() == before).then_some(class)
+}
+
+fn to_json<'js>(
+    ctx: &Ctx<'js>,
+    clock: &Clock,
+    export: &str,
+    value: &Value<'js>,
+) -> Result<Json, LoadProblem> {
+    let text = match ctx.json_stringify(value.clone()) {
+        Ok(Some(text)) => text
+            .to_string()
+            .map_err(|error| invalid(format!("{export}: {error}")))?,
+        Ok(None) => return Err(invalid(format!("{export}: cannot be represented as JSON"))),
+        Err(error) => {
+            let failure = Failure::caught(ctx, error, clock);
+            return Err(invalid(format!(
+                "{export}: cannot be converted to JSON: {}",
+                failure.summary()
+            )));
+        }
+    };
+    serde_json::from_str(&text)
+        .map_err(|error| invalid(format!("{export}: cannot be converted to JSON: {error}")))
+}
+
+fn json_type(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(_) => "number",
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    }
+}

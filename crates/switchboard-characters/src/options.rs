@@ -1,0 +1,26 @@
+//! The limits a character runs under. Defaults are the documented ones; tests and operators
+//! override them.
+
+use std::time::Duration;
+
+/// How characters are loaded and the limits their code runs under.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Memory one character's runtime may use, shared by all its conversations.
+    pub memory_limit: usize,
+    /// Time a tool call (or the start of a conversation) may run unless the character
+    /// declares `TOOL_TIMEOUT_MS`.
+    pub default_timeout: Duration,
+    /// Time the module's top-level code may run when it is loaded.
+    pub load_timeout: Duration,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            memory_limit: 64 * 1024 * 1024,
+            default_timeout: Duration::from_millis(100),
+            load_timeout: Duration::from_secs(1),
+        }
+    }
+}

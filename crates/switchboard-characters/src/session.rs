@@ -1,0 +1,190 @@
+//! One conversation with a character, and the single executor every tool call goes through:
+//! unknown tool, argument validation, the sandboxed call under its deadline, the string
+//! check, truncation, and the metrics of every outcome.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use switchboard_tools::{MAX_MESSAGE_CHARS, ToolCall, ToolResult, truncate_message};
+use tokio::sync::oneshot;
+
+use crate::character::Character;
+use crate::engine::{CallOutcome, Job};
+use crate::exception::Failure;
+use crate::metrics::{self, UNKNOWN_TOOL_LABEL};
+
+/// Why a conversation could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    #[error("character {character}: {reason}")]
+    Start { character: String, reason: String },
+    #[error("character {character}: its runtime has stopped")]
+    Stopped { character: String },
+}
+
+/// A conversation's `PromptGenerator` instance, living in the character's runtime until
+/// this is dropped.
+#[derive(Debug)]
+pub struct CharacterSession {
+    character: Arc<Character>,
+    id: u64,
+    system_prompt: String,
+}
+
+/// An error result: the label it is counted under and the text the model reads.
+type Refusal = (&'static str, String);
+
+impl CharacterSession {
+    pub(crate) fn new(character: Arc<Character>, id: u64, system_prompt: String) -> Self {
+        Self {
+            character,
+            id,
+            system_prompt,
+        }
+    }
+
+    pub fn character(&self) -> &Arc<Character> {
+        &self.character
+    }
+
+    /// The system prompt made when the conversation started.
+    pub fn system_prompt(&self) -> &str {
+        &self.system_prompt
+    }
+
+    /// Runs one tool call. Every failure becomes an `Error: …` result the model reads;
+    /// nothing here panics or waits past the character's deadline for its own code.
+    pub async fn call_tool(&self, call: &ToolCall) -> ToolResult {
+        let started = Instant::now();
+        let outcome = self.execute(call).await;
+        let tool_label = if self.character.tools().get(&call.name).is_some() {
+            &call.name
+        } else {
+            UNKNOWN_TOOL_LABEL
+        };
+        let error_type = outcome.as_ref().err().map(|(error_type, _)| *error_type);
+        metrics::tool_call(
+            self.character.name(),
+            tool_label,
+            started.elapsed(),
+            error_type,
+        );
+        let (content, is_error) = match outcome {
+            Ok(content) => (content, false),
+            Err((_, message)) => (message, true),
+        };
+        ToolResult {
+            call_id: call.id.clone(),
+            content,
+            is_error,
+        }
+    }
+
+    async fn execute(&self, call: &ToolCall) -> Result<String, Refusal> {
+        let tools = self.character.tools();
+        let arguments = tools
+            .check_call(&call.name, &call.arguments)
+            .map_err(|error| (error.kind(), error.to_string()))?;
+        let arguments = serde_json::Value::Object(arguments).to_string();
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Call {
+            session: self.id,
+            tool: call.name.clone(),
+            arguments,
+            span: tracing::Span::current(),
+            reply,
+        };
+        let outcome = if self.character.engine().send(job) {
+            answer.await.ok()
+        } else {
+            None
+        };
+        let text = match outcome {
+            Some(CallOutcome::Returned(text)) => text,
+            Some(CallOutcome::NotAString(found)) => {
+                return Err((
+                    "bad_return",
+                    format!("Error: Tool must return string, got {found}"),
+                ));
+            }
+            Some(CallOutcome::Failed(failure)) => return Err(self.failure(failure)),
+            Some(CallOutcome::NeverSettled) => {
+                return Err((
+                    "execution",
+                    "Error: Tool returned a promise that never settles".to_owned(),
+                ));
+            }
+            Some(CallOutcome::NoSession) | None => {
+                return Err((
+                    "execution",
+                    "Error: InternalError - the character's runtime has stopped".to_owned(),
+                ));
+            }
+        };
+        if let Some(tool) = tools.get(&call.name) {
+            tool.check_result(&serde_json::Value::String(text.clone()))
+                .map_err(|error| (error.kind(), error.to_string()))?;
+        }
+        Ok(truncate_result(text))
+    }
+
+    fn failure(&self, failure: Failure) -> Refusal {
+        match failure {
+            Failure::TimedOut => (
+                "timeout",
+                format!(
+                    "Error: Tool execution timed out (exceeded {}ms)",
+                    self.character.tool_timeout().as_millis()
+                ),
+            ),
+            Failure::OutOfMemory => (
+                "out_of_memory",
+                format!(
+                    "Error: Tool ran out of memory (the character's limit is {} MiB)",
+                    self.character.memory_limit() / (1024 * 1024)
+                ),
+            ),
+            Failure::Threw { name, message, .. } => (
+                "execution",
+                truncate_message(format!("Error: {name} - {message}"), MAX_MESSAGE_CHARS),
+            ),
+        }
+    }
+}
+
+impl Drop for CharacterSession {
+    fn drop(&mut self) {
+        // The engine may already be gone with the character; nothing is left to free then.
+        let _ = self.character.engine().send(Job::End { session: self.id });
+    }
+}
+
+/// Results longer than [`MAX_MESSAGE_CHARS`] are cut, with a marker the model can see.
+fn truncate_result(text: String) -> String {
+    let length = text.chars().count();
+    if length <= MAX_MESSAGE_CHARS {
+        return text;
+    }
+    format!(
+        "{} [truncated: the result had {length} characters, at most {MAX_MESSAGE_CHARS} are shown]",
+        truncate_message(text, MAX_MESSAGE_CHARS)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_results_are_kept_and_long_ones_cut_with_a_marker() {
+        assert_eq!(truncate_result("short".to_owned()), "short");
+        let exact = "é".repeat(MAX_MESSAGE_CHARS);
+        assert_eq!(truncate_result(exact.clone()), exact);
+        let long = truncate_result("x".repeat(1500));
+        assert!(long.starts_with(&"x".repeat(999)));
+        assert!(
+            long.ends_with("… [truncated: the result had 1500 characters, at most 1000 are shown]"),
+            "{long}"
+        );
+    }
+}
