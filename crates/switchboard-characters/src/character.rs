@@ -10,7 +10,7 @@ use serde_json::Value;
 use switchboard_tools::Toolset;
 use tokio::sync::oneshot;
 
-use crate::engine::{EngineHandle, Job};
+use crate::engine::{EngineHandle, Job, LogScope};
 use crate::inspect::Declaration;
 use crate::session::{CharacterSession, SessionError};
 
@@ -101,7 +101,11 @@ impl Character {
     pub async fn start_conversation(self: &Arc<Self>) -> Result<CharacterSession, SessionError> {
         let session = self.next_session.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
-        if !self.engine.send(Job::Start { session, reply }) {
+        if !self.engine.send(Job::Start {
+            session,
+            scope: LogScope::current(),
+            reply,
+        }) {
             return Err(SessionError::Stopped {
                 character: self.name().to_owned(),
             });

@@ -26,6 +26,7 @@ pub(crate) enum Job {
     /// Construct a `PromptGenerator` for a new conversation and make its system prompt.
     Start {
         session: u64,
+        scope: LogScope,
         reply: oneshot::Sender<Result<String, String>>,
     },
     /// Run `handleToolCall` with arguments already validated (JSON text).
@@ -33,7 +34,7 @@ pub(crate) enum Job {
         session: u64,
         tool: String,
         arguments: String,
-        span: tracing::Span,
+        scope: LogScope,
         reply: oneshot::Sender<CallOutcome>,
     },
     /// Forget a conversation's instance.
@@ -56,6 +57,27 @@ pub(crate) enum CallOutcome {
 pub(crate) struct LoadReport {
     pub name: Option<String>,
     pub result: Result<Declaration, Vec<LoadProblem>>,
+}
+
+/// Where the requester's logs go. Character code runs on its own thread; carrying the
+/// requester's subscriber and span there puts console output beside the conversation's logs.
+#[derive(Debug)]
+pub(crate) struct LogScope {
+    dispatch: tracing::Dispatch,
+    span: tracing::Span,
+}
+
+impl LogScope {
+    pub fn current() -> Self {
+        Self {
+            dispatch: tracing::dispatcher::get_default(Clone::clone),
+            span: tracing::Span::current(),
+        }
+    }
+
+    fn run<R>(&self, work: impl FnOnce() -> R) -> R {
+        tracing::dispatcher::with_default(&self.dispatch, || self.span.in_scope(work))
+    }
 }
 
 /// The sending side of an engine; dropping the last one ends the thread.
@@ -86,13 +108,14 @@ pub(crate) fn spawn(
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
     let options = options.clone();
+    let scope = LogScope::current();
     let thread_name = format!("character-{file_name}");
     let spawned = thread::Builder::new()
         .name(thread_name)
         .stack_size(THREAD_STACK_BYTES)
         .spawn({
             let report_tx = report_tx.clone();
-            move || run(root, file_name, options, report_tx, jobs_rx)
+            move || run(root, file_name, options, scope, report_tx, jobs_rx)
         });
     if let Err(error) = spawned {
         let problem = LoadProblem::new(
@@ -111,10 +134,11 @@ fn run(
     root: PathBuf,
     file_name: String,
     options: LoadOptions,
+    scope: LogScope,
     report: mpsc::SyncSender<LoadReport>,
     jobs: mpsc::Receiver<Job>,
 ) {
-    let loaded = Engine::load(&root, &file_name, &options);
+    let loaded = scope.run(|| Engine::load(&root, &file_name, &options));
     let mut engine = match loaded {
         Ok((engine, declaration)) => {
             let name = Some(declaration.name.clone());
@@ -208,17 +232,21 @@ impl Engine {
 
     fn handle(&mut self, job: Job) {
         match job {
-            Job::Start { session, reply } => {
-                let _ = reply.send(self.start(session));
+            Job::Start {
+                session,
+                scope,
+                reply,
+            } => {
+                let _ = reply.send(scope.run(|| self.start(session)));
             }
             Job::Call {
                 session,
                 tool,
                 arguments,
-                span,
+                scope,
                 reply,
             } => {
-                let outcome = span.in_scope(|| self.call(session, &tool, &arguments));
+                let outcome = scope.run(|| self.call(session, &tool, &arguments));
                 let _ = reply.send(outcome);
             }
             Job::End { session } => {

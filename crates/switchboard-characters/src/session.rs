@@ -9,7 +9,7 @@ use switchboard_tools::{MAX_MESSAGE_CHARS, ToolCall, ToolResult, truncate_messag
 use tokio::sync::oneshot;
 
 use crate::character::Character;
-use crate::engine::{CallOutcome, Job};
+use crate::engine::{CallOutcome, Job, LogScope};
 use crate::exception::Failure;
 use crate::metrics::{self, UNKNOWN_TOOL_LABEL};
 
@@ -91,7 +91,7 @@ impl CharacterSession {
             session: self.id,
             tool: call.name.clone(),
             arguments,
-            span: tracing::Span::current(),
+            scope: LogScope::current(),
             reply,
         };
         let outcome = if self.character.engine().send(job) {
