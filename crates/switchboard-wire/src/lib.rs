@@ -1,1 +1,25 @@
-//! Wire formats Switchboard speaks (OpenAI, Anthropic, Ollama): types, one event model, stream decoders and encoders, translation
+//! The three wire formats Switchboard speaks (OpenAI Chat Completions, Anthropic Messages,
+//! Ollama `/api/chat`) reduced to one request model and one stream event model, so that
+//! everything above this crate handles tool calls the same way whatever the backend.
+//!
+//! Pure code: no I/O. Decoders are incremental state machines fed bytes in any chunking;
+//! encoders turn events back into each format's stream; conversions go both ways.
+
+pub mod anthropic;
+mod calls;
+mod decoder;
+mod error;
+mod event;
+pub mod ids;
+mod lines;
+pub mod ollama;
+pub mod openai;
+mod request;
+mod response;
+mod sse;
+
+pub use decoder::{Format, StreamDecoder, decode_body};
+pub use error::{BodyError, ConvertError, DecodeError, DecodeErrorKind, EncodeError};
+pub use event::{FinishReason, StreamEvent, Usage};
+pub use request::{ChatRequest, ToolChoice};
+pub use response::{ChatResponse, CollectError, Collector, collect};

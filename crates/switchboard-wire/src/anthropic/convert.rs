@@ -1,0 +1,308 @@
+//! Our request ↔ Anthropic Messages request. System messages move to the top-level
+//! `system`; assistant tool calls become `tool_use` blocks and consecutive tool results one
+//! user message of `tool_result` blocks; ids are rewritten through an [`IdMap`] so the
+//! conversation stays consistent and maps back.
+//!
+//! Known losses, by the format's nature: developer messages become system ones (and a
+//! system message's position is not kept); reasoning is not sent (Anthropic only accepts
+//! thinking blocks it signed itself); a missing `max_tokens` is sent as 4096; arguments
+//! come back as compact JSON text.
+
+use serde_json::{Map, Value, json};
+use switchboard_tools::{Content, FunctionDefinition, Message, ToolCall, ToolDefinition, ToolKind};
+
+use super::types::{
+    AnthropicMessage, AnthropicTool, AnthropicToolChoice, Block, ContentBlock, MessageContent, MessagesRequest, System,
+    ToolResultContent,
+};
+use crate::ids::IdMap;
+use crate::{ChatRequest, ConvertError, ToolChoice};
+
+/// Sent when the caller sets no limit: Anthropic requires one.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// Our request as an Anthropic Messages request.
+pub fn build_request(request: &ChatRequest, ids: &mut IdMap) -> Result<MessagesRequest, ConvertError> {
+    let mut system = Vec::new();
+    let mut messages: Vec<AnthropicMessage> = Vec::new();
+    let mut in_results = false;
+    for (position, message) in request.messages.iter().enumerate() {
+        let path = format!("messages[{position}]");
+        let was_results = std::mem::replace(&mut in_results, false);
+        match message {
+            Message::System { content, .. } | Message::Developer { content, .. } => {
+                system.push(ContentBlock::Known(Block::text(content.text())));
+            }
+            Message::User { content, .. } => {
+                let content = match content {
+                    Content::Text(text) => MessageContent::Text(text.clone()),
+                    Content::Parts(parts) => MessageContent::Blocks(
+                        parts
+                            .iter()
+                            .enumerate()
+                            .map(|(index, part)| user_block(part, &format!("{path}.content[{index}]")))
+                            .collect::<Result<_, _>>()?,
+                    ),
+                };
+                messages.push(AnthropicMessage { role: "user".to_owned(), content });
+            }
+            Message::Assistant { content, tool_calls, .. } => {
+                let mut blocks = Vec::new();
+                if let Some(text) = content.as_ref().map(Content::text).filter(|text| !text.is_empty()) {
+                    blocks.push(ContentBlock::Known(Block::text(text)));
+                }
+                for (index, call) in tool_calls.iter().enumerate() {
+                    let input = arguments_object(&call.arguments, &format!("{path}.tool_calls[{index}].function.arguments"))?;
+                    blocks.push(ContentBlock::Known(Block::ToolUse {
+                        id: ids.to_anthropic(&call.id),
+                        name: call.name.clone(),
+                        input,
+                        extra: Map::new(),
+                    }));
+                }
+                messages.push(AnthropicMessage { role: "assistant".to_owned(), content: MessageContent::Blocks(blocks) });
+            }
+            Message::Tool { tool_call_id, content } => {
+                let block = ContentBlock::Known(Block::ToolResult {
+                    tool_use_id: ids.to_anthropic(tool_call_id),
+                    content: Some(ToolResultContent::Text(content.text())),
+                    is_error: None,
+                    extra: Map::new(),
+                });
+                match messages.last_mut() {
+                    Some(AnthropicMessage { content: MessageContent::Blocks(blocks), .. }) if was_results => {
+                        blocks.push(block);
+                    }
+                    _ => messages.push(AnthropicMessage {
+                        role: "user".to_owned(),
+                        content: MessageContent::Blocks(vec![block]),
+                    }),
+                }
+                in_results = true;
+            }
+        }
+    }
+    let disable_parallel_tool_use = request.parallel_tool_calls.map(|parallel| !parallel);
+    let tool_choice = match (&request.tool_choice, disable_parallel_tool_use) {
+        (None, Some(true)) | (Some(ToolChoice::Auto), _) => Some(AnthropicToolChoice::Auto { disable_parallel_tool_use }),
+        (None, _) => None,
+        (Some(ToolChoice::None), _) => Some(AnthropicToolChoice::None),
+        (Some(ToolChoice::Required), _) => Some(AnthropicToolChoice::Any { disable_parallel_tool_use }),
+        (Some(ToolChoice::Function(name)), _) => {
+            Some(AnthropicToolChoice::Tool { name: name.clone(), disable_parallel_tool_use })
+        }
+    };
+    Ok(MessagesRequest {
+        model: request.model.clone(),
+        messages,
+        system: (!system.is_empty()).then_some(System::Blocks(system)),
+        max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        tools: (!request.tools.is_empty()).then(|| {
+            request
+                .tools
+                .iter()
+                .map(|tool| AnthropicTool {
+                    name: tool.function.name.clone(),
+                    description: tool.function.description.clone(),
+                    input_schema: tool.function.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                    extra: Map::new(),
+                })
+                .collect()
+        }),
+        tool_choice,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        stop_sequences: (!request.stop.is_empty()).then(|| request.stop.clone()),
+        stream: request.stream.then_some(true),
+        extra: Map::new(),
+    })
+}
+
+/// Arguments text as the JSON object Anthropic's `input` must be; empty text is `{}`.
+fn arguments_object(arguments: &str, path: &str) -> Result<Value, ConvertError> {
+    if arguments.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(ConvertError::invalid(path, "arguments must be a JSON object")),
+        Err(error) => Err(ConvertError::invalid(path, format!("arguments are not valid JSON: {error}"))),
+    }
+}
+
+/// An OpenAI content part as an Anthropic block: text, or an image by URL or data URL.
+fn user_block(part: &Value, path: &str) -> Result<ContentBlock, ConvertError> {
+    match part.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(ContentBlock::Known(Block::text(part.get("text").and_then(Value::as_str).unwrap_or_default()))),
+        Some("image_url") => {
+            let url = part.pointer("/image_url/url").and_then(Value::as_str).unwrap_or_default();
+            let source = match url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) {
+                Some((media_type, data)) => json!({"type": "base64", "media_type": media_type, "data": data}),
+                None => json!({"type": "url", "url": url}),
+            };
+            Ok(ContentBlock::Known(Block::Image { source, extra: Map::new() }))
+        }
+        other => Err(ConvertError::Unsupported {
+            format: "Anthropic",
+            what: format!("content part type {} at {path}", other.map_or_else(|| "(missing)".to_owned(), |t| format!("\"{t}\""))),
+        }),
+    }
+}
+
+/// An Anthropic image block as an OpenAI `image_url` part.
+fn image_part(source: &Value) -> Value {
+    let url = match source.get("type").and_then(Value::as_str) {
+        Some("base64") => format!(
+            "data:{};base64,{}",
+            source.get("media_type").and_then(Value::as_str).unwrap_or_default(),
+            source.get("data").and_then(Value::as_str).unwrap_or_default()
+        ),
+        _ => source.get("url").and_then(Value::as_str).unwrap_or_default().to_owned(),
+    };
+    json!({"type": "image_url", "image_url": {"url": url}})
+}
+
+fn block_kind(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Known(known) => serde_json::to_value(known)
+            .ok()
+            .and_then(|value| value.get("type").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default(),
+        ContentBlock::Other(value) => value.get("type").and_then(Value::as_str).unwrap_or("(missing)").to_owned(),
+    }
+}
+
+fn result_text(content: Option<ToolResultContent>) -> String {
+    match content {
+        None => String::new(),
+        Some(ToolResultContent::Text(text)) => text,
+        Some(ToolResultContent::Blocks(blocks)) => blocks
+            .into_iter()
+            .filter_map(|block| match block {
+                ContentBlock::Known(Block::Text { text, .. }) => Some(text),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+/// An Anthropic client's request in our model; `ids` maps back ids rewritten on the way
+/// out (pass an empty map for ids that came from an Anthropic client).
+pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatRequest, ConvertError> {
+    let mut messages = Vec::new();
+    match request.system {
+        None => {}
+        Some(System::Text(text)) => messages.push(Message::system(text)),
+        Some(System::Blocks(blocks)) => {
+            for block in blocks {
+                if let ContentBlock::Known(Block::Text { text, .. }) = block {
+                    messages.push(Message::system(text));
+                }
+            }
+        }
+    }
+    for (position, message) in request.messages.into_iter().enumerate() {
+        let path = format!("messages[{position}]");
+        let blocks = match message.content {
+            MessageContent::Text(text) if message.role == "assistant" => {
+                messages.push(Message::assistant(text, Vec::new()));
+                continue;
+            }
+            MessageContent::Text(text) => {
+                messages.push(Message::user(text));
+                continue;
+            }
+            MessageContent::Blocks(blocks) => blocks,
+        };
+        match message.role.as_str() {
+            "assistant" => {
+                let (mut text, mut reasoning, mut tool_calls) = (String::new(), String::new(), Vec::new());
+                for (index, block) in blocks.into_iter().enumerate() {
+                    match block {
+                        ContentBlock::Known(Block::Text { text: part, .. }) => text.push_str(&part),
+                        ContentBlock::Known(Block::Thinking { thinking, .. }) => reasoning.push_str(&thinking),
+                        ContentBlock::Known(Block::RedactedThinking { .. }) => {}
+                        ContentBlock::Known(Block::ToolUse { id, name, input, .. }) => tool_calls.push(ToolCall {
+                            id: ids.from_anthropic(&id),
+                            name,
+                            arguments: input.to_string(),
+                        }),
+                        other => {
+                            return Err(ConvertError::Unsupported {
+                                format: "our model",
+                                what: format!("assistant block type \"{}\" at {path}.content[{index}]", block_kind(&other)),
+                            });
+                        }
+                    }
+                }
+                messages.push(Message::Assistant {
+                    content: (!text.is_empty()).then_some(Content::Text(text)),
+                    reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+                    tool_calls,
+                    name: None,
+                });
+            }
+            "user" => {
+                let mut parts = Vec::new();
+                for (index, block) in blocks.into_iter().enumerate() {
+                    match block {
+                        ContentBlock::Known(Block::ToolResult { tool_use_id, content, .. }) => messages.push(Message::Tool {
+                            tool_call_id: ids.from_anthropic(&tool_use_id),
+                            content: Content::Text(result_text(content)),
+                        }),
+                        ContentBlock::Known(Block::Text { text, .. }) => parts.push(json!({"type": "text", "text": text})),
+                        ContentBlock::Known(Block::Image { source, .. }) => parts.push(image_part(&source)),
+                        other => {
+                            return Err(ConvertError::Unsupported {
+                                format: "our model",
+                                what: format!("user block type \"{}\" at {path}.content[{index}]", block_kind(&other)),
+                            });
+                        }
+                    }
+                }
+                if !parts.is_empty() {
+                    messages.push(Message::User { content: Content::Parts(parts), name: None });
+                }
+            }
+            other => {
+                return Err(ConvertError::invalid(format!("{path}.role"), format!("must be \"user\" or \"assistant\", got \"{other}\"")));
+            }
+        }
+    }
+    let (tool_choice, disable) = match request.tool_choice {
+        None => (None, None),
+        Some(AnthropicToolChoice::Auto { disable_parallel_tool_use }) => (Some(ToolChoice::Auto), disable_parallel_tool_use),
+        Some(AnthropicToolChoice::Any { disable_parallel_tool_use }) => (Some(ToolChoice::Required), disable_parallel_tool_use),
+        Some(AnthropicToolChoice::Tool { name, disable_parallel_tool_use }) => {
+            (Some(ToolChoice::Function(name)), disable_parallel_tool_use)
+        }
+        Some(AnthropicToolChoice::None) => (Some(ToolChoice::None), None),
+    };
+    Ok(ChatRequest {
+        model: request.model,
+        messages,
+        tools: request
+            .tools
+            .unwrap_or_default()
+            .into_iter()
+            .map(|tool| ToolDefinition {
+                kind: ToolKind::Function,
+                function: FunctionDefinition {
+                    name: tool.name,
+                    description: tool.description,
+                    parameters: Some(tool.input_schema),
+                    strict: None,
+                    output_schema: None,
+                },
+            })
+            .collect(),
+        tool_choice,
+        parallel_tool_calls: disable.map(|disable| !disable),
+        temperature: request.temperature,
+        top_p: request.top_p,
+        max_tokens: Some(request.max_tokens),
+        stop: request.stop_sequences.unwrap_or_default(),
+        stream: request.stream.unwrap_or(false),
+        extra: Map::new(),
+    })
+}

@@ -1,0 +1,256 @@
+//! Events → Anthropic SSE, and a whole answer → a Messages body: what the gateway sends
+//! Anthropic clients. Anthropic blocks are strictly sequential while OpenAI backends may
+//! interleave parallel calls, so calls after the first are held until the one before ends;
+//! `message_delta` waits for the end because OpenAI backends send usage after the finish.
+
+use serde_json::{Map, Value};
+
+use super::stop_reason;
+use super::types::{
+    AnthropicUsage, Block, BlockDelta, ContentBlock, DeltaUsage, MessageDeltaBody, MessagesResponse, StartBlock,
+    StreamPayload,
+};
+use crate::ids::IdMap;
+use crate::{ChatResponse, EncodeError, FinishReason, StreamEvent, Usage};
+
+#[derive(Debug)]
+struct HeldCall {
+    id: String,
+    name: String,
+    arguments: String,
+    ended: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    Thinking,
+    Tool(usize),
+}
+
+/// Turns events into Anthropic stream payloads for one message.
+#[derive(Debug)]
+pub struct SseEncoder {
+    id: String,
+    model: String,
+    ids: IdMap,
+    started: bool,
+    open: Option<(u32, Open)>,
+    next_block: u32,
+    calls: Vec<HeldCall>,
+    /// The first call whose block has not been closed yet.
+    head: usize,
+    /// Text that arrived while calls were still being sent, to follow them.
+    deferred: Vec<StreamEvent>,
+    usage: Option<Usage>,
+    reason: Option<FinishReason>,
+}
+
+impl SseEncoder {
+    /// Tool ids are rewritten through `ids` where Anthropic would reject them.
+    pub fn new(id: impl Into<String>, model: impl Into<String>, ids: IdMap) -> Self {
+        Self {
+            id: id.into(),
+            model: model.into(),
+            ids,
+            started: false,
+            open: None,
+            next_block: 0,
+            calls: Vec::new(),
+            head: 0,
+            deferred: Vec::new(),
+            usage: None,
+            reason: None,
+        }
+    }
+
+    /// The payloads this event completes (possibly none, when it must wait).
+    pub fn event(&mut self, event: &StreamEvent) -> Vec<StreamPayload> {
+        let mut out = Vec::new();
+        self.start(&mut out);
+        match event {
+            StreamEvent::TextDelta(_) | StreamEvent::ReasoningDelta(_) if self.head < self.calls.len() => {
+                self.deferred.push(event.clone());
+            }
+            StreamEvent::TextDelta(text) => self.text(Open::Text, text, &mut out),
+            StreamEvent::ReasoningDelta(text) => self.text(Open::Thinking, text, &mut out),
+            StreamEvent::ToolCallStart { index, id, name } => {
+                if *index == self.calls.len() {
+                    let id = self.ids.to_anthropic(id);
+                    self.calls.push(HeldCall { id, name: name.clone(), arguments: String::new(), ended: false });
+                    self.pump(&mut out);
+                }
+            }
+            StreamEvent::ToolCallArguments { index, delta } => {
+                if self.open.is_some_and(|(_, open)| open == Open::Tool(*index)) {
+                    out.push(StreamPayload::ContentBlockDelta {
+                        index: self.next_block - 1,
+                        delta: BlockDelta::InputJsonDelta { partial_json: delta.clone() },
+                    });
+                } else if let Some(call) = self.calls.get_mut(*index) {
+                    call.arguments.push_str(delta);
+                }
+            }
+            StreamEvent::ToolCallEnd { index } => {
+                if let Some(call) = self.calls.get_mut(*index) {
+                    call.ended = true;
+                }
+                self.pump(&mut out);
+            }
+            StreamEvent::Usage(usage) => self.usage = Some(*usage),
+            StreamEvent::Finish(reason) => self.reason = Some(reason.clone()),
+        }
+        out
+    }
+
+    /// The end of the answer: everything held, then `message_delta` and `message_stop`.
+    pub fn finish(&mut self) -> Vec<StreamPayload> {
+        let mut out = Vec::new();
+        self.start(&mut out);
+        for call in &mut self.calls {
+            call.ended = true;
+        }
+        self.pump(&mut out);
+        self.close(&mut out);
+        let usage = self.usage.unwrap_or_default();
+        let reason = self.reason.clone().unwrap_or(FinishReason::Stop);
+        out.push(StreamPayload::MessageDelta {
+            delta: MessageDeltaBody { stop_reason: Some(stop_reason(&reason).to_owned()), stop_sequence: None },
+            usage: Some(DeltaUsage { input_tokens: Some(usage.prompt_tokens), output_tokens: usage.completion_tokens }),
+        });
+        out.push(StreamPayload::MessageStop);
+        out
+    }
+
+    /// SSE bytes for payloads: `event: <type>` and `data: <json>` per payload.
+    pub fn sse(payloads: &[StreamPayload]) -> String {
+        let mut text = String::new();
+        for payload in payloads {
+            // Serialising our own plain structs cannot fail; an empty object keeps the stream valid.
+            let json = serde_json::to_string(payload).unwrap_or_else(|_| "{}".to_owned());
+            text.push_str("event: ");
+            text.push_str(payload.event_name());
+            text.push_str("\ndata: ");
+            text.push_str(&json);
+            text.push_str("\n\n");
+        }
+        text
+    }
+
+    fn start(&mut self, out: &mut Vec<StreamPayload>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        out.push(StreamPayload::MessageStart {
+            message: MessagesResponse {
+                id: self.id.clone(),
+                kind: "message".to_owned(),
+                role: "assistant".to_owned(),
+                model: self.model.clone(),
+                content: Vec::new(),
+                stop_reason: None,
+                stop_sequence: None,
+                usage: AnthropicUsage::default(),
+                extra: Map::new(),
+            },
+        });
+    }
+
+    fn text(&mut self, kind: Open, text: &str, out: &mut Vec<StreamPayload>) {
+        if self.open.map(|(_, open)| open) != Some(kind) {
+            self.close(out);
+            let content_block = match kind {
+                Open::Thinking => StartBlock::Thinking { thinking: String::new() },
+                _ => StartBlock::Text { text: String::new() },
+            };
+            self.begin(kind, content_block, out);
+        }
+        let delta = match kind {
+            Open::Thinking => BlockDelta::ThinkingDelta { thinking: text.to_owned() },
+            _ => BlockDelta::TextDelta { text: text.to_owned() },
+        };
+        out.push(StreamPayload::ContentBlockDelta { index: self.next_block - 1, delta });
+    }
+
+    fn begin(&mut self, kind: Open, content_block: StartBlock, out: &mut Vec<StreamPayload>) {
+        out.push(StreamPayload::ContentBlockStart { index: self.next_block, content_block });
+        self.open = Some((self.next_block, kind));
+        self.next_block += 1;
+    }
+
+    fn close(&mut self, out: &mut Vec<StreamPayload>) {
+        if let Some((index, _)) = self.open.take() {
+            out.push(StreamPayload::ContentBlockStop { index });
+        }
+    }
+
+    /// Sends calls in order as far as they can go, then any text that waited for them.
+    fn pump(&mut self, out: &mut Vec<StreamPayload>) {
+        while let Some(call) = self.calls.get_mut(self.head) {
+            if self.open.map(|(_, open)| open) != Some(Open::Tool(self.head)) {
+                let held = std::mem::take(&mut call.arguments);
+                let content_block =
+                    StartBlock::ToolUse { id: call.id.clone(), name: call.name.clone(), input: Value::Object(Map::new()) };
+                self.close(out);
+                self.begin(Open::Tool(self.head), content_block, out);
+                if !held.is_empty() {
+                    out.push(StreamPayload::ContentBlockDelta {
+                        index: self.next_block - 1,
+                        delta: BlockDelta::InputJsonDelta { partial_json: held },
+                    });
+                }
+            }
+            if !self.calls.get(self.head).is_some_and(|call| call.ended) {
+                return;
+            }
+            self.close(out);
+            self.head += 1;
+        }
+        for event in std::mem::take(&mut self.deferred) {
+            let more = self.event(&event);
+            out.extend(more);
+        }
+    }
+}
+
+/// A whole answer as a non-streaming Messages body. Tool arguments must be a JSON object.
+pub fn message(
+    response: &ChatResponse,
+    id: impl Into<String>,
+    model: impl Into<String>,
+    ids: &mut IdMap,
+) -> Result<MessagesResponse, EncodeError> {
+    let mut content = Vec::new();
+    if let Some(reasoning) = response.reasoning_content.as_ref().filter(|text| !text.is_empty()) {
+        content.push(ContentBlock::Known(Block::Thinking { thinking: reasoning.clone(), signature: None }));
+    }
+    if let Some(text) = response.content.as_ref().filter(|text| !text.is_empty()) {
+        content.push(ContentBlock::Known(Block::text(text.clone())));
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        let input = serde_json::from_str::<Value>(&call.arguments)
+            .map_err(|error| EncodeError::Arguments { index, detail: error.to_string() })?;
+        if !input.is_object() {
+            return Err(EncodeError::Arguments { index, detail: "not an object".to_owned() });
+        }
+        content.push(ContentBlock::Known(Block::ToolUse {
+            id: ids.to_anthropic(&call.id),
+            name: call.name.clone(),
+            input,
+            extra: Map::new(),
+        }));
+    }
+    let usage = response.usage.unwrap_or_default();
+    Ok(MessagesResponse {
+        id: id.into(),
+        kind: "message".to_owned(),
+        role: "assistant".to_owned(),
+        model: model.into(),
+        content,
+        stop_reason: Some(stop_reason(&response.finish_reason).to_owned()),
+        stop_sequence: None,
+        usage: AnthropicUsage { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens },
+        extra: Map::new(),
+    })
+}

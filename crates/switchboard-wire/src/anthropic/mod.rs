@@ -1,0 +1,35 @@
+//! Anthropic Messages: a backend format, and one the gateway serves to Anthropic clients.
+
+mod convert;
+mod decode;
+mod encode;
+mod types;
+
+pub use convert::{build_request, parse_request};
+pub use decode::{Decoder, body_events};
+pub use encode::{SseEncoder, message};
+pub use types::*;
+
+use crate::FinishReason;
+
+/// Anthropic's `stop_reason` for a finish reason.
+pub fn stop_reason(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::Stop => "end_turn",
+        FinishReason::Length => "max_tokens",
+        FinishReason::ToolCalls => "tool_use",
+        FinishReason::ContentFilter => "refusal",
+        FinishReason::Other(other) => other,
+    }
+}
+
+/// The finish reason of an Anthropic `stop_reason`.
+pub fn finish_reason(stop_reason: &str) -> FinishReason {
+    match stop_reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "max_tokens" => FinishReason::Length,
+        "tool_use" => FinishReason::ToolCalls,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}

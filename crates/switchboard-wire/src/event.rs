@@ -1,0 +1,106 @@
+//! The one event model every backend stream is decoded into and every served stream is
+//! encoded from: what the runtime and gateway see, whatever format is on the wire.
+
+use serde::{Deserialize, Serialize};
+
+/// One step of a model's answer as it streams.
+///
+/// Tool call indices are dense and in order of appearance (0, 1, 2, …) whatever the backend
+/// sent; a call's arguments are the concatenation of its `ToolCallArguments` deltas, and a
+/// call without arguments gets `{}` before its `ToolCallEnd`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ReasoningDelta(String),
+    ToolCallStart { index: usize, id: String, name: String },
+    ToolCallArguments { index: usize, delta: String },
+    ToolCallEnd { index: usize },
+    Usage(Usage),
+    Finish(FinishReason),
+}
+
+/// Token counts; `total_tokens` is always the sum of the other two.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Self {
+        Self { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens }
+    }
+}
+
+/// Why the model stopped, in OpenAI's vocabulary; each format maps to and from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    /// A reason none of the above covers, kept verbatim.
+    Other(String),
+}
+
+impl FinishReason {
+    /// Makes the reason agree with what was actually produced: servers send `stop` after
+    /// tool calls (Ollama always, vLLM with named tool choice) and `tool_calls` with none,
+    /// and clients loop or drop calls on either.
+    pub fn reconcile(self, had_tool_calls: bool) -> Self {
+        match (self, had_tool_calls) {
+            (FinishReason::Stop, true) => FinishReason::ToolCalls,
+            (FinishReason::ToolCalls, false) => FinishReason::Stop,
+            (reason, _) => reason,
+        }
+    }
+
+    /// OpenAI's name for the reason.
+    pub fn as_openai(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(other) => other,
+        }
+    }
+
+    pub fn from_openai(name: &str) -> Self {
+        match name {
+            "stop" => FinishReason::Stop,
+            "length" => FinishReason::Length,
+            // `function_call` is the legacy name of the same thing.
+            "tool_calls" | "function_call" => FinishReason::ToolCalls,
+            "content_filter" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconcile_follows_the_calls() {
+        assert_eq!(FinishReason::Stop.reconcile(true), FinishReason::ToolCalls);
+        assert_eq!(FinishReason::ToolCalls.reconcile(false), FinishReason::Stop);
+        assert_eq!(FinishReason::Length.reconcile(true), FinishReason::Length);
+        assert_eq!(FinishReason::Stop.reconcile(false), FinishReason::Stop);
+    }
+
+    #[test]
+    fn openai_names_round_trip() {
+        for name in ["stop", "length", "tool_calls", "content_filter", "weird"] {
+            assert_eq!(FinishReason::from_openai(name).as_openai(), name);
+        }
+        assert_eq!(FinishReason::from_openai("function_call"), FinishReason::ToolCalls);
+    }
+
+    #[test]
+    fn usage_total_is_the_sum() {
+        assert_eq!(Usage::new(3, 4).total_tokens, 7);
+    }
+}

@@ -1,0 +1,206 @@
+//! Our request ↔ Ollama `/api/chat` request. Ollama has no `tool_choice`: `none` is honoured
+//! by sending no tools, `required` or a named function is refused with an error rather
+//! than silently ignored. `parallel_tool_calls` cannot be enforced and is not sent.
+
+use serde_json::{Map, Value, json};
+use switchboard_tools::{Content, Message, ToolCall};
+
+use super::types::{OllamaChatRequest, OllamaFunction, OllamaMessage, OllamaToolCall};
+use crate::ids::IdSource;
+use crate::{ChatRequest, ConvertError, ToolChoice};
+
+/// Our request as an Ollama request.
+pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, ConvertError> {
+    let send_tools = match &request.tool_choice {
+        None | Some(ToolChoice::Auto) => true,
+        Some(ToolChoice::None) => false,
+        Some(ToolChoice::Required) => {
+            return Err(ConvertError::Unsupported { format: "Ollama", what: "tool_choice \"required\"".to_owned() });
+        }
+        Some(ToolChoice::Function(name)) => {
+            return Err(ConvertError::Unsupported { format: "Ollama", what: format!("tool_choice naming function \"{name}\"") });
+        }
+    };
+    let mut names_by_id = std::collections::HashMap::new();
+    let mut messages = Vec::with_capacity(request.messages.len());
+    for (position, message) in request.messages.iter().enumerate() {
+        let path = format!("messages[{position}]");
+        messages.push(match message {
+            Message::System { content, .. } | Message::Developer { content, .. } => {
+                OllamaMessage { role: "system".to_owned(), content: content.text(), ..OllamaMessage::default() }
+            }
+            Message::User { content, .. } => {
+                OllamaMessage { role: "user".to_owned(), content: content.text(), images: images(content, &path)?, ..OllamaMessage::default() }
+            }
+            Message::Assistant { content, reasoning_content, tool_calls, .. } => {
+                let mut calls = Vec::with_capacity(tool_calls.len());
+                for (index, call) in tool_calls.iter().enumerate() {
+                    names_by_id.insert(call.id.clone(), call.name.clone());
+                    let arguments = match serde_json::from_str::<Value>(&call.arguments) {
+                        _ if call.arguments.trim().is_empty() => Value::Object(Map::new()),
+                        Ok(value @ Value::Object(_)) => value,
+                        Ok(_) | Err(_) => {
+                            return Err(ConvertError::invalid(
+                                format!("{path}.tool_calls[{index}].function.arguments"),
+                                "arguments must be a JSON object",
+                            ));
+                        }
+                    };
+                    calls.push(OllamaToolCall {
+                        id: Some(call.id.clone()),
+                        function: OllamaFunction { index: None, name: call.name.clone(), arguments },
+                    });
+                }
+                OllamaMessage {
+                    role: "assistant".to_owned(),
+                    content: content.as_ref().map(Content::text).unwrap_or_default(),
+                    thinking: reasoning_content.clone(),
+                    tool_calls: (!calls.is_empty()).then_some(calls),
+                    ..OllamaMessage::default()
+                }
+            }
+            Message::Tool { tool_call_id, content } => OllamaMessage {
+                role: "tool".to_owned(),
+                content: content.text(),
+                tool_name: names_by_id.get(tool_call_id).cloned(),
+                tool_call_id: Some(tool_call_id.clone()),
+                ..OllamaMessage::default()
+            },
+        });
+    }
+    let mut options = Map::new();
+    let mut set = |key: &str, value: Option<Value>| {
+        if let Some(value) = value {
+            options.insert(key.to_owned(), value);
+        }
+    };
+    set("temperature", request.temperature.map(Value::from));
+    set("top_p", request.top_p.map(Value::from));
+    set("num_predict", request.max_tokens.map(Value::from));
+    set("stop", (!request.stop.is_empty()).then(|| json!(request.stop)));
+    Ok(OllamaChatRequest {
+        model: request.model.clone(),
+        messages,
+        tools: (send_tools && !request.tools.is_empty()).then(|| request.tools.clone()),
+        stream: Some(request.stream),
+        options: (!options.is_empty()).then_some(options),
+        extra: Map::new(),
+    })
+}
+
+/// Base64 images of OpenAI `image_url` parts; Ollama takes only inline data.
+fn images(content: &Content, path: &str) -> Result<Option<Vec<String>>, ConvertError> {
+    let Content::Parts(parts) = content else { return Ok(None) };
+    let mut images = Vec::new();
+    for (index, part) in parts.iter().enumerate() {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => {}
+            Some("image_url") => {
+                let url = part.pointer("/image_url/url").and_then(Value::as_str).unwrap_or_default();
+                match url.split_once(";base64,") {
+                    Some((_, data)) if url.starts_with("data:") => images.push(data.to_owned()),
+                    _ => {
+                        return Err(ConvertError::Unsupported {
+                            format: "Ollama",
+                            what: format!("image URLs (only data: URLs) at {path}.content[{index}]"),
+                        });
+                    }
+                }
+            }
+            other => {
+                return Err(ConvertError::Unsupported {
+                    format: "Ollama",
+                    what: format!("content part type {other:?} at {path}.content[{index}]"),
+                });
+            }
+        }
+    }
+    Ok((!images.is_empty()).then_some(images))
+}
+
+/// An Ollama request in our model. Calls without ids get generated ones, and results
+/// without `tool_call_id` are matched to the earliest unanswered call of the same name.
+pub fn parse_request(request: OllamaChatRequest, ids: &mut IdSource) -> Result<ChatRequest, ConvertError> {
+    let mut messages = Vec::with_capacity(request.messages.len());
+    let mut unanswered: Vec<(String, String)> = Vec::new();
+    for (position, message) in request.messages.into_iter().enumerate() {
+        messages.push(match message.role.as_str() {
+            "system" => Message::system(message.content),
+            "user" => match message.images {
+                None => Message::user(message.content),
+                Some(images) => {
+                    let mut parts = vec![json!({"type": "text", "text": message.content})];
+                    parts.extend(images.into_iter().map(|data| {
+                        json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{data}")}})
+                    }));
+                    Message::User { content: Content::Parts(parts), name: None }
+                }
+            },
+            "assistant" => {
+                let tool_calls: Vec<ToolCall> = message
+                    .tool_calls
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|call| ToolCall {
+                        id: call.id.unwrap_or_else(|| ids.call_id()),
+                        name: call.function.name,
+                        arguments: match call.function.arguments {
+                            Value::String(text) => text,
+                            Value::Null => "{}".to_owned(),
+                            other => other.to_string(),
+                        },
+                    })
+                    .collect();
+                unanswered.extend(tool_calls.iter().map(|call| (call.id.clone(), call.name.clone())));
+                Message::Assistant {
+                    content: (!message.content.is_empty()).then_some(Content::Text(message.content)),
+                    reasoning_content: message.thinking,
+                    tool_calls,
+                    name: None,
+                }
+            }
+            "tool" => {
+                let id = match message.tool_call_id {
+                    Some(id) => id,
+                    None => {
+                        let found = unanswered
+                            .iter()
+                            .position(|(_, name)| message.tool_name.as_deref().is_none_or(|wanted| wanted == name))
+                            .ok_or_else(|| {
+                                ConvertError::invalid(format!("messages[{position}]"), "tool result answers no earlier tool call")
+                            })?;
+                        unanswered.remove(found).0
+                    }
+                };
+                unanswered.retain(|(pending, _)| *pending != id);
+                Message::tool(id, message.content)
+            }
+            other => {
+                return Err(ConvertError::invalid(
+                    format!("messages[{position}].role"),
+                    format!("must be system, user, assistant or tool, got \"{other}\""),
+                ));
+            }
+        });
+    }
+    let options = request.options.unwrap_or_default();
+    let number = |key: &str| options.get(key).and_then(Value::as_f64);
+    Ok(ChatRequest {
+        model: request.model,
+        messages,
+        tools: request.tools.unwrap_or_default(),
+        tool_choice: None,
+        parallel_tool_calls: None,
+        temperature: number("temperature"),
+        top_p: number("top_p"),
+        max_tokens: options.get("num_predict").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
+        stop: options
+            .get("stop")
+            .and_then(Value::as_array)
+            .map(|stops| stops.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default(),
+        // Ollama streams when `stream` is absent.
+        stream: request.stream.unwrap_or(true),
+        extra: Map::new(),
+    })
+}

@@ -1,0 +1,32 @@
+//! Ollama `/api/chat`: NDJSON streaming, whole tool calls with object arguments, no ids,
+//! no `tool_choice`.
+
+mod convert;
+mod decode;
+mod encode;
+mod types;
+
+pub use convert::{build_request, parse_request};
+pub use decode::{Decoder, body_events};
+pub use encode::{NdjsonEncoder, response};
+pub use types::*;
+
+use crate::FinishReason;
+
+/// Ollama's `done_reason` for a finish reason. Ollama says `stop` after tool calls too.
+pub fn done_reason(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::Stop | FinishReason::ToolCalls | FinishReason::ContentFilter => "stop",
+        FinishReason::Length => "length",
+        FinishReason::Other(other) => other,
+    }
+}
+
+/// The finish reason of an Ollama `done_reason` (before reconciling with the calls made).
+pub fn finish_reason(done_reason: &str) -> FinishReason {
+    match done_reason {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}

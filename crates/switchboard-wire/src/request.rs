@@ -1,0 +1,43 @@
+//! Our request model: what the runtime and gateway ask of any backend, in one shape that
+//! each format's conversion translates to and from.
+
+use serde_json::{Map, Value};
+use switchboard_tools::{Message, ToolDefinition};
+
+/// A chat request, independent of the wire format it will travel in.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolDefinition>,
+    pub tool_choice: Option<ToolChoice>,
+    pub parallel_tool_calls: Option<bool>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub stop: Vec<String>,
+    /// Whether the backend is asked to stream. Results are the same either way; streaming
+    /// only changes when they arrive.
+    pub stream: bool,
+    /// Fields of an OpenAI request this model does not name (`seed`, `response_format`, …).
+    /// Only OpenAI-format backends receive them: the other formats would reject them.
+    pub extra: Map<String, Value>,
+}
+
+impl ChatRequest {
+    /// A streaming request with no tools and default sampling.
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self { model: model.into(), messages, stream: true, ..Self::default() }
+    }
+}
+
+/// Whether and which tool the model must call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    Auto,
+    None,
+    /// At least one call, any tool.
+    Required,
+    /// This tool, by name.
+    Function(String),
+}
