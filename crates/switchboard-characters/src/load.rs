@@ -74,7 +74,7 @@ pub fn load_characters(dir: &Path, options: &LoadOptions) -> Loaded {
                     kind::DUPLICATE_NAME,
                     format!(
                         "CHARACTER_NAME: \"{name}\" is also declared by {}; names must be unique (ignoring case)",
-                        owner.display()
+                        owner.file_name().unwrap_or_default().to_string_lossy()
                     ),
                 )),
                 None => {

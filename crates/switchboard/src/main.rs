@@ -24,6 +24,9 @@ enum Command {
     Validate(commands::validate::Args),
     CheckArgs(commands::check_args::Args),
     Parse(commands::parse::Args),
+    Check(commands::check::Args),
+    Call(commands::call::Args),
+    Prompt(commands::prompt::Args),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +35,9 @@ fn main() -> ExitCode {
         Command::Validate(args) => commands::validate::run(args),
         Command::CheckArgs(args) => commands::check_args::run(args),
         Command::Parse(args) => commands::parse::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Call(args) => commands::call::run(args),
+        Command::Prompt(args) => commands::prompt::run(args),
     };
     match outcome {
         Ok(code) => code,

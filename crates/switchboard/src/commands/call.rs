@@ -1,0 +1,42 @@
+//! `switchboard call`: runs one tool of a character through exactly the path a conversation
+//! uses (validation, sandbox, timeout, truncation) and prints what the model would receive,
+//! so a character developer can try a tool without a model or a server.
+
+use std::process::ExitCode;
+
+use switchboard_tools::ToolCall;
+
+use super::check::{CharactersDir, find_character, init_character_logs, runtime};
+
+/// Call one tool of a character on a fresh conversation and print the result.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The character: its CHARACTER_NAME or file stem (case-insensitive).
+    character: String,
+    /// The tool's name.
+    tool: String,
+    /// The arguments, as the model would write them (a JSON object); none means `{}`.
+    arguments: Option<String>,
+    #[command(flatten)]
+    characters: CharactersDir,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    init_character_logs();
+    let character = find_character(&args.characters.dir, &args.character)?;
+    let call = ToolCall {
+        id: "call_cli".to_owned(),
+        name: args.tool,
+        arguments: args.arguments.unwrap_or_default(),
+    };
+    let result = runtime()?.block_on(async {
+        let session = character.start_conversation().await?;
+        anyhow::Ok(session.call_tool(&call).await)
+    })?;
+    println!("{}", result.content);
+    Ok(if result.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,23 @@
+//! `switchboard prompt`: prints the system prompt a new conversation with a character gets,
+//! made by the character's own code exactly as the gateway makes it.
+
+use std::process::ExitCode;
+
+use super::check::{CharactersDir, find_character, init_character_logs, runtime};
+
+/// Print the system prompt of a new conversation with a character.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The character: its CHARACTER_NAME or file stem (case-insensitive).
+    character: String,
+    #[command(flatten)]
+    characters: CharactersDir,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    init_character_logs();
+    let character = find_character(&args.characters.dir, &args.character)?;
+    let session = runtime()?.block_on(character.start_conversation())?;
+    println!("{}", session.system_prompt());
+    Ok(ExitCode::SUCCESS)
+}
