@@ -26,14 +26,29 @@ pub(crate) struct Calls {
 
 impl Calls {
     pub(crate) fn new(ids: IdSource) -> Self {
-        Self { ids: AnswerIds::new(ids), calls: Vec::new(), finished: false }
+        Self {
+            ids: AnswerIds::new(ids),
+            calls: Vec::new(),
+            finished: false,
+        }
     }
 
     /// Opens a new call and returns its index.
-    pub(crate) fn open(&mut self, id: Option<&str>, name: Option<&str>, out: &mut Vec<StreamEvent>) -> usize {
+    pub(crate) fn open(
+        &mut self,
+        id: Option<&str>,
+        name: Option<&str>,
+        out: &mut Vec<StreamEvent>,
+    ) -> usize {
         let index = self.calls.len();
         let id = self.ids.assign(id);
-        self.calls.push(Call { id, name: None, held: String::new(), sent_arguments: false, ended: false });
+        self.calls.push(Call {
+            id,
+            name: None,
+            held: String::new(),
+            sent_arguments: false,
+            ended: false,
+        });
         if let Some(name) = name {
             self.name(index, name, out);
         }
@@ -46,18 +61,26 @@ impl Calls {
 
     /// Gives a call its name, if it has none yet; later repeats of a name are ignored.
     pub(crate) fn name(&mut self, index: usize, name: &str, out: &mut Vec<StreamEvent>) {
-        let Some(call) = self.calls.get_mut(index) else { return };
+        let Some(call) = self.calls.get_mut(index) else {
+            return;
+        };
         if call.name.is_some() || name.is_empty() {
             return;
         }
         call.name = Some(name.to_owned());
-        out.push(StreamEvent::ToolCallStart { index, id: call.id.clone(), name: name.to_owned() });
+        out.push(StreamEvent::ToolCallStart {
+            index,
+            id: call.id.clone(),
+            name: name.to_owned(),
+        });
         let held = std::mem::take(&mut call.held);
         self.arguments(index, &held, out);
     }
 
     pub(crate) fn arguments(&mut self, index: usize, delta: &str, out: &mut Vec<StreamEvent>) {
-        let Some(call) = self.calls.get_mut(index) else { return };
+        let Some(call) = self.calls.get_mut(index) else {
+            return;
+        };
         if delta.is_empty() {
             return;
         }
@@ -65,7 +88,11 @@ impl Calls {
             call.held.push_str(delta);
             return;
         }
-        let delta = if call.sent_arguments { delta.to_owned() } else { std::mem::take(&mut call.held) + delta };
+        let delta = if call.sent_arguments {
+            delta.to_owned()
+        } else {
+            std::mem::take(&mut call.held) + delta
+        };
         call.sent_arguments = true;
         out.push(StreamEvent::ToolCallArguments { index, delta });
     }
@@ -79,11 +106,17 @@ impl Calls {
             return Ok(());
         }
         if call.name.is_none() {
-            return Err(format!("tool call {index} (id {}) has no function name", call.id));
+            return Err(format!(
+                "tool call {index} (id {}) has no function name",
+                call.id
+            ));
         }
         if !call.sent_arguments {
             call.sent_arguments = true;
-            out.push(StreamEvent::ToolCallArguments { index, delta: "{}".to_owned() });
+            out.push(StreamEvent::ToolCallArguments {
+                index,
+                delta: "{}".to_owned(),
+            });
         }
         call.ended = true;
         out.push(StreamEvent::ToolCallEnd { index });
@@ -91,12 +124,18 @@ impl Calls {
     }
 
     /// Closes every open call, then emits the finish reason made to agree with the calls.
-    pub(crate) fn finish(&mut self, reason: FinishReason, out: &mut Vec<StreamEvent>) -> Result<(), String> {
+    pub(crate) fn finish(
+        &mut self,
+        reason: FinishReason,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), String> {
         for index in 0..self.calls.len() {
             self.close(index, out)?;
         }
         self.finished = true;
-        out.push(StreamEvent::Finish(reason.reconcile(!self.calls.is_empty())));
+        out.push(StreamEvent::Finish(
+            reason.reconcile(!self.calls.is_empty()),
+        ));
         Ok(())
     }
 
@@ -125,12 +164,29 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                ToolCallStart { index: 0, id: "a".into(), name: "f".into() },
-                ToolCallArguments { index: 0, delta: "{\"x\":".into() },
-                ToolCallArguments { index: 0, delta: "1}".into() },
-                ToolCallStart { index: 1, id: "a_1".into(), name: "g".into() },
+                ToolCallStart {
+                    index: 0,
+                    id: "a".into(),
+                    name: "f".into()
+                },
+                ToolCallArguments {
+                    index: 0,
+                    delta: "{\"x\":".into()
+                },
+                ToolCallArguments {
+                    index: 0,
+                    delta: "1}".into()
+                },
+                ToolCallStart {
+                    index: 1,
+                    id: "a_1".into(),
+                    name: "g".into()
+                },
                 ToolCallEnd { index: 0 },
-                ToolCallArguments { index: 1, delta: "{}".into() },
+                ToolCallArguments {
+                    index: 1,
+                    delta: "{}".into()
+                },
                 ToolCallEnd { index: 1 },
                 Finish(FinishReason::ToolCalls),
             ]
@@ -142,6 +198,11 @@ mod tests {
         let mut calls = Calls::new(IdSource::seeded(0));
         let mut out = Vec::new();
         calls.open(Some("a"), None, &mut out);
-        assert!(calls.finish(FinishReason::ToolCalls, &mut out).unwrap_err().contains("no function name"));
+        assert!(
+            calls
+                .finish(FinishReason::ToolCalls, &mut out)
+                .unwrap_err()
+                .contains("no function name")
+        );
     }
 }

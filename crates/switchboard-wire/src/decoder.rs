@@ -2,7 +2,9 @@
 //! holding a captured body (the `decode` command, non-streaming backend calls).
 
 use crate::ids::IdSource;
-use crate::{BodyError, ChatResponse, DecodeError, StreamEvent, anthropic, collect, ollama, openai};
+use crate::{
+    BodyError, ChatResponse, DecodeError, StreamEvent, anthropic, collect, ollama, openai,
+};
 
 /// An incremental decoder: bytes in any chunking → events, as early as each is complete.
 pub trait StreamDecoder: Send + std::fmt::Debug {
@@ -32,7 +34,9 @@ impl Format {
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
-        [Format::OpenAi, Format::Anthropic, Format::Ollama].into_iter().find(|format| format.name() == name)
+        [Format::OpenAi, Format::Anthropic, Format::Ollama]
+            .into_iter()
+            .find(|format| format.name() == name)
     }
 
     /// A decoder for this format's stream (SSE, or NDJSON for Ollama).
@@ -56,10 +60,16 @@ impl Format {
     /// The events of a whole body, streamed or not. An SSE body never starts with `{`, so
     /// one that does is a JSON answer (and a cut one is reported as such); an NDJSON body
     /// does, so for Ollama only a body that is exactly one JSON value is taken as whole.
-    pub fn decode_events(self, body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, DecodeError> {
+    pub fn decode_events(
+        self,
+        body: &[u8],
+        ids: IdSource,
+    ) -> Result<Vec<StreamEvent>, DecodeError> {
         let whole = match self {
             Format::Ollama => serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok(),
-            Format::OpenAi | Format::Anthropic => body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{'),
+            Format::OpenAi | Format::Anthropic => {
+                body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{')
+            }
         };
         if whole {
             return self.body_events(body, ids);

@@ -37,18 +37,37 @@ impl DecodeError {
 
     /// A JSON error inside `text`, which starts at byte `start` of the body: serde_json's
     /// line and column become an absolute offset. JSON that simply stops is a truncation.
-    pub(crate) fn json(text: &str, start: usize, error: &serde_json::Error, terminator: &'static str) -> Self {
-        let line_start: usize =
-            text.split_inclusive('\n').take(error.line().saturating_sub(1)).map(str::len).sum();
-        let offset = (start + line_start + error.column().saturating_sub(1)).min(start + text.len());
+    pub(crate) fn json(
+        text: &str,
+        start: usize,
+        error: &serde_json::Error,
+        terminator: &'static str,
+    ) -> Self {
+        let line_start: usize = text
+            .split_inclusive('\n')
+            .take(error.line().saturating_sub(1))
+            .map(str::len)
+            .sum();
         if error.is_eof() {
-            return Self::new(offset, DecodeErrorKind::Truncated(terminator));
+            return Self::new(start + text.len(), DecodeErrorKind::Truncated(terminator));
         }
+        let offset =
+            (start + line_start + error.column().saturating_sub(1)).min(start + text.len());
         Self::new(offset, DecodeErrorKind::Json(error.to_string()))
     }
 
     pub(crate) fn protocol(offset: usize, message: impl Into<String>) -> Self {
         Self::new(offset, DecodeErrorKind::Protocol(message.into()))
+    }
+
+    /// For the unterminated last event of a body: whatever fails to parse there was cut.
+    pub(crate) fn at_end(self, terminator: &'static str) -> Self {
+        match self.kind {
+            DecodeErrorKind::Json(_) => {
+                Self::new(self.offset, DecodeErrorKind::Truncated(terminator))
+            }
+            _ => self,
+        }
     }
 
     /// True when the body was cut short rather than malformed.
@@ -70,7 +89,10 @@ pub enum ConvertError {
 
 impl ConvertError {
     pub(crate) fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Invalid { path: path.into(), message: message.into() }
+        Self::Invalid {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 

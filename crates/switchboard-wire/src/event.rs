@@ -12,9 +12,18 @@ use serde::{Deserialize, Serialize};
 pub enum StreamEvent {
     TextDelta(String),
     ReasoningDelta(String),
-    ToolCallStart { index: usize, id: String, name: String },
-    ToolCallArguments { index: usize, delta: String },
-    ToolCallEnd { index: usize },
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolCallArguments {
+        index: usize,
+        delta: String,
+    },
+    ToolCallEnd {
+        index: usize,
+    },
     Usage(Usage),
     Finish(FinishReason),
 }
@@ -29,7 +38,11 @@ pub struct Usage {
 
 impl Usage {
     pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Self {
-        Self { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens }
+        Self {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens + completion_tokens,
+        }
     }
 }
 
@@ -96,7 +109,10 @@ mod tests {
         for name in ["stop", "length", "tool_calls", "content_filter", "weird"] {
             assert_eq!(FinishReason::from_openai(name).as_openai(), name);
         }
-        assert_eq!(FinishReason::from_openai("function_call"), FinishReason::ToolCalls);
+        assert_eq!(
+            FinishReason::from_openai("function_call"),
+            FinishReason::ToolCalls
+        );
     }
 
     #[test]

@@ -22,11 +22,15 @@ impl Default for IdSource {
 
 impl IdSource {
     pub fn random() -> Self {
-        Self { rng: StdRng::from_os_rng() }
+        Self {
+            rng: StdRng::from_os_rng(),
+        }
     }
 
     pub fn seeded(seed: u64) -> Self {
-        Self { rng: StdRng::seed_from_u64(seed) }
+        Self {
+            rng: StdRng::seed_from_u64(seed),
+        }
     }
 
     /// `call_` followed by 24 random ASCII letters and digits, OpenAI's own shape.
@@ -47,7 +51,10 @@ pub(crate) struct AnswerIds {
 
 impl AnswerIds {
     pub(crate) fn new(source: IdSource) -> Self {
-        Self { source, used: HashSet::new() }
+        Self {
+            source,
+            used: HashSet::new(),
+        }
     }
 
     /// The backend's id if it has one not used yet in this answer; a missing id is
@@ -73,7 +80,10 @@ impl AnswerIds {
 
 /// Whether Anthropic accepts `id` as a tool_use id.
 pub fn is_anthropic_safe(id: &str) -> bool {
-    !id.is_empty() && id.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
 }
 
 /// A two-way mapping of tool call ids for one conversation sent to Anthropic. Safe ids go
@@ -99,14 +109,23 @@ impl IdMap {
             "id".to_owned()
         } else {
             id.chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect()
         };
         let taken = |candidate: &str| self.from_anthropic.contains_key(candidate);
         let mapped = if !taken(&base) {
             base
         } else {
-            (1..).map(|n| format!("{base}_{n}")).find(|candidate| !taken(candidate)).unwrap_or_default()
+            (1..)
+                .map(|n| format!("{base}_{n}"))
+                .find(|candidate| !taken(candidate))
+                .unwrap_or_default()
         };
         self.to_anthropic.insert(id.to_owned(), mapped.clone());
         self.from_anthropic.insert(mapped.clone(), id.to_owned());
@@ -116,7 +135,10 @@ impl IdMap {
     /// The original id for an id Anthropic sent back; ids this map never rewrote are
     /// returned as they are.
     pub fn from_anthropic(&self, id: &str) -> String {
-        self.from_anthropic.get(id).cloned().unwrap_or_else(|| id.to_owned())
+        self.from_anthropic
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| id.to_owned())
     }
 }
 

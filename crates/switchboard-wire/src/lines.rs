@@ -57,13 +57,21 @@ impl Lines {
         if let [rest @ .., b'\r'] = line {
             line = rest;
         }
+        // A body cut inside a multi-byte character: keep the whole characters, so the
+        // caller sees a cut line (a truncation) rather than an encoding error.
+        if let Err(error) = std::str::from_utf8(line)
+            && error.error_len().is_none()
+        {
+            line = &line[..error.valid_up_to()];
+        }
         Ok(Some((offset, as_text(line, offset)?)))
     }
 }
 
 fn as_text(line: &[u8], offset: usize) -> Result<&str, DecodeError> {
-    std::str::from_utf8(line)
-        .map_err(|error| DecodeError::new(offset + error.valid_up_to(), DecodeErrorKind::InvalidUtf8))
+    std::str::from_utf8(line).map_err(|error| {
+        DecodeError::new(offset + error.valid_up_to(), DecodeErrorKind::InvalidUtf8)
+    })
 }
 
 #[cfg(test)]
@@ -93,7 +101,12 @@ mod tests {
         let whole = lines_of(input, input.len());
         assert_eq!(
             whole,
-            vec![(0, "a".into()), (3, "hé llo".into()), (11, String::new()), (12, "last".into())]
+            vec![
+                (0, "a".into()),
+                (3, "hé llo".into()),
+                (11, String::new()),
+                (12, "last".into())
+            ]
         );
         for piece in 1..input.len() {
             assert_eq!(lines_of(input, piece), whole, "piece {piece}");

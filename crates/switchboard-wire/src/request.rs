@@ -27,7 +27,12 @@ pub struct ChatRequest {
 impl ChatRequest {
     /// A streaming request with no tools and default sampling.
     pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
-        Self { model: model.into(), messages, stream: true, ..Self::default() }
+        Self {
+            model: model.into(),
+            messages,
+            stream: true,
+            ..Self::default()
+        }
     }
 }
 

@@ -30,15 +30,26 @@ impl ChatResponse {
     /// The answer as a stream: what a server encodes when it has a whole answer to send.
     pub fn events(&self) -> Vec<StreamEvent> {
         let mut events = Vec::new();
-        if let Some(reasoning) = self.reasoning_content.as_ref().filter(|text| !text.is_empty()) {
+        if let Some(reasoning) = self
+            .reasoning_content
+            .as_ref()
+            .filter(|text| !text.is_empty())
+        {
             events.push(StreamEvent::ReasoningDelta(reasoning.clone()));
         }
         if let Some(content) = self.content.as_ref().filter(|text| !text.is_empty()) {
             events.push(StreamEvent::TextDelta(content.clone()));
         }
         for (index, call) in self.tool_calls.iter().enumerate() {
-            events.push(StreamEvent::ToolCallStart { index, id: call.id.clone(), name: call.name.clone() });
-            events.push(StreamEvent::ToolCallArguments { index, delta: call.arguments.clone() });
+            events.push(StreamEvent::ToolCallStart {
+                index,
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+            events.push(StreamEvent::ToolCallArguments {
+                index,
+                delta: call.arguments.clone(),
+            });
             events.push(StreamEvent::ToolCallEnd { index });
         }
         if let Some(usage) = self.usage {
@@ -103,13 +114,23 @@ impl Collector {
             StreamEvent::ToolCallStart { index, id, name } => {
                 let expected = self.calls.len();
                 if *index != expected {
-                    return Err(CollectError::OutOfOrder { index: *index, expected });
+                    return Err(CollectError::OutOfOrder {
+                        index: *index,
+                        expected,
+                    });
                 }
-                let call = ToolCall { id: id.clone(), name: name.clone(), arguments: String::new() };
+                let call = ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                };
                 self.calls.push(PartialCall { call, ended: false });
             }
             StreamEvent::ToolCallArguments { index, delta } => {
-                self.open_call(*index, "arguments")?.call.arguments.push_str(delta);
+                self.open_call(*index, "arguments")?
+                    .call
+                    .arguments
+                    .push_str(delta);
             }
             StreamEvent::ToolCallEnd { index } => self.open_call(*index, "its end")?.ended = true,
             StreamEvent::Usage(usage) => self.usage = Some(*usage),
@@ -118,8 +139,15 @@ impl Collector {
         Ok(())
     }
 
-    fn open_call(&mut self, index: usize, what: &'static str) -> Result<&mut PartialCall, CollectError> {
-        let call = self.calls.get_mut(index).ok_or(CollectError::Unknown { index, what })?;
+    fn open_call(
+        &mut self,
+        index: usize,
+        what: &'static str,
+    ) -> Result<&mut PartialCall, CollectError> {
+        let call = self
+            .calls
+            .get_mut(index)
+            .ok_or(CollectError::Unknown { index, what })?;
         if call.ended {
             return Err(CollectError::AfterEnd { index, what });
         }
@@ -149,7 +177,9 @@ impl Collector {
 }
 
 /// Collects a finished list of events.
-pub fn collect<'a>(events: impl IntoIterator<Item = &'a StreamEvent>) -> Result<ChatResponse, CollectError> {
+pub fn collect<'a>(
+    events: impl IntoIterator<Item = &'a StreamEvent>,
+) -> Result<ChatResponse, CollectError> {
     let mut collector = Collector::new();
     for event in events {
         collector.push(event);
@@ -166,8 +196,16 @@ mod tests {
             content: Some("Let me look.".into()),
             reasoning_content: Some("need weather".into()),
             tool_calls: vec![
-                ToolCall { id: "a".into(), name: "weather".into(), arguments: "{\"city\":\"Paris\"}".into() },
-                ToolCall { id: "b".into(), name: "time".into(), arguments: "{}".into() },
+                ToolCall {
+                    id: "a".into(),
+                    name: "weather".into(),
+                    arguments: "{\"city\":\"Paris\"}".into(),
+                },
+                ToolCall {
+                    id: "b".into(),
+                    name: "time".into(),
+                    arguments: "{}".into(),
+                },
             ],
             finish_reason: FinishReason::ToolCalls,
             usage: Some(Usage::new(10, 5)),
@@ -182,19 +220,51 @@ mod tests {
 
     #[test]
     fn broken_sequences_are_reported() {
-        let start = |index| StreamEvent::ToolCallStart { index, id: "x".into(), name: "f".into() };
+        let start = |index| StreamEvent::ToolCallStart {
+            index,
+            id: "x".into(),
+            name: "f".into(),
+        };
         let finish = StreamEvent::Finish(FinishReason::Stop);
-        assert_eq!(collect(&[start(1), finish.clone()]), Err(CollectError::OutOfOrder { index: 1, expected: 0 }));
-        assert_eq!(collect(&[start(0), finish.clone()]), Err(CollectError::Unended { index: 0 }));
         assert_eq!(
-            collect(&[StreamEvent::ToolCallArguments { index: 0, delta: "{}".into() }, finish.clone()]),
-            Err(CollectError::Unknown { index: 0, what: "arguments" })
+            collect(&[start(1), finish.clone()]),
+            Err(CollectError::OutOfOrder {
+                index: 1,
+                expected: 0
+            })
         );
         assert_eq!(
-            collect(&[start(0), StreamEvent::ToolCallEnd { index: 0 }, StreamEvent::ToolCallEnd { index: 0 }]),
-            Err(CollectError::AfterEnd { index: 0, what: "its end" })
+            collect(&[start(0), finish.clone()]),
+            Err(CollectError::Unended { index: 0 })
         );
-        assert_eq!(collect(&[StreamEvent::TextDelta("hi".into())]), Err(CollectError::NoFinish));
+        assert_eq!(
+            collect(&[
+                StreamEvent::ToolCallArguments {
+                    index: 0,
+                    delta: "{}".into()
+                },
+                finish.clone()
+            ]),
+            Err(CollectError::Unknown {
+                index: 0,
+                what: "arguments"
+            })
+        );
+        assert_eq!(
+            collect(&[
+                start(0),
+                StreamEvent::ToolCallEnd { index: 0 },
+                StreamEvent::ToolCallEnd { index: 0 }
+            ]),
+            Err(CollectError::AfterEnd {
+                index: 0,
+                what: "its end"
+            })
+        );
+        assert_eq!(
+            collect(&[StreamEvent::TextDelta("hi".into())]),
+            Err(CollectError::NoFinish)
+        );
     }
 
     #[test]

@@ -76,9 +76,12 @@ impl Pending {
         each: &mut impl FnMut(SseEvent<'_>) -> Result<(), DecodeError>,
     ) -> Result<(), DecodeError> {
         let outcome = match (self.has_data, self.start) {
-            (true, Some(offset)) => {
-                each(SseEvent { name: &self.name, data: &self.data, offset, data_offset: self.data_start })
-            }
+            (true, Some(offset)) => each(SseEvent {
+                name: &self.name,
+                data: &self.data,
+                offset,
+                data_offset: self.data_start,
+            }),
             _ => Ok(()),
         };
         self.name.clear();
@@ -101,7 +104,8 @@ impl Sse {
         mut each: impl FnMut(SseEvent<'_>) -> Result<(), DecodeError>,
     ) -> Result<(), DecodeError> {
         let pending = &mut self.pending;
-        self.lines.feed(bytes, |offset, line| pending.line(offset, line, &mut each))
+        self.lines
+            .feed(bytes, |offset, line| pending.line(offset, line, &mut each))
     }
 
     /// End of body: an event the server did not close with a blank line is still
@@ -125,7 +129,9 @@ mod tests {
         let mut sse = Sse::default();
         let mut seen = Vec::new();
         let mut record = |event: SseEvent<'_>| {
-            assert!(input[event.data_offset..].starts_with(event.data.lines().next().unwrap_or("")));
+            assert!(
+                input[event.data_offset..].starts_with(event.data.lines().next().unwrap_or(""))
+            );
             seen.push((event.name.to_owned(), event.data.to_owned(), event.offset));
             Ok(())
         };

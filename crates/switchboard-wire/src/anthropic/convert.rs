@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use switchboard_tools::{Content, FunctionDefinition, Message, ToolCall, ToolDefinition, ToolKind};
 
 use super::types::{
-    AnthropicMessage, AnthropicTool, AnthropicToolChoice, Block, ContentBlock, MessageContent, MessagesRequest, System,
-    ToolResultContent,
+    AnthropicMessage, AnthropicTool, AnthropicToolChoice, Block, ContentBlock, MessageContent,
+    MessagesRequest, System, ToolResultContent,
 };
 use crate::ids::IdMap;
 use crate::{ChatRequest, ConvertError, ToolChoice};
@@ -22,7 +22,10 @@ use crate::{ChatRequest, ConvertError, ToolChoice};
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// Our request as an Anthropic Messages request.
-pub fn build_request(request: &ChatRequest, ids: &mut IdMap) -> Result<MessagesRequest, ConvertError> {
+pub fn build_request(
+    request: &ChatRequest,
+    ids: &mut IdMap,
+) -> Result<MessagesRequest, ConvertError> {
     let mut system = Vec::new();
     let mut messages: Vec<AnthropicMessage> = Vec::new();
     let mut in_results = false;
@@ -40,19 +43,35 @@ pub fn build_request(request: &ChatRequest, ids: &mut IdMap) -> Result<MessagesR
                         parts
                             .iter()
                             .enumerate()
-                            .map(|(index, part)| user_block(part, &format!("{path}.content[{index}]")))
+                            .map(|(index, part)| {
+                                user_block(part, &format!("{path}.content[{index}]"))
+                            })
                             .collect::<Result<_, _>>()?,
                     ),
                 };
-                messages.push(AnthropicMessage { role: "user".to_owned(), content });
+                messages.push(AnthropicMessage {
+                    role: "user".to_owned(),
+                    content,
+                });
             }
-            Message::Assistant { content, tool_calls, .. } => {
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => {
                 let mut blocks = Vec::new();
-                if let Some(text) = content.as_ref().map(Content::text).filter(|text| !text.is_empty()) {
+                if let Some(text) = content
+                    .as_ref()
+                    .map(Content::text)
+                    .filter(|text| !text.is_empty())
+                {
                     blocks.push(ContentBlock::Known(Block::text(text)));
                 }
                 for (index, call) in tool_calls.iter().enumerate() {
-                    let input = arguments_object(&call.arguments, &format!("{path}.tool_calls[{index}].function.arguments"))?;
+                    let input = arguments_object(
+                        &call.arguments,
+                        &format!("{path}.tool_calls[{index}].function.arguments"),
+                    )?;
                     blocks.push(ContentBlock::Known(Block::ToolUse {
                         id: ids.to_anthropic(&call.id),
                         name: call.name.clone(),
@@ -60,9 +79,15 @@ pub fn build_request(request: &ChatRequest, ids: &mut IdMap) -> Result<MessagesR
                         extra: Map::new(),
                     }));
                 }
-                messages.push(AnthropicMessage { role: "assistant".to_owned(), content: MessageContent::Blocks(blocks) });
+                messages.push(AnthropicMessage {
+                    role: "assistant".to_owned(),
+                    content: MessageContent::Blocks(blocks),
+                });
             }
-            Message::Tool { tool_call_id, content } => {
+            Message::Tool {
+                tool_call_id,
+                content,
+            } => {
                 let block = ContentBlock::Known(Block::ToolResult {
                     tool_use_id: ids.to_anthropic(tool_call_id),
                     content: Some(ToolResultContent::Text(content.text())),
@@ -70,7 +95,10 @@ pub fn build_request(request: &ChatRequest, ids: &mut IdMap) -> Result<MessagesR
                     extra: Map::new(),
                 });
                 match messages.last_mut() {
-                    Some(AnthropicMessage { content: MessageContent::Blocks(blocks), .. }) if was_results => {
+                    Some(AnthropicMessage {
+                        content: MessageContent::Blocks(blocks),
+                        ..
+                    }) if was_results => {
                         blocks.push(block);
                     }
                     _ => messages.push(AnthropicMessage {
@@ -84,13 +112,18 @@ pub fn build_request(request: &ChatRequest, ids: &mut IdMap) -> Result<MessagesR
     }
     let disable_parallel_tool_use = request.parallel_tool_calls.map(|parallel| !parallel);
     let tool_choice = match (&request.tool_choice, disable_parallel_tool_use) {
-        (None, Some(true)) | (Some(ToolChoice::Auto), _) => Some(AnthropicToolChoice::Auto { disable_parallel_tool_use }),
+        (None, Some(true)) | (Some(ToolChoice::Auto), _) => Some(AnthropicToolChoice::Auto {
+            disable_parallel_tool_use,
+        }),
         (None, _) => None,
         (Some(ToolChoice::None), _) => Some(AnthropicToolChoice::None),
-        (Some(ToolChoice::Required), _) => Some(AnthropicToolChoice::Any { disable_parallel_tool_use }),
-        (Some(ToolChoice::Function(name)), _) => {
-            Some(AnthropicToolChoice::Tool { name: name.clone(), disable_parallel_tool_use })
-        }
+        (Some(ToolChoice::Required), _) => Some(AnthropicToolChoice::Any {
+            disable_parallel_tool_use,
+        }),
+        (Some(ToolChoice::Function(name)), _) => Some(AnthropicToolChoice::Tool {
+            name: name.clone(),
+            disable_parallel_tool_use,
+        }),
     };
     Ok(MessagesRequest {
         model: request.model.clone(),
@@ -104,7 +137,11 @@ pub fn build_request(request: &ChatRequest, ids: &mut IdMap) -> Result<MessagesR
                 .map(|tool| AnthropicTool {
                     name: tool.function.name.clone(),
                     description: tool.function.description.clone(),
-                    input_schema: tool.function.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                    input_schema: tool
+                        .function
+                        .parameters
+                        .clone()
+                        .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
                     extra: Map::new(),
                 })
                 .collect()
@@ -125,26 +162,48 @@ fn arguments_object(arguments: &str, path: &str) -> Result<Value, ConvertError> 
     }
     match serde_json::from_str::<Value>(arguments) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(ConvertError::invalid(path, "arguments must be a JSON object")),
-        Err(error) => Err(ConvertError::invalid(path, format!("arguments are not valid JSON: {error}"))),
+        Ok(_) => Err(ConvertError::invalid(
+            path,
+            "arguments must be a JSON object",
+        )),
+        Err(error) => Err(ConvertError::invalid(
+            path,
+            format!("arguments are not valid JSON: {error}"),
+        )),
     }
 }
 
 /// An OpenAI content part as an Anthropic block: text, or an image by URL or data URL.
 fn user_block(part: &Value, path: &str) -> Result<ContentBlock, ConvertError> {
     match part.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(ContentBlock::Known(Block::text(part.get("text").and_then(Value::as_str).unwrap_or_default()))),
+        Some("text") => Ok(ContentBlock::Known(Block::text(
+            part.get("text").and_then(Value::as_str).unwrap_or_default(),
+        ))),
         Some("image_url") => {
-            let url = part.pointer("/image_url/url").and_then(Value::as_str).unwrap_or_default();
-            let source = match url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) {
-                Some((media_type, data)) => json!({"type": "base64", "media_type": media_type, "data": data}),
+            let url = part
+                .pointer("/image_url/url")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let source = match url
+                .strip_prefix("data:")
+                .and_then(|rest| rest.split_once(";base64,"))
+            {
+                Some((media_type, data)) => {
+                    json!({"type": "base64", "media_type": media_type, "data": data})
+                }
                 None => json!({"type": "url", "url": url}),
             };
-            Ok(ContentBlock::Known(Block::Image { source, extra: Map::new() }))
+            Ok(ContentBlock::Known(Block::Image {
+                source,
+                extra: Map::new(),
+            }))
         }
         other => Err(ConvertError::Unsupported {
             format: "Anthropic",
-            what: format!("content part type {} at {path}", other.map_or_else(|| "(missing)".to_owned(), |t| format!("\"{t}\""))),
+            what: format!(
+                "content part type {} at {path}",
+                other.map_or_else(|| "(missing)".to_owned(), |t| format!("\"{t}\""))
+            ),
         }),
     }
 }
@@ -154,10 +213,20 @@ fn image_part(source: &Value) -> Value {
     let url = match source.get("type").and_then(Value::as_str) {
         Some("base64") => format!(
             "data:{};base64,{}",
-            source.get("media_type").and_then(Value::as_str).unwrap_or_default(),
-            source.get("data").and_then(Value::as_str).unwrap_or_default()
+            source
+                .get("media_type")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            source
+                .get("data")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
         ),
-        _ => source.get("url").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        _ => source
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
     };
     json!({"type": "image_url", "image_url": {"url": url}})
 }
@@ -168,7 +237,11 @@ fn block_kind(block: &ContentBlock) -> String {
             .ok()
             .and_then(|value| value.get("type").and_then(Value::as_str).map(str::to_owned))
             .unwrap_or_default(),
-        ContentBlock::Other(value) => value.get("type").and_then(Value::as_str).unwrap_or("(missing)").to_owned(),
+        ContentBlock::Other(value) => value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("(missing)")
+            .to_owned(),
     }
 }
 
@@ -216,13 +289,18 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
         };
         match message.role.as_str() {
             "assistant" => {
-                let (mut text, mut reasoning, mut tool_calls) = (String::new(), String::new(), Vec::new());
+                let (mut text, mut reasoning, mut tool_calls) =
+                    (String::new(), String::new(), Vec::new());
                 for (index, block) in blocks.into_iter().enumerate() {
                     match block {
                         ContentBlock::Known(Block::Text { text: part, .. }) => text.push_str(&part),
-                        ContentBlock::Known(Block::Thinking { thinking, .. }) => reasoning.push_str(&thinking),
+                        ContentBlock::Known(Block::Thinking { thinking, .. }) => {
+                            reasoning.push_str(&thinking)
+                        }
                         ContentBlock::Known(Block::RedactedThinking { .. }) => {}
-                        ContentBlock::Known(Block::ToolUse { id, name, input, .. }) => tool_calls.push(ToolCall {
+                        ContentBlock::Known(Block::ToolUse {
+                            id, name, input, ..
+                        }) => tool_calls.push(ToolCall {
                             id: ids.from_anthropic(&id),
                             name,
                             arguments: input.to_string(),
@@ -230,7 +308,10 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
                         other => {
                             return Err(ConvertError::Unsupported {
                                 format: "our model",
-                                what: format!("assistant block type \"{}\" at {path}.content[{index}]", block_kind(&other)),
+                                what: format!(
+                                    "assistant block type \"{}\" at {path}.content[{index}]",
+                                    block_kind(&other)
+                                ),
                             });
                         }
                     }
@@ -246,36 +327,58 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
                 let mut parts = Vec::new();
                 for (index, block) in blocks.into_iter().enumerate() {
                     match block {
-                        ContentBlock::Known(Block::ToolResult { tool_use_id, content, .. }) => messages.push(Message::Tool {
+                        ContentBlock::Known(Block::ToolResult {
+                            tool_use_id,
+                            content,
+                            ..
+                        }) => messages.push(Message::Tool {
                             tool_call_id: ids.from_anthropic(&tool_use_id),
                             content: Content::Text(result_text(content)),
                         }),
-                        ContentBlock::Known(Block::Text { text, .. }) => parts.push(json!({"type": "text", "text": text})),
-                        ContentBlock::Known(Block::Image { source, .. }) => parts.push(image_part(&source)),
+                        ContentBlock::Known(Block::Text { text, .. }) => {
+                            parts.push(json!({"type": "text", "text": text}))
+                        }
+                        ContentBlock::Known(Block::Image { source, .. }) => {
+                            parts.push(image_part(&source))
+                        }
                         other => {
                             return Err(ConvertError::Unsupported {
                                 format: "our model",
-                                what: format!("user block type \"{}\" at {path}.content[{index}]", block_kind(&other)),
+                                what: format!(
+                                    "user block type \"{}\" at {path}.content[{index}]",
+                                    block_kind(&other)
+                                ),
                             });
                         }
                     }
                 }
                 if !parts.is_empty() {
-                    messages.push(Message::User { content: Content::Parts(parts), name: None });
+                    messages.push(Message::User {
+                        content: Content::Parts(parts),
+                        name: None,
+                    });
                 }
             }
             other => {
-                return Err(ConvertError::invalid(format!("{path}.role"), format!("must be \"user\" or \"assistant\", got \"{other}\"")));
+                return Err(ConvertError::invalid(
+                    format!("{path}.role"),
+                    format!("must be \"user\" or \"assistant\", got \"{other}\""),
+                ));
             }
         }
     }
     let (tool_choice, disable) = match request.tool_choice {
         None => (None, None),
-        Some(AnthropicToolChoice::Auto { disable_parallel_tool_use }) => (Some(ToolChoice::Auto), disable_parallel_tool_use),
-        Some(AnthropicToolChoice::Any { disable_parallel_tool_use }) => (Some(ToolChoice::Required), disable_parallel_tool_use),
-        Some(AnthropicToolChoice::Tool { name, disable_parallel_tool_use }) => {
-            (Some(ToolChoice::Function(name)), disable_parallel_tool_use)
-        }
+        Some(AnthropicToolChoice::Auto {
+            disable_parallel_tool_use,
+        }) => (Some(ToolChoice::Auto), disable_parallel_tool_use),
+        Some(AnthropicToolChoice::Any {
+            disable_parallel_tool_use,
+        }) => (Some(ToolChoice::Required), disable_parallel_tool_use),
+        Some(AnthropicToolChoice::Tool {
+            name,
+            disable_parallel_tool_use,
+        }) => (Some(ToolChoice::Function(name)), disable_parallel_tool_use),
         Some(AnthropicToolChoice::None) => (Some(ToolChoice::None), None),
     };
     Ok(ChatRequest {

@@ -23,7 +23,13 @@ pub struct Decoder {
 
 impl Decoder {
     pub fn new(ids: IdSource) -> Self {
-        Self { sse: Sse::default(), state: State { calls: Calls::new(ids), ..State::default() } }
+        Self {
+            sse: Sse::default(),
+            state: State {
+                calls: Calls::new(ids),
+                ..State::default()
+            },
+        }
     }
 }
 
@@ -51,26 +57,41 @@ impl StreamDecoder for Decoder {
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
         let state = &mut self.state;
-        self.sse.finish(|event| state.event(&event, out))?;
+        self.sse
+            .finish(|event| state.event(&event, out))
+            .map_err(|error| error.at_end(TERMINATOR))?;
         if !self.state.done {
-            return Err(DecodeError::new(self.sse.position(), DecodeErrorKind::Truncated(TERMINATOR)));
+            return Err(DecodeError::new(
+                self.sse.position(),
+                DecodeErrorKind::Truncated(TERMINATOR),
+            ));
         }
         Ok(())
     }
 }
 
 impl State {
-    fn event(&mut self, event: &SseEvent<'_>, out: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
+    fn event(
+        &mut self,
+        event: &SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), DecodeError> {
         if self.done {
             return Ok(());
         }
-        let payload: StreamPayload = serde_json::from_str(event.data)
-            .map_err(|error| DecodeError::json(event.data, event.data_offset, &error, TERMINATOR))?;
+        let payload: StreamPayload = serde_json::from_str(event.data).map_err(|error| {
+            DecodeError::json(event.data, event.data_offset, &error, TERMINATOR)
+        })?;
         let offset = event.offset;
         let protocol = |problem: String| DecodeError::protocol(offset, problem);
         match payload {
-            StreamPayload::MessageStart { message } => self.input_tokens = message.usage.input_tokens,
-            StreamPayload::ContentBlockStart { index, content_block } => {
+            StreamPayload::MessageStart { message } => {
+                self.input_tokens = message.usage.input_tokens
+            }
+            StreamPayload::ContentBlockStart {
+                index,
+                content_block,
+            } => {
                 let block = match content_block {
                     StartBlock::Text { text } => {
                         if !text.is_empty() {
@@ -98,12 +119,15 @@ impl State {
                 self.blocks.insert(index, block);
             }
             StreamPayload::ContentBlockDelta { index, delta } => {
-                let block = *self
-                    .blocks
-                    .get(&index)
-                    .ok_or_else(|| protocol(format!("delta for content block {index}, which was never started")))?;
+                let block = *self.blocks.get(&index).ok_or_else(|| {
+                    protocol(format!(
+                        "delta for content block {index}, which was never started"
+                    ))
+                })?;
                 match (delta, block) {
-                    (BlockDelta::TextDelta { text }, _) if !text.is_empty() => out.push(StreamEvent::TextDelta(text)),
+                    (BlockDelta::TextDelta { text }, _) if !text.is_empty() => {
+                        out.push(StreamEvent::TextDelta(text))
+                    }
                     (BlockDelta::ThinkingDelta { thinking }, _) if !thinking.is_empty() => {
                         out.push(StreamEvent::ReasoningDelta(thinking));
                     }
@@ -111,7 +135,9 @@ impl State {
                         self.calls.arguments(call, &partial_json, out);
                     }
                     (BlockDelta::InputJsonDelta { .. }, _) => {
-                        return Err(protocol(format!("input_json_delta for content block {index}, which is not tool_use")));
+                        return Err(protocol(format!(
+                            "input_json_delta for content block {index}, which is not tool_use"
+                        )));
                     }
                     _ => {}
                 }
@@ -127,17 +153,25 @@ impl State {
                     out.push(StreamEvent::Usage(Usage::new(input, usage.output_tokens)));
                 }
                 if let Some(reason) = delta.stop_reason {
-                    self.calls.finish(finish_reason(&reason), out).map_err(protocol)?;
+                    self.calls
+                        .finish(finish_reason(&reason), out)
+                        .map_err(protocol)?;
                 }
             }
             StreamPayload::MessageStop => {
                 if !self.calls.finished() {
-                    self.calls.finish(FinishReason::Stop, out).map_err(protocol)?;
+                    self.calls
+                        .finish(FinishReason::Stop, out)
+                        .map_err(protocol)?;
                 }
                 self.done = true;
             }
             StreamPayload::Error { error } => {
-                let message = if error.kind.is_empty() { error.message } else { format!("{}: {}", error.kind, error.message) };
+                let message = if error.kind.is_empty() {
+                    error.message
+                } else {
+                    format!("{}: {}", error.kind, error.message)
+                };
                 return Err(DecodeError::new(offset, DecodeErrorKind::Backend(message)));
             }
             StreamPayload::Ping | StreamPayload::Unknown => {}
@@ -151,10 +185,14 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
     const END: &str = "the end of the JSON body";
     let text = std::str::from_utf8(body)
         .map_err(|error| DecodeError::new(error.valid_up_to(), DecodeErrorKind::InvalidUtf8))?;
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|error| DecodeError::json(text, 0, &error, END))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|error| DecodeError::json(text, 0, &error, END))?;
     if value.get("type").and_then(serde_json::Value::as_str) == Some("error") {
         let error = value.get("error").cloned().unwrap_or_default();
-        let message = error.get("message").and_then(serde_json::Value::as_str).map_or_else(|| error.to_string(), str::to_owned);
+        let message = error
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(|| error.to_string(), str::to_owned);
         return Err(DecodeError::new(0, DecodeErrorKind::Backend(message)));
     }
     let response: MessagesResponse =
@@ -163,20 +201,34 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
     let mut out = Vec::new();
     for block in response.content {
         match block {
-            ContentBlock::Known(Block::Text { text, .. }) if !text.is_empty() => out.push(StreamEvent::TextDelta(text)),
+            ContentBlock::Known(Block::Text { text, .. }) if !text.is_empty() => {
+                out.push(StreamEvent::TextDelta(text))
+            }
             ContentBlock::Known(Block::Thinking { thinking, .. }) if !thinking.is_empty() => {
                 out.push(StreamEvent::ReasoningDelta(thinking));
             }
-            ContentBlock::Known(Block::ToolUse { id, name, input, .. }) => {
+            ContentBlock::Known(Block::ToolUse {
+                id, name, input, ..
+            }) => {
                 let call = calls.open(Some(&id), Some(&name), &mut out);
                 calls.arguments(call, &input.to_string(), &mut out);
-                calls.close(call, &mut out).map_err(|problem| DecodeError::protocol(0, problem))?;
+                calls
+                    .close(call, &mut out)
+                    .map_err(|problem| DecodeError::protocol(0, problem))?;
             }
             _ => {}
         }
     }
-    out.push(StreamEvent::Usage(Usage::new(response.usage.input_tokens, response.usage.output_tokens)));
-    let reason = response.stop_reason.as_deref().map_or(FinishReason::Stop, finish_reason);
-    calls.finish(reason, &mut out).map_err(|problem| DecodeError::protocol(0, problem))?;
+    out.push(StreamEvent::Usage(Usage::new(
+        response.usage.input_tokens,
+        response.usage.output_tokens,
+    )));
+    let reason = response
+        .stop_reason
+        .as_deref()
+        .map_or(FinishReason::Stop, finish_reason);
+    calls
+        .finish(reason, &mut out)
+        .map_err(|problem| DecodeError::protocol(0, problem))?;
     Ok(out)
 }

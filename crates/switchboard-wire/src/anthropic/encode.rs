@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::stop_reason;
 use super::types::{
-    AnthropicUsage, Block, BlockDelta, ContentBlock, DeltaUsage, MessageDeltaBody, MessagesResponse, StartBlock,
-    StreamPayload,
+    AnthropicUsage, Block, BlockDelta, ContentBlock, DeltaUsage, MessageDeltaBody,
+    MessagesResponse, StartBlock, StreamPayload,
 };
 use crate::ids::IdMap;
 use crate::{ChatResponse, EncodeError, FinishReason, StreamEvent, Usage};
@@ -69,7 +69,9 @@ impl SseEncoder {
         let mut out = Vec::new();
         self.start(&mut out);
         match event {
-            StreamEvent::TextDelta(_) | StreamEvent::ReasoningDelta(_) if self.head < self.calls.len() => {
+            StreamEvent::TextDelta(_) | StreamEvent::ReasoningDelta(_)
+                if self.head < self.calls.len() =>
+            {
                 self.deferred.push(event.clone());
             }
             StreamEvent::TextDelta(text) => self.text(Open::Text, text, &mut out),
@@ -77,15 +79,25 @@ impl SseEncoder {
             StreamEvent::ToolCallStart { index, id, name } => {
                 if *index == self.calls.len() {
                     let id = self.ids.to_anthropic(id);
-                    self.calls.push(HeldCall { id, name: name.clone(), arguments: String::new(), ended: false });
+                    self.calls.push(HeldCall {
+                        id,
+                        name: name.clone(),
+                        arguments: String::new(),
+                        ended: false,
+                    });
                     self.pump(&mut out);
                 }
             }
             StreamEvent::ToolCallArguments { index, delta } => {
-                if self.open.is_some_and(|(_, open)| open == Open::Tool(*index)) {
+                if self
+                    .open
+                    .is_some_and(|(_, open)| open == Open::Tool(*index))
+                {
                     out.push(StreamPayload::ContentBlockDelta {
                         index: self.next_block - 1,
-                        delta: BlockDelta::InputJsonDelta { partial_json: delta.clone() },
+                        delta: BlockDelta::InputJsonDelta {
+                            partial_json: delta.clone(),
+                        },
                     });
                 } else if let Some(call) = self.calls.get_mut(*index) {
                     call.arguments.push_str(delta);
@@ -115,8 +127,14 @@ impl SseEncoder {
         let usage = self.usage.unwrap_or_default();
         let reason = self.reason.clone().unwrap_or(FinishReason::Stop);
         out.push(StreamPayload::MessageDelta {
-            delta: MessageDeltaBody { stop_reason: Some(stop_reason(&reason).to_owned()), stop_sequence: None },
-            usage: Some(DeltaUsage { input_tokens: Some(usage.prompt_tokens), output_tokens: usage.completion_tokens }),
+            delta: MessageDeltaBody {
+                stop_reason: Some(stop_reason(&reason).to_owned()),
+                stop_sequence: None,
+            },
+            usage: Some(DeltaUsage {
+                input_tokens: Some(usage.prompt_tokens),
+                output_tokens: usage.completion_tokens,
+            }),
         });
         out.push(StreamPayload::MessageStop);
         out
@@ -161,20 +179,34 @@ impl SseEncoder {
         if self.open.map(|(_, open)| open) != Some(kind) {
             self.close(out);
             let content_block = match kind {
-                Open::Thinking => StartBlock::Thinking { thinking: String::new() },
-                _ => StartBlock::Text { text: String::new() },
+                Open::Thinking => StartBlock::Thinking {
+                    thinking: String::new(),
+                },
+                _ => StartBlock::Text {
+                    text: String::new(),
+                },
             };
             self.begin(kind, content_block, out);
         }
         let delta = match kind {
-            Open::Thinking => BlockDelta::ThinkingDelta { thinking: text.to_owned() },
-            _ => BlockDelta::TextDelta { text: text.to_owned() },
+            Open::Thinking => BlockDelta::ThinkingDelta {
+                thinking: text.to_owned(),
+            },
+            _ => BlockDelta::TextDelta {
+                text: text.to_owned(),
+            },
         };
-        out.push(StreamPayload::ContentBlockDelta { index: self.next_block - 1, delta });
+        out.push(StreamPayload::ContentBlockDelta {
+            index: self.next_block - 1,
+            delta,
+        });
     }
 
     fn begin(&mut self, kind: Open, content_block: StartBlock, out: &mut Vec<StreamPayload>) {
-        out.push(StreamPayload::ContentBlockStart { index: self.next_block, content_block });
+        out.push(StreamPayload::ContentBlockStart {
+            index: self.next_block,
+            content_block,
+        });
         self.open = Some((self.next_block, kind));
         self.next_block += 1;
     }
@@ -190,8 +222,11 @@ impl SseEncoder {
         while let Some(call) = self.calls.get_mut(self.head) {
             if self.open.map(|(_, open)| open) != Some(Open::Tool(self.head)) {
                 let held = std::mem::take(&mut call.arguments);
-                let content_block =
-                    StartBlock::ToolUse { id: call.id.clone(), name: call.name.clone(), input: Value::Object(Map::new()) };
+                let content_block = StartBlock::ToolUse {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: Value::Object(Map::new()),
+                };
                 self.close(out);
                 self.begin(Open::Tool(self.head), content_block, out);
                 if !held.is_empty() {
@@ -222,17 +257,31 @@ pub fn message(
     ids: &mut IdMap,
 ) -> Result<MessagesResponse, EncodeError> {
     let mut content = Vec::new();
-    if let Some(reasoning) = response.reasoning_content.as_ref().filter(|text| !text.is_empty()) {
-        content.push(ContentBlock::Known(Block::Thinking { thinking: reasoning.clone(), signature: None }));
+    if let Some(reasoning) = response
+        .reasoning_content
+        .as_ref()
+        .filter(|text| !text.is_empty())
+    {
+        content.push(ContentBlock::Known(Block::Thinking {
+            thinking: reasoning.clone(),
+            signature: None,
+        }));
     }
     if let Some(text) = response.content.as_ref().filter(|text| !text.is_empty()) {
         content.push(ContentBlock::Known(Block::text(text.clone())));
     }
     for (index, call) in response.tool_calls.iter().enumerate() {
-        let input = serde_json::from_str::<Value>(&call.arguments)
-            .map_err(|error| EncodeError::Arguments { index, detail: error.to_string() })?;
+        let input = serde_json::from_str::<Value>(&call.arguments).map_err(|error| {
+            EncodeError::Arguments {
+                index,
+                detail: error.to_string(),
+            }
+        })?;
         if !input.is_object() {
-            return Err(EncodeError::Arguments { index, detail: "not an object".to_owned() });
+            return Err(EncodeError::Arguments {
+                index,
+                detail: "not an object".to_owned(),
+            });
         }
         content.push(ContentBlock::Known(Block::ToolUse {
             id: ids.to_anthropic(&call.id),
@@ -250,7 +299,10 @@ pub fn message(
         content,
         stop_reason: Some(stop_reason(&response.finish_reason).to_owned()),
         stop_sequence: None,
-        usage: AnthropicUsage { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens },
+        usage: AnthropicUsage {
+            input_tokens: usage.prompt_tokens,
+            output_tokens: usage.completion_tokens,
+        },
         extra: Map::new(),
     })
 }

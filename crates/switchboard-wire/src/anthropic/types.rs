@@ -101,7 +101,10 @@ pub enum Block {
 
 impl Block {
     pub fn text(text: impl Into<String>) -> Self {
-        Block::Text { text: text.into(), extra: Map::new() }
+        Block::Text {
+            text: text.into(),
+            extra: Map::new(),
+        }
     }
 }
 
@@ -185,14 +188,30 @@ pub struct AnthropicUsage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamPayload {
-    MessageStart { message: MessagesResponse },
-    ContentBlockStart { index: u32, content_block: StartBlock },
-    ContentBlockDelta { index: u32, delta: BlockDelta },
-    ContentBlockStop { index: u32 },
-    MessageDelta { delta: MessageDeltaBody, #[serde(default, skip_serializing_if = "Option::is_none")] usage: Option<DeltaUsage> },
+    MessageStart {
+        message: MessagesResponse,
+    },
+    ContentBlockStart {
+        index: u32,
+        content_block: StartBlock,
+    },
+    ContentBlockDelta {
+        index: u32,
+        delta: BlockDelta,
+    },
+    ContentBlockStop {
+        index: u32,
+    },
+    MessageDelta {
+        delta: MessageDeltaBody,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<DeltaUsage>,
+    },
     MessageStop,
     Ping,
-    Error { error: ErrorBody },
+    Error {
+        error: ErrorBody,
+    },
     /// Event types added after this code was written.
     #[serde(other)]
     Unknown,
@@ -239,10 +258,18 @@ pub enum StartBlock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum BlockDelta {
-    TextDelta { text: String },
-    InputJsonDelta { partial_json: String },
-    ThinkingDelta { thinking: String },
-    SignatureDelta { signature: String },
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    ThinkingDelta {
+        thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
+    },
     #[serde(other)]
     Unknown,
 }
@@ -309,6 +336,12 @@ mod tests {
         let payload: StreamPayload =
             serde_json::from_str(r#"{"type":"content_block_start","index":2,"content_block":{"type":"server_tool_use","id":"s"}}"#)
                 .unwrap();
-        assert_eq!(payload, StreamPayload::ContentBlockStart { index: 2, content_block: StartBlock::Unknown });
+        assert_eq!(
+            payload,
+            StreamPayload::ContentBlockStart {
+                index: 2,
+                content_block: StartBlock::Unknown
+            }
+        );
     }
 }

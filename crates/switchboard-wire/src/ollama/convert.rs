@@ -15,10 +15,16 @@ pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, Convert
         None | Some(ToolChoice::Auto) => true,
         Some(ToolChoice::None) => false,
         Some(ToolChoice::Required) => {
-            return Err(ConvertError::Unsupported { format: "Ollama", what: "tool_choice \"required\"".to_owned() });
+            return Err(ConvertError::Unsupported {
+                format: "Ollama",
+                what: "tool_choice \"required\"".to_owned(),
+            });
         }
         Some(ToolChoice::Function(name)) => {
-            return Err(ConvertError::Unsupported { format: "Ollama", what: format!("tool_choice naming function \"{name}\"") });
+            return Err(ConvertError::Unsupported {
+                format: "Ollama",
+                what: format!("tool_choice naming function \"{name}\""),
+            });
         }
     };
     let mut names_by_id = std::collections::HashMap::new();
@@ -26,13 +32,23 @@ pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, Convert
     for (position, message) in request.messages.iter().enumerate() {
         let path = format!("messages[{position}]");
         messages.push(match message {
-            Message::System { content, .. } | Message::Developer { content, .. } => {
-                OllamaMessage { role: "system".to_owned(), content: content.text(), ..OllamaMessage::default() }
-            }
-            Message::User { content, .. } => {
-                OllamaMessage { role: "user".to_owned(), content: content.text(), images: images(content, &path)?, ..OllamaMessage::default() }
-            }
-            Message::Assistant { content, reasoning_content, tool_calls, .. } => {
+            Message::System { content, .. } | Message::Developer { content, .. } => OllamaMessage {
+                role: "system".to_owned(),
+                content: content.text(),
+                ..OllamaMessage::default()
+            },
+            Message::User { content, .. } => OllamaMessage {
+                role: "user".to_owned(),
+                content: content.text(),
+                images: images(content, &path)?,
+                ..OllamaMessage::default()
+            },
+            Message::Assistant {
+                content,
+                reasoning_content,
+                tool_calls,
+                ..
+            } => {
                 let mut calls = Vec::with_capacity(tool_calls.len());
                 for (index, call) in tool_calls.iter().enumerate() {
                     names_by_id.insert(call.id.clone(), call.name.clone());
@@ -48,7 +64,11 @@ pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, Convert
                     };
                     calls.push(OllamaToolCall {
                         id: Some(call.id.clone()),
-                        function: OllamaFunction { index: None, name: call.name.clone(), arguments },
+                        function: OllamaFunction {
+                            index: None,
+                            name: call.name.clone(),
+                            arguments,
+                        },
                     });
                 }
                 OllamaMessage {
@@ -59,7 +79,10 @@ pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, Convert
                     ..OllamaMessage::default()
                 }
             }
-            Message::Tool { tool_call_id, content } => OllamaMessage {
+            Message::Tool {
+                tool_call_id,
+                content,
+            } => OllamaMessage {
                 role: "tool".to_owned(),
                 content: content.text(),
                 tool_name: names_by_id.get(tool_call_id).cloned(),
@@ -77,7 +100,10 @@ pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, Convert
     set("temperature", request.temperature.map(Value::from));
     set("top_p", request.top_p.map(Value::from));
     set("num_predict", request.max_tokens.map(Value::from));
-    set("stop", (!request.stop.is_empty()).then(|| json!(request.stop)));
+    set(
+        "stop",
+        (!request.stop.is_empty()).then(|| json!(request.stop)),
+    );
     Ok(OllamaChatRequest {
         model: request.model.clone(),
         messages,
@@ -90,19 +116,26 @@ pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, Convert
 
 /// Base64 images of OpenAI `image_url` parts; Ollama takes only inline data.
 fn images(content: &Content, path: &str) -> Result<Option<Vec<String>>, ConvertError> {
-    let Content::Parts(parts) = content else { return Ok(None) };
+    let Content::Parts(parts) = content else {
+        return Ok(None);
+    };
     let mut images = Vec::new();
     for (index, part) in parts.iter().enumerate() {
         match part.get("type").and_then(Value::as_str) {
             Some("text") => {}
             Some("image_url") => {
-                let url = part.pointer("/image_url/url").and_then(Value::as_str).unwrap_or_default();
+                let url = part
+                    .pointer("/image_url/url")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 match url.split_once(";base64,") {
                     Some((_, data)) if url.starts_with("data:") => images.push(data.to_owned()),
                     _ => {
                         return Err(ConvertError::Unsupported {
                             format: "Ollama",
-                            what: format!("image URLs (only data: URLs) at {path}.content[{index}]"),
+                            what: format!(
+                                "image URLs (only data: URLs) at {path}.content[{index}]"
+                            ),
                         });
                     }
                 }
@@ -120,7 +153,10 @@ fn images(content: &Content, path: &str) -> Result<Option<Vec<String>>, ConvertE
 
 /// An Ollama request in our model. Calls without ids get generated ones, and results
 /// without `tool_call_id` are matched to the earliest unanswered call of the same name.
-pub fn parse_request(request: OllamaChatRequest, ids: &mut IdSource) -> Result<ChatRequest, ConvertError> {
+pub fn parse_request(
+    request: OllamaChatRequest,
+    ids: &mut IdSource,
+) -> Result<ChatRequest, ConvertError> {
     let mut messages = Vec::with_capacity(request.messages.len());
     let mut unanswered: Vec<(String, String)> = Vec::new();
     for (position, message) in request.messages.into_iter().enumerate() {
@@ -193,11 +229,20 @@ pub fn parse_request(request: OllamaChatRequest, ids: &mut IdSource) -> Result<C
         parallel_tool_calls: None,
         temperature: number("temperature"),
         top_p: number("top_p"),
-        max_tokens: options.get("num_predict").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
+        max_tokens: options
+            .get("num_predict")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok()),
         stop: options
             .get("stop")
             .and_then(Value::as_array)
-            .map(|stops| stops.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|stops| {
+                stops
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default(),
         // Ollama streams when `stream` is absent.
         stream: request.stream.unwrap_or(true),

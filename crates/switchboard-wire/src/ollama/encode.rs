@@ -27,26 +27,56 @@ pub struct NdjsonEncoder {
 
 impl NdjsonEncoder {
     pub fn new(model: impl Into<String>, created_at: impl Into<String>) -> Self {
-        Self { model: model.into(), created_at: created_at.into(), calls: Vec::new(), usage: None, reason: None }
+        Self {
+            model: model.into(),
+            created_at: created_at.into(),
+            calls: Vec::new(),
+            usage: None,
+            reason: None,
+        }
     }
 
     /// The chunk this event completes, if any.
     pub fn event(&mut self, event: &StreamEvent) -> Result<Option<OllamaChunk>, EncodeError> {
         let message = match event {
-            StreamEvent::TextDelta(text) => OllamaMessage { content: text.clone(), ..assistant() },
-            StreamEvent::ReasoningDelta(text) => OllamaMessage { thinking: Some(text.clone()), ..assistant() },
+            StreamEvent::TextDelta(text) => OllamaMessage {
+                content: text.clone(),
+                ..assistant()
+            },
+            StreamEvent::ReasoningDelta(text) => OllamaMessage {
+                thinking: Some(text.clone()),
+                ..assistant()
+            },
             StreamEvent::ToolCallStart { id, name, .. } => {
-                self.calls.push(HeldCall { id: id.clone(), name: name.clone(), arguments: String::new() });
+                self.calls.push(HeldCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                });
                 return Ok(None);
             }
             StreamEvent::ToolCallArguments { index, delta } => {
-                let call = self.calls.get_mut(*index).ok_or(EncodeError::Call { index: *index, problem: "never started" })?;
+                let call = self.calls.get_mut(*index).ok_or(EncodeError::Call {
+                    index: *index,
+                    problem: "never started",
+                })?;
                 call.arguments.push_str(delta);
                 return Ok(None);
             }
             StreamEvent::ToolCallEnd { index } => {
-                let call = self.calls.get(*index).ok_or(EncodeError::Call { index: *index, problem: "never started" })?;
-                OllamaMessage { tool_calls: Some(vec![tool_call(*index, &call.id, &call.name, &call.arguments)?]), ..assistant() }
+                let call = self.calls.get(*index).ok_or(EncodeError::Call {
+                    index: *index,
+                    problem: "never started",
+                })?;
+                OllamaMessage {
+                    tool_calls: Some(vec![tool_call(
+                        *index,
+                        &call.id,
+                        &call.name,
+                        &call.arguments,
+                    )?]),
+                    ..assistant()
+                }
             }
             StreamEvent::Usage(usage) => {
                 self.usage = Some(*usage);
@@ -64,7 +94,8 @@ impl NdjsonEncoder {
     pub fn finish(&mut self) -> OllamaChunk {
         let mut chunk = self.chunk(Some(assistant()));
         chunk.done = true;
-        chunk.done_reason = Some(done_reason(self.reason.as_ref().unwrap_or(&FinishReason::Stop)).to_owned());
+        chunk.done_reason =
+            Some(done_reason(self.reason.as_ref().unwrap_or(&FinishReason::Stop)).to_owned());
         if let Some(usage) = self.usage {
             chunk.prompt_eval_count = Some(usage.prompt_tokens);
             chunk.eval_count = Some(usage.completion_tokens);
@@ -81,23 +112,50 @@ impl NdjsonEncoder {
     }
 
     fn chunk(&self, message: Option<OllamaMessage>) -> OllamaChunk {
-        OllamaChunk { model: self.model.clone(), created_at: self.created_at.clone(), message, ..OllamaChunk::default() }
+        OllamaChunk {
+            model: self.model.clone(),
+            created_at: self.created_at.clone(),
+            message,
+            ..OllamaChunk::default()
+        }
     }
 }
 
 fn assistant() -> OllamaMessage {
-    OllamaMessage { role: "assistant".to_owned(), ..OllamaMessage::default() }
+    OllamaMessage {
+        role: "assistant".to_owned(),
+        ..OllamaMessage::default()
+    }
 }
 
-fn tool_call(index: usize, id: &str, name: &str, arguments: &str) -> Result<OllamaToolCall, EncodeError> {
+fn tool_call(
+    index: usize,
+    id: &str,
+    name: &str,
+    arguments: &str,
+) -> Result<OllamaToolCall, EncodeError> {
     let arguments = match serde_json::from_str::<Value>(arguments) {
         Ok(value @ Value::Object(_)) => value,
-        Ok(_) => return Err(EncodeError::Arguments { index, detail: "not an object".to_owned() }),
-        Err(error) => return Err(EncodeError::Arguments { index, detail: error.to_string() }),
+        Ok(_) => {
+            return Err(EncodeError::Arguments {
+                index,
+                detail: "not an object".to_owned(),
+            });
+        }
+        Err(error) => {
+            return Err(EncodeError::Arguments {
+                index,
+                detail: error.to_string(),
+            });
+        }
     };
     Ok(OllamaToolCall {
         id: Some(id.to_owned()),
-        function: OllamaFunction { index: u32::try_from(index).ok(), name: name.to_owned(), arguments },
+        function: OllamaFunction {
+            index: u32::try_from(index).ok(),
+            name: name.to_owned(),
+            arguments,
+        },
     })
 }
 

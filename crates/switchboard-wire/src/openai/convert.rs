@@ -16,19 +16,29 @@ pub fn parse_request(request: ChatCompletionRequest) -> Result<ChatRequest, Conv
             other => {
                 return Err(ConvertError::invalid(
                     "tool_choice",
-                    format!("must be \"auto\", \"none\", \"required\" or a named function, got \"{other}\""),
+                    format!(
+                        "must be \"auto\", \"none\", \"required\" or a named function, got \"{other}\""
+                    ),
                 ));
             }
         }),
-        Some(WireToolChoice::Named(named)) if named.kind == "function" => Some(ToolChoice::Function(named.function.name)),
+        Some(WireToolChoice::Named(named)) if named.kind == "function" => {
+            Some(ToolChoice::Function(named.function.name))
+        }
         Some(WireToolChoice::Named(named)) => {
-            return Err(ConvertError::invalid("tool_choice.type", format!("must be \"function\", got \"{}\"", named.kind)));
+            return Err(ConvertError::invalid(
+                "tool_choice.type",
+                format!("must be \"function\", got \"{}\"", named.kind),
+            ));
         }
     };
     if let Some(ToolChoice::Function(name)) = &tool_choice {
         let tools = request.tools.as_deref().unwrap_or_default();
         if !tools.iter().any(|tool| tool.name() == name) {
-            return Err(ConvertError::invalid("tool_choice.function.name", format!("no tool named \"{name}\" in tools")));
+            return Err(ConvertError::invalid(
+                "tool_choice.function.name",
+                format!("no tool named \"{name}\" in tools"),
+            ));
         }
     }
     Ok(ChatRequest {
@@ -94,17 +104,26 @@ mod tests {
             (json!("auto"), ToolChoice::Auto),
             (json!("none"), ToolChoice::None),
             (json!("required"), ToolChoice::Required),
-            (json!({"type": "function", "function": {"name": "f"}}), ToolChoice::Function("f".into())),
+            (
+                json!({"type": "function", "function": {"name": "f"}}),
+                ToolChoice::Function("f".into()),
+            ),
         ] {
-            let request = parse(json!({"model": "m", "messages": [], "tools": tools, "tool_choice": wire})).unwrap();
+            let request =
+                parse(json!({"model": "m", "messages": [], "tools": tools, "tool_choice": wire}))
+                    .unwrap();
             assert_eq!(request.tool_choice, Some(ours));
-            assert_eq!(serde_json::to_value(build_request(&request)).unwrap()["tool_choice"], wire);
+            assert_eq!(
+                serde_json::to_value(build_request(&request)).unwrap()["tool_choice"],
+                wire
+            );
         }
     }
 
     #[test]
     fn bad_tool_choice_is_an_error_naming_the_field() {
-        let error = parse(json!({"model": "m", "messages": [], "tool_choice": "sometimes"})).unwrap_err();
+        let error =
+            parse(json!({"model": "m", "messages": [], "tool_choice": "sometimes"})).unwrap_err();
         assert!(error.to_string().starts_with("tool_choice: "), "{error}");
         let error = parse(json!({"model": "m", "messages": [], "tool_choice": {"type": "function", "function": {"name": "g"}}}))
             .unwrap_err();
@@ -113,7 +132,10 @@ mod tests {
 
     #[test]
     fn max_completion_tokens_wins() {
-        let request = parse(json!({"model": "m", "messages": [], "max_tokens": 5, "max_completion_tokens": 9})).unwrap();
+        let request = parse(
+            json!({"model": "m", "messages": [], "max_tokens": 5, "max_completion_tokens": 9}),
+        )
+        .unwrap();
         assert_eq!(request.max_tokens, Some(9));
     }
 }

@@ -22,7 +22,10 @@ pub struct Decoder {
 
 impl Decoder {
     pub fn new(ids: IdSource) -> Self {
-        Self { sse: Sse::default(), state: State::new(ids) }
+        Self {
+            sse: Sse::default(),
+            state: State::new(ids),
+        }
     }
 }
 
@@ -44,9 +47,14 @@ impl StreamDecoder for Decoder {
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
         let state = &mut self.state;
-        self.sse.finish(|event| state.event(&event, out))?;
+        self.sse
+            .finish(|event| state.event(&event, out))
+            .map_err(|error| error.at_end(TERMINATOR))?;
         if !self.state.done {
-            return Err(DecodeError::new(self.sse.position(), DecodeErrorKind::Truncated(TERMINATOR)));
+            return Err(DecodeError::new(
+                self.sse.position(),
+                DecodeErrorKind::Truncated(TERMINATOR),
+            ));
         }
         Ok(())
     }
@@ -54,10 +62,17 @@ impl StreamDecoder for Decoder {
 
 impl State {
     fn new(ids: IdSource) -> Self {
-        Self { calls: Calls::new(ids), ..Self::default() }
+        Self {
+            calls: Calls::new(ids),
+            ..Self::default()
+        }
     }
 
-    fn event(&mut self, event: &SseEvent<'_>, out: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
+    fn event(
+        &mut self,
+        event: &SseEvent<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), DecodeError> {
         if self.done {
             return Ok(());
         }
@@ -70,24 +85,41 @@ impl State {
         }
         // Some proxies report a failure as `event: error` with a JSON or plain-text body.
         if event.name == "error" {
-            let message = serde_json::from_str::<serde_json::Value>(event.data)
-                .map_or_else(|_| event.data.to_owned(), |value| error_message(value.get("error").unwrap_or(&value)));
-            return Err(DecodeError::new(event.offset, DecodeErrorKind::Backend(message)));
+            let message = serde_json::from_str::<serde_json::Value>(event.data).map_or_else(
+                |_| event.data.to_owned(),
+                |value| error_message(value.get("error").unwrap_or(&value)),
+            );
+            return Err(DecodeError::new(
+                event.offset,
+                DecodeErrorKind::Backend(message),
+            ));
         }
-        let chunk: ChatCompletionChunk = serde_json::from_str(event.data)
-            .map_err(|error| DecodeError::json(event.data, event.data_offset, &error, TERMINATOR))?;
+        let chunk: ChatCompletionChunk = serde_json::from_str(event.data).map_err(|error| {
+            DecodeError::json(event.data, event.data_offset, &error, TERMINATOR)
+        })?;
         self.chunk(chunk, event.offset, out)
     }
 
-    fn chunk(&mut self, chunk: ChatCompletionChunk, offset: usize, out: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
+    fn chunk(
+        &mut self,
+        chunk: ChatCompletionChunk,
+        offset: usize,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), DecodeError> {
         if let Some(error) = chunk.error {
-            return Err(DecodeError::new(offset, DecodeErrorKind::Backend(error_message(&error))));
+            return Err(DecodeError::new(
+                offset,
+                DecodeErrorKind::Backend(error_message(&error)),
+            ));
         }
         for choice in chunk.choices {
             if choice.index != 0 {
                 return Err(DecodeError::protocol(
                     offset,
-                    format!("choice {} received: only one choice (n = 1) is supported", choice.index),
+                    format!(
+                        "choice {} received: only one choice (n = 1) is supported",
+                        choice.index
+                    ),
                 ));
             }
             if let Some(delta) = choice.delta {
@@ -98,18 +130,31 @@ impl State {
             }
         }
         if let Some(usage) = chunk.usage {
-            out.push(StreamEvent::Usage(Usage::new(usage.prompt_tokens, usage.completion_tokens)));
+            out.push(StreamEvent::Usage(Usage::new(
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            )));
         }
         Ok(())
     }
 
-    fn finish(&mut self, reason: FinishReason, offset: usize, out: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
-        self.calls.finish(reason, out).map_err(|problem| DecodeError::protocol(offset, problem))
+    fn finish(
+        &mut self,
+        reason: FinishReason,
+        offset: usize,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), DecodeError> {
+        self.calls
+            .finish(reason, out)
+            .map_err(|problem| DecodeError::protocol(offset, problem))
     }
 
     /// Reasoning first, then text, then calls: a delta carrying text and a call yields both.
     fn delta(&mut self, delta: Delta, out: &mut Vec<StreamEvent>) {
-        for reasoning in [delta.reasoning_content, delta.reasoning].into_iter().flatten() {
+        for reasoning in [delta.reasoning_content, delta.reasoning]
+            .into_iter()
+            .flatten()
+        {
             if !reasoning.is_empty() {
                 out.push(StreamEvent::ReasoningDelta(reasoning));
             }
@@ -160,7 +205,12 @@ impl State {
         match fragment.id.as_deref().filter(|id| !id.is_empty()) {
             Some(id) if server_id != Some(id) => None,
             // Without an index or an id, a second name can only be a second call.
-            None if fragment.index.is_none() && fragment.function.name.is_some() && server_id.is_none() => None,
+            None if fragment.index.is_none()
+                && fragment.function.name.is_some()
+                && server_id.is_none() =>
+            {
+                None
+            }
             _ => Some(candidate),
         }
     }
@@ -170,13 +220,16 @@ impl State {
 pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, DecodeError> {
     let text = std::str::from_utf8(body)
         .map_err(|error| DecodeError::new(error.valid_up_to(), DecodeErrorKind::InvalidUtf8))?;
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|error| DecodeError::json(text, 0, &error, "the end of the JSON body"))?;
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|error| DecodeError::json(text, 0, &error, "the end of the JSON body"))?;
     if let Some(error) = value.get("error") {
-        return Err(DecodeError::new(0, DecodeErrorKind::Backend(error_message(error))));
+        return Err(DecodeError::new(
+            0,
+            DecodeErrorKind::Backend(error_message(error)),
+        ));
     }
-    let completion: ChatCompletion =
-        serde_json::from_value(value).map_err(|error| DecodeError::json(text, 0, &error, "the end of the JSON body"))?;
+    let completion: ChatCompletion = serde_json::from_value(value)
+        .map_err(|error| DecodeError::json(text, 0, &error, "the end of the JSON body"))?;
     let mut state = State::new(ids);
     let mut out = Vec::new();
     let Some(choice) = completion.choices.into_iter().next() else {
@@ -187,7 +240,10 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
         calls
             .into_iter()
             .enumerate()
-            .map(|(position, call)| WireToolCall { index: u32::try_from(position).ok(), ..call })
+            .map(|(position, call)| WireToolCall {
+                index: u32::try_from(position).ok(),
+                ..call
+            })
             .collect()
     });
     state.delta(
@@ -200,10 +256,16 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
         },
         &mut out,
     );
-    let reason = choice.finish_reason.as_deref().map_or(FinishReason::Stop, FinishReason::from_openai);
+    let reason = choice
+        .finish_reason
+        .as_deref()
+        .map_or(FinishReason::Stop, FinishReason::from_openai);
     state.finish(reason, 0, &mut out)?;
     if let Some(usage) = completion.usage {
-        out.push(StreamEvent::Usage(Usage::new(usage.prompt_tokens, usage.completion_tokens)));
+        out.push(StreamEvent::Usage(Usage::new(
+            usage.prompt_tokens,
+            usage.completion_tokens,
+        )));
     }
     Ok(out)
 }

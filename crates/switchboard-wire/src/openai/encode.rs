@@ -2,8 +2,8 @@
 //! what the gateway sends its clients.
 
 use super::types::{
-    ChatCompletion, ChatCompletionChunk, Choice, ChunkChoice, Delta, ResponseMessage, WireFunctionCall, WireToolCall,
-    WireUsage,
+    ChatCompletion, ChatCompletionChunk, Choice, ChunkChoice, Delta, ResponseMessage,
+    WireFunctionCall, WireToolCall, WireUsage,
 };
 use crate::{ChatResponse, StreamEvent, Usage};
 
@@ -21,7 +21,12 @@ pub struct ChunkEncoder {
 
 impl ChunkEncoder {
     pub fn new(id: impl Into<String>, model: impl Into<String>, created: u64) -> Self {
-        Self { id: id.into(), model: model.into(), created, sent_role: false }
+        Self {
+            id: id.into(),
+            model: model.into(),
+            created,
+            sent_role: false,
+        }
     }
 
     /// The chunk carrying this event; `ToolCallEnd` has none (OpenAI marks no call's end).
@@ -36,13 +41,22 @@ impl ChunkEncoder {
                     index: u32::try_from(*index).ok(),
                     id: Some(id.clone()),
                     kind: Some("function".to_owned()),
-                    function: WireFunctionCall { name: Some(name.clone()), arguments: Some(String::new()) },
+                    function: WireFunctionCall {
+                        name: Some(name.clone()),
+                        arguments: Some(String::new()),
+                    },
                 }]);
             }
-            StreamEvent::ToolCallArguments { index, delta: arguments } => {
+            StreamEvent::ToolCallArguments {
+                index,
+                delta: arguments,
+            } => {
                 delta.tool_calls = Some(vec![WireToolCall {
                     index: u32::try_from(*index).ok(),
-                    function: WireFunctionCall { name: None, arguments: Some(arguments.clone()) },
+                    function: WireFunctionCall {
+                        name: None,
+                        arguments: Some(arguments.clone()),
+                    },
                     ..WireToolCall::default()
                 }]);
             }
@@ -59,7 +73,11 @@ impl ChunkEncoder {
             delta.role = Some("assistant".to_owned());
         }
         let mut chunk = self.empty_chunk();
-        chunk.choices.push(ChunkChoice { index: 0, delta: Some(delta), finish_reason });
+        chunk.choices.push(ChunkChoice {
+            index: 0,
+            delta: Some(delta),
+            finish_reason,
+        });
         Some(chunk)
     }
 
@@ -94,7 +112,12 @@ fn wire_usage(usage: &Usage) -> WireUsage {
 }
 
 /// A whole answer as a non-streaming `chat.completion` body.
-pub fn completion(response: &ChatResponse, id: impl Into<String>, model: impl Into<String>, created: u64) -> ChatCompletion {
+pub fn completion(
+    response: &ChatResponse,
+    id: impl Into<String>,
+    model: impl Into<String>,
+    created: u64,
+) -> ChatCompletion {
     let tool_calls = (!response.tool_calls.is_empty()).then(|| {
         response
             .tool_calls
@@ -103,7 +126,10 @@ pub fn completion(response: &ChatResponse, id: impl Into<String>, model: impl In
                 index: None,
                 id: Some(call.id.clone()),
                 kind: Some("function".to_owned()),
-                function: WireFunctionCall { name: Some(call.name.clone()), arguments: Some(call.arguments.clone()) },
+                function: WireFunctionCall {
+                    name: Some(call.name.clone()),
+                    arguments: Some(call.arguments.clone()),
+                },
             })
             .collect()
     });

@@ -150,7 +150,11 @@ pub struct WireFunctionCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// JSON text. Some servers send an object instead; it is taken as its JSON text.
-    #[serde(default, deserialize_with = "arguments_text", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "arguments_text",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub arguments: Option<String>,
 }
 
@@ -217,7 +221,9 @@ pub struct Delta {
     pub tool_calls: Option<Vec<WireToolCall>>,
 }
 
-fn null_as_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
+fn null_as_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
@@ -233,7 +239,10 @@ fn arguments_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<S
 pub(crate) fn error_message(error: &Value) -> String {
     match error {
         Value::String(text) => text.clone(),
-        other => other.get("message").and_then(Value::as_str).map_or_else(|| other.to_string(), str::to_owned),
+        other => other
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| other.to_string(), str::to_owned),
     }
 }
 
@@ -269,7 +278,13 @@ mod tests {
         .unwrap();
         assert_eq!(chunk.object, "chat.completion.chunk");
         assert_eq!(chunk.choices[0].delta, None);
-        let calls = chunk.choices[1].delta.as_ref().unwrap().tool_calls.as_ref().unwrap();
+        let calls = chunk.choices[1]
+            .delta
+            .as_ref()
+            .unwrap()
+            .tool_calls
+            .as_ref()
+            .unwrap();
         assert_eq!(calls[0].function.arguments.as_deref(), Some(r#"{"a":1}"#));
         let empty: ChatCompletionChunk = serde_json::from_str(r#"{"choices":null}"#).unwrap();
         assert!(empty.choices.is_empty());
