@@ -1,1 +1,19 @@
-//! HTTP clients for LLM backends behind one Backend trait
+//! HTTP clients for LLM backends (OpenAI-compatible, Anthropic, Ollama) behind one
+//! `Backend` trait: a request in our model in, a stream of our events out, whatever the
+//! backend speaks. Everything format-specific lives in `switchboard-wire`; this crate adds
+//! connections, timeouts, retries and typed errors.
+
+mod anthropic;
+mod backend;
+mod config;
+mod error;
+mod ollama;
+mod openai;
+mod transport;
+
+pub use anthropic::AnthropicBackend;
+pub use backend::{Backend, EventStream, complete};
+pub use config::BackendConfig;
+pub use error::{BackendError, TimeoutPhase};
+pub use ollama::OllamaBackend;
+pub use openai::OpenAiBackend;

@@ -1,0 +1,30 @@
+//! The one interface the runtime and gateway call, and the non-streaming call defined as
+//! the stream collected, so the two can never disagree.
+
+use std::pin::Pin;
+
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
+use switchboard_wire::{ChatRequest, ChatResponse, Collector, StreamEvent};
+
+use crate::BackendError;
+
+/// The events of one answer, in order; ends after `Finish` (and usage), or with an error.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, BackendError>> + Send>>;
+
+/// An LLM server reachable over HTTP.
+pub trait Backend: Send + Sync {
+    /// Sends the request; resolves once the backend has accepted it (HTTP status received),
+    /// so HTTP errors and refused requests surface here rather than in the stream.
+    fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>>;
+}
+
+/// The whole answer: the event stream collected.
+pub async fn complete(backend: &dyn Backend, request: ChatRequest) -> Result<ChatResponse, BackendError> {
+    let mut events = backend.chat(request).await?;
+    let mut collector = Collector::new();
+    while let Some(event) = events.next().await {
+        collector.push(&event?);
+    }
+    Ok(collector.finish()?)
+}

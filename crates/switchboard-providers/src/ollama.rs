@@ -1,0 +1,44 @@
+//! Client for Ollama's native API: `POST {host}/api/chat`, NDJSON when streaming. A
+//! `tool_choice` Ollama cannot honour is refused before anything is sent.
+
+use futures::future::BoxFuture;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use switchboard_wire::ollama::build_request;
+use switchboard_wire::{ChatRequest, Format};
+
+use crate::transport::Transport;
+use crate::{Backend, BackendConfig, BackendError, EventStream};
+
+#[derive(Debug)]
+pub struct OllamaBackend {
+    transport: Transport,
+}
+
+impl OllamaBackend {
+    pub fn new(config: BackendConfig) -> Result<Self, BackendError> {
+        let mut headers = HeaderMap::new();
+        // Ollama itself needs no key; proxies in front of it often do.
+        if let Some(key) = &config.api_key {
+            let value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| BackendError::Config("the API key is not a valid header value".to_owned()))?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        Ok(Self { transport: Transport::new(config, headers)? })
+    }
+
+    /// Configured from `OLLAMA_HOST`.
+    pub fn from_env() -> Result<Self, BackendError> {
+        Self::new(BackendConfig::ollama_from_env())
+    }
+}
+
+impl Backend for OllamaBackend {
+    fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>> {
+        Box::pin(async move {
+            let wire = build_request(&request)?;
+            let body = serde_json::to_vec(&wire).map_err(|error| BackendError::Config(error.to_string()))?;
+            let url = self.transport.url("/api/chat");
+            self.transport.exchange(url, body, Format::Ollama, request.stream).await
+        })
+    }
+}

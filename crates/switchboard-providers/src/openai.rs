@@ -1,0 +1,48 @@
+//! Client for OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, mistral.rs, OpenRouter…):
+//! `POST {base}/chat/completions` with a bearer key.
+
+use futures::future::BoxFuture;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use switchboard_wire::openai::{StreamOptions, build_request};
+use switchboard_wire::{ChatRequest, Format};
+
+use crate::transport::Transport;
+use crate::{Backend, BackendConfig, BackendError, EventStream};
+
+#[derive(Debug)]
+pub struct OpenAiBackend {
+    transport: Transport,
+}
+
+impl OpenAiBackend {
+    pub fn new(config: BackendConfig) -> Result<Self, BackendError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            let value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| BackendError::Config("the API key is not a valid header value".to_owned()))?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        Ok(Self { transport: Transport::new(config, headers)? })
+    }
+
+    /// Configured from `OPENAI_BASE_URL` and `OPENAI_API_KEY`.
+    pub fn from_env() -> Result<Self, BackendError> {
+        Self::new(BackendConfig::openai_from_env())
+    }
+}
+
+impl Backend for OpenAiBackend {
+    fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>> {
+        Box::pin(async move {
+            let mut wire = build_request(&request);
+            if request.stream {
+                // Usage only comes in a stream when asked for.
+                wire.stream_options =
+                    Some(StreamOptions { include_usage: Some(true), extra: serde_json::Map::new() });
+            }
+            let body = serde_json::to_vec(&wire).map_err(|error| BackendError::Config(error.to_string()))?;
+            let url = self.transport.url("/chat/completions");
+            self.transport.exchange(url, body, Format::OpenAi, request.stream).await
+        })
+    }
+}

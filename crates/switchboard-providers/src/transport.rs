@@ -1,0 +1,218 @@
+//! What the three clients share: one pooled HTTP client, retries with backoff for
+//! connection errors and 429/5xx (only before any byte of the answer), the first-byte and
+//! idle timeouts, and the body fed to the format's decoder as it arrives.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, stream};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use switchboard_wire::ids::IdSource;
+use switchboard_wire::{Format, StreamDecoder, StreamEvent};
+
+use crate::error::error_message;
+use crate::{BackendConfig, BackendError, EventStream, TimeoutPhase};
+
+/// Longest wait honoured from a `Retry-After` header.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+#[derive(Debug)]
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    config: BackendConfig,
+    headers: HeaderMap,
+}
+
+impl Transport {
+    /// `headers` are the format's own (auth, version); the configured extra headers are added.
+    pub(crate) fn new(config: BackendConfig, mut headers: HeaderMap) -> Result<Self, BackendError> {
+        for (name, value) in &config.extra_headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|error| BackendError::Config(format!("header name {name:?}: {error}")))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|error| BackendError::Config(format!("value of header {name}: {error}")))?;
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|error| BackendError::Config(error.to_string()))?;
+        Ok(Self { client, config, headers })
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.base_url.trim_end_matches('/'))
+    }
+
+    /// Posts `body` and returns the answer's events: decoded as they stream in, or from the
+    /// whole JSON body, by the same normalisation either way.
+    pub(crate) async fn exchange(
+        &self,
+        url: String,
+        body: Vec<u8>,
+        format: Format,
+        streaming: bool,
+    ) -> Result<EventStream, BackendError> {
+        let started = Instant::now();
+        let response = self.send(&url, body).await?;
+        let body = Body {
+            chunks: response.bytes_stream().boxed(),
+            first_byte_deadline: Some(started + self.config.first_byte_timeout),
+            idle_timeout: self.config.idle_timeout,
+            received: 0,
+        };
+        if streaming {
+            return Ok(decode_stream(body, format.stream_decoder(IdSource::random())));
+        }
+        let bytes = body.read_all().await?;
+        let events = format.body_events(&bytes, IdSource::random()).map_err(BackendError::from_decode)?;
+        Ok(stream::iter(events.into_iter().map(Ok)).boxed())
+    }
+
+    async fn send(&self, url: &str, body: Vec<u8>) -> Result<reqwest::Response, BackendError> {
+        let mut attempt = 0;
+        loop {
+            let request = self
+                .client
+                .post(url)
+                .headers(self.headers.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            let retry_after = match tokio::time::timeout(self.config.first_byte_timeout, request.send()).await {
+                Err(_) => return Err(BackendError::Timeout { phase: TimeoutPhase::FirstByte }),
+                Ok(Err(error)) => {
+                    let failure = connect_error(url, &error);
+                    if !error.is_connect() || attempt >= self.config.max_retries {
+                        return Err(failure);
+                    }
+                    tracing::warn!(%url, %failure, attempt, "retrying backend request");
+                    None
+                }
+                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                Ok(Ok(response)) => {
+                    let status = response.status().as_u16();
+                    let retry_after = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|value| value.to_str().ok())
+                        .and_then(|value| value.trim().parse::<u64>().ok())
+                        .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+                    let bytes = Body {
+                        chunks: response.bytes_stream().boxed(),
+                        first_byte_deadline: None,
+                        idle_timeout: self.config.idle_timeout,
+                        received: 0,
+                    }
+                    .read_all()
+                    .await
+                    .unwrap_or_default();
+                    let message = error_message(&bytes, status);
+                    let retryable = status == 429 || status >= 500;
+                    if !retryable || attempt >= self.config.max_retries {
+                        return Err(BackendError::Http { status, message });
+                    }
+                    tracing::warn!(%url, status, %message, attempt, "retrying backend request");
+                    retry_after
+                }
+            };
+            let backoff = self.config.retry_backoff.saturating_mul(1 << attempt.min(16));
+            tokio::time::sleep(retry_after.unwrap_or(backoff)).await;
+            attempt += 1;
+        }
+    }
+}
+
+fn connect_error(url: &str, error: &reqwest::Error) -> BackendError {
+    if error.is_timeout() {
+        return BackendError::Timeout { phase: TimeoutPhase::Connect };
+    }
+    // The source chain holds the useful part ("Connection refused").
+    let mut detail = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        detail = format!("{detail}: {cause}");
+        source = cause.source();
+    }
+    BackendError::Connect { url: url.to_owned(), detail }
+}
+
+/// A response body read under the first-byte and idle timeouts.
+struct Body {
+    chunks: futures::stream::BoxStream<'static, Result<bytes::Bytes, reqwest::Error>>,
+    first_byte_deadline: Option<Instant>,
+    idle_timeout: Duration,
+    received: usize,
+}
+
+impl Body {
+    /// The next piece, `None` at the end.
+    async fn next(&mut self) -> Result<Option<bytes::Bytes>, BackendError> {
+        let (wait, phase) = match self.first_byte_deadline {
+            Some(deadline) if self.received == 0 => {
+                (deadline.saturating_duration_since(Instant::now()), TimeoutPhase::FirstByte)
+            }
+            _ => (self.idle_timeout, TimeoutPhase::Idle),
+        };
+        match tokio::time::timeout(wait, self.chunks.next()).await {
+            Err(_) => Err(BackendError::Timeout { phase }),
+            Ok(None) => Ok(None),
+            Ok(Some(Ok(bytes))) => {
+                self.received += bytes.len();
+                Ok(Some(bytes))
+            }
+            Ok(Some(Err(error))) => {
+                Err(BackendError::StreamCut { offset: self.received, detail: format!("connection failed: {error}") })
+            }
+        }
+    }
+
+    async fn read_all(mut self) -> Result<Vec<u8>, BackendError> {
+        let mut all = Vec::new();
+        while let Some(bytes) = self.next().await? {
+            all.extend_from_slice(&bytes);
+        }
+        Ok(all)
+    }
+}
+
+struct Decoding {
+    body: Body,
+    decoder: Box<dyn StreamDecoder>,
+    ready: VecDeque<StreamEvent>,
+    /// Reported after the events decoded before it.
+    failure: Option<BackendError>,
+    ended: bool,
+}
+
+/// Events as soon as the decoder completes them; the first error ends the stream.
+fn decode_stream(body: Body, decoder: Box<dyn StreamDecoder>) -> EventStream {
+    let state = Decoding { body, decoder, ready: VecDeque::new(), failure: None, ended: false };
+    stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(event) = state.ready.pop_front() {
+                return Some((Ok(event), state));
+            }
+            if let Some(failure) = state.failure.take() {
+                return Some((Err(failure), state));
+            }
+            if state.ended {
+                return None;
+            }
+            let mut out = Vec::new();
+            let step = match state.body.next().await {
+                Ok(Some(bytes)) => state.decoder.feed(&bytes, &mut out).map_err(BackendError::from_decode),
+                Ok(None) => {
+                    state.ended = true;
+                    state.decoder.finish(&mut out).map_err(BackendError::from_decode)
+                }
+                Err(error) => Err(error),
+            };
+            state.ready.extend(out);
+            if let Err(error) = step {
+                state.ended = true;
+                state.failure = Some(error);
+            }
+        }
+    })
+    .boxed()
+}
