@@ -12,11 +12,15 @@ mod families;
 mod family;
 mod json_scan;
 mod out;
+mod render;
 mod split;
 mod tools;
 
 pub use event::{ParseEvent, ParseIssue, Parsed, ParsedCall, collect};
 pub use family::{ALL_FAMILIES, Family, family_for_model};
+pub use render::{
+    ToolRequirement, corrective_message, render_tool_calls, render_tool_results, tool_prompt,
+};
 
 use out::Out;
 use split::{Piece, Splitter};
