@@ -2,8 +2,8 @@
 //! `anthropic-version`. Tool ids of the conversation are rewritten to Anthropic's alphabet
 //! on the way out and the answer's ids mapped back.
 
-use futures::future::BoxFuture;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use switchboard_wire::anthropic::build_request;
 use switchboard_wire::ids::IdMap;
@@ -23,13 +23,19 @@ pub struct AnthropicBackend {
 impl AnthropicBackend {
     pub fn new(config: BackendConfig) -> Result<Self, BackendError> {
         let mut headers = HeaderMap::new();
-        headers.insert(HeaderName::from_static("anthropic-version"), HeaderValue::from_static(API_VERSION));
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(API_VERSION),
+        );
         if let Some(key) = &config.api_key {
-            let value = HeaderValue::from_str(key)
-                .map_err(|_| BackendError::Config("the API key is not a valid header value".to_owned()))?;
+            let value = HeaderValue::from_str(key).map_err(|_| {
+                BackendError::Config("the API key is not a valid header value".to_owned())
+            })?;
             headers.insert(HeaderName::from_static("x-api-key"), value);
         }
-        Ok(Self { transport: Transport::new(config, headers)? })
+        Ok(Self {
+            transport: Transport::new(config, headers)?,
+        })
     }
 
     /// Configured from `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY`.
@@ -43,13 +49,21 @@ impl Backend for AnthropicBackend {
         Box::pin(async move {
             let mut ids = IdMap::new();
             let wire = build_request(&request, &mut ids)?;
-            let body = serde_json::to_vec(&wire).map_err(|error| BackendError::Config(error.to_string()))?;
+            let body = serde_json::to_vec(&wire)
+                .map_err(|error| BackendError::Config(error.to_string()))?;
             let url = self.transport.url("/v1/messages");
-            let events = self.transport.exchange(url, body, Format::Anthropic, request.stream).await?;
+            let events = self
+                .transport
+                .exchange(url, body, Format::Anthropic, request.stream)
+                .await?;
             Ok(events
                 .map(move |event| match event {
                     Ok(StreamEvent::ToolCallStart { index, id, name }) => {
-                        Ok(StreamEvent::ToolCallStart { index, id: ids.from_anthropic(&id), name })
+                        Ok(StreamEvent::ToolCallStart {
+                            index,
+                            id: ids.from_anthropic(&id),
+                            name,
+                        })
                     }
                     other => other,
                 })

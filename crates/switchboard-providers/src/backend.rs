@@ -20,7 +20,10 @@ pub trait Backend: Send + Sync {
 }
 
 /// The whole answer: the event stream collected.
-pub async fn complete(backend: &dyn Backend, request: ChatRequest) -> Result<ChatResponse, BackendError> {
+pub async fn complete(
+    backend: &dyn Backend,
+    request: ChatRequest,
+) -> Result<ChatResponse, BackendError> {
     let mut events = backend.chat(request).await?;
     let mut collector = Collector::new();
     while let Some(event) = events.next().await {

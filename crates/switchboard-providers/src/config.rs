@@ -25,7 +25,11 @@ pub struct BackendConfig {
 impl fmt::Debug for BackendConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The key and header values may be secrets: never in logs.
-        let header_names: Vec<&str> = self.extra_headers.iter().map(|(name, _)| name.as_str()).collect();
+        let header_names: Vec<&str> = self
+            .extra_headers
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
         f.debug_struct("BackendConfig")
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
@@ -74,24 +78,47 @@ impl BackendConfig {
     }
 
     fn openai_from(var: impl Fn(&str) -> Option<String>) -> Self {
-        let base = non_empty(var("OPENAI_BASE_URL")).unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
-        Self { api_key: non_empty(var("OPENAI_API_KEY")), ..Self::new(base) }
+        let base = non_empty(var("OPENAI_BASE_URL"))
+            .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
+        Self {
+            api_key: non_empty(var("OPENAI_API_KEY")),
+            ..Self::new(base)
+        }
     }
 
     fn anthropic_from(var: impl Fn(&str) -> Option<String>) -> Self {
-        let base = non_empty(var("ANTHROPIC_BASE_URL")).unwrap_or_else(|| "https://api.anthropic.com".to_owned());
-        Self { api_key: non_empty(var("ANTHROPIC_API_KEY")), ..Self::new(base) }
+        let base = non_empty(var("ANTHROPIC_BASE_URL"))
+            .unwrap_or_else(|| "https://api.anthropic.com".to_owned());
+        Self {
+            api_key: non_empty(var("ANTHROPIC_API_KEY")),
+            ..Self::new(base)
+        }
     }
 
     fn ollama_from(var: impl Fn(&str) -> Option<String>) -> Self {
         let host = non_empty(var("OLLAMA_HOST")).unwrap_or_else(|| "127.0.0.1:11434".to_owned());
-        let with_scheme = if host.contains("://") { host } else { format!("http://{host}") };
-        let (scheme, rest) = with_scheme.split_once("://").unwrap_or(("http", &with_scheme));
+        let with_scheme = if host.contains("://") {
+            host
+        } else {
+            format!("http://{host}")
+        };
+        let (scheme, rest) = with_scheme
+            .split_once("://")
+            .unwrap_or(("http", &with_scheme));
         let authority = rest.split('/').next().unwrap_or_default();
-        let has_port = authority.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok());
-        let base = if has_port { with_scheme.clone() } else { format!("{scheme}://{authority}:11434") };
+        let has_port = authority
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+        let base = if has_port {
+            with_scheme.clone()
+        } else {
+            format!("{scheme}://{authority}:11434")
+        };
         // Idle: a model loading on first use sends nothing for a long time; allow for it.
-        Self { first_byte_timeout: std::time::Duration::from_secs(600), ..Self::new(base.trim_end_matches('/')) }
+        Self {
+            first_byte_timeout: std::time::Duration::from_secs(600),
+            ..Self::new(base.trim_end_matches('/'))
+        }
     }
 }
 
@@ -104,7 +131,12 @@ mod tests {
     use super::*;
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| (*value).to_owned())
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        }
     }
 
     #[test]
@@ -112,25 +144,46 @@ mod tests {
         let openai = BackendConfig::openai_from(env(&[]));
         assert_eq!(openai.base_url, "https://api.openai.com/v1");
         assert_eq!(openai.api_key, None);
-        let openai = BackendConfig::openai_from(env(&[("OPENAI_BASE_URL", "http://vllm:8000/v1"), ("OPENAI_API_KEY", "sk-1")]));
-        assert_eq!((openai.base_url.as_str(), openai.api_key.as_deref()), ("http://vllm:8000/v1", Some("sk-1")));
-        assert_eq!(BackendConfig::anthropic_from(env(&[])).base_url, "https://api.anthropic.com");
+        let openai = BackendConfig::openai_from(env(&[
+            ("OPENAI_BASE_URL", "http://vllm:8000/v1"),
+            ("OPENAI_API_KEY", "sk-1"),
+        ]));
+        assert_eq!(
+            (openai.base_url.as_str(), openai.api_key.as_deref()),
+            ("http://vllm:8000/v1", Some("sk-1"))
+        );
+        assert_eq!(
+            BackendConfig::anthropic_from(env(&[])).base_url,
+            "https://api.anthropic.com"
+        );
         for (host, base) in [
             ("", "http://127.0.0.1:11434"),
             ("0.0.0.0", "http://0.0.0.0:11434"),
             ("gpu-box:9999", "http://gpu-box:9999"),
-            ("https://ollama.example.com", "https://ollama.example.com:11434"),
+            (
+                "https://ollama.example.com",
+                "https://ollama.example.com:11434",
+            ),
             ("http://[::1]:11434/", "http://[::1]:11434"),
         ] {
-            assert_eq!(BackendConfig::ollama_from(env(&[("OLLAMA_HOST", host)])).base_url, base, "{host}");
+            assert_eq!(
+                BackendConfig::ollama_from(env(&[("OLLAMA_HOST", host)])).base_url,
+                base,
+                "{host}"
+            );
         }
     }
 
     #[test]
     fn debug_hides_secrets() {
         let mut config = BackendConfig::new("http://x").with_api_key("sk-secret");
-        config.extra_headers.push(("x-token".into(), "hidden".into()));
+        config
+            .extra_headers
+            .push(("x-token".into(), "hidden".into()));
         let shown = format!("{config:?}");
-        assert!(!shown.contains("sk-secret") && !shown.contains("hidden"), "{shown}");
+        assert!(
+            !shown.contains("sk-secret") && !shown.contains("hidden"),
+            "{shown}"
+        );
     }
 }

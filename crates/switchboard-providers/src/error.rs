@@ -54,7 +54,10 @@ impl BackendError {
     /// a 504.
     pub fn http_status(&self) -> u16 {
         match self {
-            BackendError::Http { status: status @ (400 | 404 | 413 | 422 | 429), .. } => *status,
+            BackendError::Http {
+                status: status @ (400 | 404 | 413 | 422 | 429),
+                ..
+            } => *status,
             BackendError::Http { .. } => 502,
             BackendError::Connect { .. } | BackendError::StreamCut { .. } => 502,
             BackendError::Decode(_) | BackendError::Incomplete(_) => 502,
@@ -67,7 +70,10 @@ impl BackendError {
     /// A decoder's verdict: a truncation is a cut stream, anything else a decode error.
     pub(crate) fn from_decode(error: DecodeError) -> Self {
         if error.is_truncation() {
-            BackendError::StreamCut { offset: error.offset, detail: error.kind.to_string() }
+            BackendError::StreamCut {
+                offset: error.offset,
+                detail: error.kind.to_string(),
+            }
         } else {
             BackendError::Decode(error)
         }
@@ -89,7 +95,9 @@ pub(crate) fn error_message(body: &[u8], status: u16) -> String {
         .flatten()
         .next();
         if let Some(found) = found {
-            return found.as_str().map_or_else(|| found.to_string(), str::to_owned);
+            return found
+                .as_str()
+                .map_or_else(|| found.to_string(), str::to_owned);
         }
     }
     let text = String::from_utf8_lossy(body);
@@ -110,25 +118,53 @@ mod tests {
 
     #[test]
     fn messages_come_from_each_providers_error_shape() {
-        assert_eq!(error_message(br#"{"error":{"message":"bad tools","type":"invalid_request_error"}}"#, 400), "bad tools");
+        assert_eq!(
+            error_message(
+                br#"{"error":{"message":"bad tools","type":"invalid_request_error"}}"#,
+                400
+            ),
+            "bad tools"
+        );
         assert_eq!(
             error_message(br#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}}"#, 400),
             "max_tokens: required"
         );
-        assert_eq!(error_message(br#"{"error":"model 'x' not found"}"#, 404), "model 'x' not found");
-        assert_eq!(error_message(br#"{"object":"error","message":"too long"}"#, 400), "too long");
+        assert_eq!(
+            error_message(br#"{"error":"model 'x' not found"}"#, 404),
+            "model 'x' not found"
+        );
+        assert_eq!(
+            error_message(br#"{"object":"error","message":"too long"}"#, 400),
+            "too long"
+        );
         assert_eq!(error_message(b"upstream down\n", 502), "upstream down");
         assert_eq!(error_message(b"", 503), "Service Unavailable");
     }
 
     #[test]
     fn statuses_for_the_gateway() {
-        let http = |status| BackendError::Http { status, message: String::new() };
+        let http = |status| BackendError::Http {
+            status,
+            message: String::new(),
+        };
         assert_eq!(http(429).http_status(), 429);
         assert_eq!(http(400).http_status(), 400);
         assert_eq!(http(401).http_status(), 502);
         assert_eq!(http(503).http_status(), 502);
-        assert_eq!(BackendError::Connect { url: String::new(), detail: String::new() }.http_status(), 502);
-        assert_eq!(BackendError::Timeout { phase: TimeoutPhase::Idle }.http_status(), 504);
+        assert_eq!(
+            BackendError::Connect {
+                url: String::new(),
+                detail: String::new()
+            }
+            .http_status(),
+            502
+        );
+        assert_eq!(
+            BackendError::Timeout {
+                phase: TimeoutPhase::Idle
+            }
+            .http_status(),
+            504
+        );
     }
 }

@@ -19,11 +19,14 @@ impl OllamaBackend {
         let mut headers = HeaderMap::new();
         // Ollama itself needs no key; proxies in front of it often do.
         if let Some(key) = &config.api_key {
-            let value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| BackendError::Config("the API key is not a valid header value".to_owned()))?;
+            let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                BackendError::Config("the API key is not a valid header value".to_owned())
+            })?;
             headers.insert(AUTHORIZATION, value);
         }
-        Ok(Self { transport: Transport::new(config, headers)? })
+        Ok(Self {
+            transport: Transport::new(config, headers)?,
+        })
     }
 
     /// Configured from `OLLAMA_HOST`.
@@ -36,9 +39,12 @@ impl Backend for OllamaBackend {
     fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>> {
         Box::pin(async move {
             let wire = build_request(&request)?;
-            let body = serde_json::to_vec(&wire).map_err(|error| BackendError::Config(error.to_string()))?;
+            let body = serde_json::to_vec(&wire)
+                .map_err(|error| BackendError::Config(error.to_string()))?;
             let url = self.transport.url("/api/chat");
-            self.transport.exchange(url, body, Format::Ollama, request.stream).await
+            self.transport
+                .exchange(url, body, Format::Ollama, request.stream)
+                .await
         })
     }
 }

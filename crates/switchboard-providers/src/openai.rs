@@ -18,11 +18,14 @@ impl OpenAiBackend {
     pub fn new(config: BackendConfig) -> Result<Self, BackendError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
-            let value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| BackendError::Config("the API key is not a valid header value".to_owned()))?;
+            let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                BackendError::Config("the API key is not a valid header value".to_owned())
+            })?;
             headers.insert(AUTHORIZATION, value);
         }
-        Ok(Self { transport: Transport::new(config, headers)? })
+        Ok(Self {
+            transport: Transport::new(config, headers)?,
+        })
     }
 
     /// Configured from `OPENAI_BASE_URL` and `OPENAI_API_KEY`.
@@ -37,12 +40,17 @@ impl Backend for OpenAiBackend {
             let mut wire = build_request(&request);
             if request.stream {
                 // Usage only comes in a stream when asked for.
-                wire.stream_options =
-                    Some(StreamOptions { include_usage: Some(true), extra: serde_json::Map::new() });
+                wire.stream_options = Some(StreamOptions {
+                    include_usage: Some(true),
+                    extra: serde_json::Map::new(),
+                });
             }
-            let body = serde_json::to_vec(&wire).map_err(|error| BackendError::Config(error.to_string()))?;
+            let body = serde_json::to_vec(&wire)
+                .map_err(|error| BackendError::Config(error.to_string()))?;
             let url = self.transport.url("/chat/completions");
-            self.transport.exchange(url, body, Format::OpenAi, request.stream).await
+            self.transport
+                .exchange(url, body, Format::OpenAi, request.stream)
+                .await
         })
     }
 }

@@ -29,15 +29,20 @@ impl Transport {
         for (name, value) in &config.extra_headers {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|error| BackendError::Config(format!("header name {name:?}: {error}")))?;
-            let value = HeaderValue::from_str(value)
-                .map_err(|error| BackendError::Config(format!("value of header {name}: {error}")))?;
+            let value = HeaderValue::from_str(value).map_err(|error| {
+                BackendError::Config(format!("value of header {name}: {error}"))
+            })?;
             headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()
             .map_err(|error| BackendError::Config(error.to_string()))?;
-        Ok(Self { client, config, headers })
+        Ok(Self {
+            client,
+            config,
+            headers,
+        })
     }
 
     pub(crate) fn url(&self, path: &str) -> String {
@@ -62,10 +67,15 @@ impl Transport {
             received: 0,
         };
         if streaming {
-            return Ok(decode_stream(body, format.stream_decoder(IdSource::random())));
+            return Ok(decode_stream(
+                body,
+                format.stream_decoder(IdSource::random()),
+            ));
         }
         let bytes = body.read_all().await?;
-        let events = format.body_events(&bytes, IdSource::random()).map_err(BackendError::from_decode)?;
+        let events = format
+            .body_events(&bytes, IdSource::random())
+            .map_err(BackendError::from_decode)?;
         Ok(stream::iter(events.into_iter().map(Ok)).boxed())
     }
 
@@ -78,44 +88,52 @@ impl Transport {
                 .headers(self.headers.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
-            let retry_after = match tokio::time::timeout(self.config.first_byte_timeout, request.send()).await {
-                Err(_) => return Err(BackendError::Timeout { phase: TimeoutPhase::FirstByte }),
-                Ok(Err(error)) => {
-                    let failure = connect_error(url, &error);
-                    if !error.is_connect() || attempt >= self.config.max_retries {
-                        return Err(failure);
+            let retry_after =
+                match tokio::time::timeout(self.config.first_byte_timeout, request.send()).await {
+                    Err(_) => {
+                        return Err(BackendError::Timeout {
+                            phase: TimeoutPhase::FirstByte,
+                        });
                     }
-                    tracing::warn!(%url, %failure, attempt, "retrying backend request");
-                    None
-                }
-                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
-                Ok(Ok(response)) => {
-                    let status = response.status().as_u16();
-                    let retry_after = response
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|value| value.to_str().ok())
-                        .and_then(|value| value.trim().parse::<u64>().ok())
-                        .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
-                    let bytes = Body {
-                        chunks: response.bytes_stream().boxed(),
-                        first_byte_deadline: None,
-                        idle_timeout: self.config.idle_timeout,
-                        received: 0,
+                    Ok(Err(error)) => {
+                        let failure = connect_error(url, &error);
+                        if !error.is_connect() || attempt >= self.config.max_retries {
+                            return Err(failure);
+                        }
+                        tracing::warn!(%url, %failure, attempt, "retrying backend request");
+                        None
                     }
-                    .read_all()
-                    .await
-                    .unwrap_or_default();
-                    let message = error_message(&bytes, status);
-                    let retryable = status == 429 || status >= 500;
-                    if !retryable || attempt >= self.config.max_retries {
-                        return Err(BackendError::Http { status, message });
+                    Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                    Ok(Ok(response)) => {
+                        let status = response.status().as_u16();
+                        let retry_after = response
+                            .headers()
+                            .get(reqwest::header::RETRY_AFTER)
+                            .and_then(|value| value.to_str().ok())
+                            .and_then(|value| value.trim().parse::<u64>().ok())
+                            .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+                        let bytes = Body {
+                            chunks: response.bytes_stream().boxed(),
+                            first_byte_deadline: None,
+                            idle_timeout: self.config.idle_timeout,
+                            received: 0,
+                        }
+                        .read_all()
+                        .await
+                        .unwrap_or_default();
+                        let message = error_message(&bytes, status);
+                        let retryable = status == 429 || status >= 500;
+                        if !retryable || attempt >= self.config.max_retries {
+                            return Err(BackendError::Http { status, message });
+                        }
+                        tracing::warn!(%url, status, %message, attempt, "retrying backend request");
+                        retry_after
                     }
-                    tracing::warn!(%url, status, %message, attempt, "retrying backend request");
-                    retry_after
-                }
-            };
-            let backoff = self.config.retry_backoff.saturating_mul(1 << attempt.min(16));
+                };
+            let backoff = self
+                .config
+                .retry_backoff
+                .saturating_mul(1 << attempt.min(16));
             tokio::time::sleep(retry_after.unwrap_or(backoff)).await;
             attempt += 1;
         }
@@ -124,7 +142,9 @@ impl Transport {
 
 fn connect_error(url: &str, error: &reqwest::Error) -> BackendError {
     if error.is_timeout() {
-        return BackendError::Timeout { phase: TimeoutPhase::Connect };
+        return BackendError::Timeout {
+            phase: TimeoutPhase::Connect,
+        };
     }
     // The source chain holds the useful part ("Connection refused").
     let mut detail = error.to_string();
@@ -133,7 +153,10 @@ fn connect_error(url: &str, error: &reqwest::Error) -> BackendError {
         detail = format!("{detail}: {cause}");
         source = cause.source();
     }
-    BackendError::Connect { url: url.to_owned(), detail }
+    BackendError::Connect {
+        url: url.to_owned(),
+        detail,
+    }
 }
 
 /// A response body read under the first-byte and idle timeouts.
@@ -148,9 +171,10 @@ impl Body {
     /// The next piece, `None` at the end.
     async fn next(&mut self) -> Result<Option<bytes::Bytes>, BackendError> {
         let (wait, phase) = match self.first_byte_deadline {
-            Some(deadline) if self.received == 0 => {
-                (deadline.saturating_duration_since(Instant::now()), TimeoutPhase::FirstByte)
-            }
+            Some(deadline) if self.received == 0 => (
+                deadline.saturating_duration_since(Instant::now()),
+                TimeoutPhase::FirstByte,
+            ),
             _ => (self.idle_timeout, TimeoutPhase::Idle),
         };
         match tokio::time::timeout(wait, self.chunks.next()).await {
@@ -160,9 +184,10 @@ impl Body {
                 self.received += bytes.len();
                 Ok(Some(bytes))
             }
-            Ok(Some(Err(error))) => {
-                Err(BackendError::StreamCut { offset: self.received, detail: format!("connection failed: {error}") })
-            }
+            Ok(Some(Err(error))) => Err(BackendError::StreamCut {
+                offset: self.received,
+                detail: format!("connection failed: {error}"),
+            }),
         }
     }
 
@@ -186,7 +211,13 @@ struct Decoding {
 
 /// Events as soon as the decoder completes them; the first error ends the stream.
 fn decode_stream(body: Body, decoder: Box<dyn StreamDecoder>) -> EventStream {
-    let state = Decoding { body, decoder, ready: VecDeque::new(), failure: None, ended: false };
+    let state = Decoding {
+        body,
+        decoder,
+        ready: VecDeque::new(),
+        failure: None,
+        ended: false,
+    };
     stream::unfold(state, |mut state| async move {
         loop {
             if let Some(event) = state.ready.pop_front() {
@@ -200,10 +231,16 @@ fn decode_stream(body: Body, decoder: Box<dyn StreamDecoder>) -> EventStream {
             }
             let mut out = Vec::new();
             let step = match state.body.next().await {
-                Ok(Some(bytes)) => state.decoder.feed(&bytes, &mut out).map_err(BackendError::from_decode),
+                Ok(Some(bytes)) => state
+                    .decoder
+                    .feed(&bytes, &mut out)
+                    .map_err(BackendError::from_decode),
                 Ok(None) => {
                     state.ended = true;
-                    state.decoder.finish(&mut out).map_err(BackendError::from_decode)
+                    state
+                        .decoder
+                        .finish(&mut out)
+                        .map_err(BackendError::from_decode)
                 }
                 Err(error) => Err(error),
             };

@@ -1,0 +1,583 @@
+//! The clients against scripted HTTP servers on loopback that replay each provider's bytes
+//! exactly, in chosen chunkings: same events and answer whatever the chunking, equal to
+//! the non-streaming answer, and typed errors for every failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use switchboard_providers::{
+    AnthropicBackend, Backend, BackendConfig, BackendError, OllamaBackend, OpenAiBackend,
+    TimeoutPhase, complete,
+};
+use switchboard_tools::{Message, ToolCall, ToolDefinition};
+use switchboard_wire::{ChatRequest, ChatResponse, FinishReason, StreamEvent, ToolChoice};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../switchboard-wire/tests/fixtures");
+    std::fs::read(dir.join(name)).unwrap()
+}
+
+/// How a scripted reply's body is cut into HTTP chunks.
+#[derive(Debug, Clone, Copy)]
+enum Chunking {
+    Whole,
+    /// One HTTP chunk per SSE event or NDJSON line ending with this separator.
+    PerEvent(&'static str),
+    Bytes,
+}
+
+#[derive(Debug, Clone)]
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+    chunking: Chunking,
+    /// Seconds to stall after the first chunk (to trip the idle timeout).
+    stall_after_first: Option<u64>,
+    /// Close the connection without the final zero-length chunk.
+    drop_connection: bool,
+}
+
+impl Reply {
+    fn ok(content_type: &str, body: Vec<u8>, chunking: Chunking) -> Self {
+        Self {
+            status: 200,
+            headers: vec![("content-type", content_type.to_owned())],
+            body,
+            chunking,
+            stall_after_first: None,
+            drop_connection: false,
+        }
+    }
+
+    fn status(status: u16, body: &str) -> Self {
+        Self {
+            status,
+            ..Self::ok(
+                "application/json",
+                body.as_bytes().to_vec(),
+                Chunking::Whole,
+            )
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Captured {
+    head: String,
+    body: Value,
+}
+
+struct Server {
+    base: String,
+    captured: Arc<Mutex<Vec<Captured>>>,
+}
+
+impl Server {
+    fn requests(&self) -> Vec<Captured> {
+        self.captured.lock().unwrap().clone()
+    }
+}
+
+/// Serves `replies` in order, one per connection, over HTTP/1.1 chunked encoding.
+async fn serve(replies: Vec<Reply>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let captured = Arc::new(Mutex::new(Vec::new()));
+    let log = captured.clone();
+    tokio::spawn(async move {
+        for reply in replies {
+            let (socket, _) = listener.accept().await.unwrap();
+            let log = log.clone();
+            tokio::spawn(answer(socket, reply, log));
+        }
+    });
+    Server { base, captured }
+}
+
+async fn answer(mut socket: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Captured>>>) {
+    socket.set_nodelay(true).unwrap();
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let head_end = loop {
+        let read = socket.read(&mut buffer).await.unwrap();
+        assert!(read > 0, "client closed before sending a request");
+        request.extend_from_slice(&buffer[..read]);
+        if let Some(at) = request.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&request[..head_end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .map_or(0, |value| value.trim().parse().unwrap());
+    while request.len() < head_end + length {
+        let read = socket.read(&mut buffer).await.unwrap();
+        request.extend_from_slice(&buffer[..read]);
+    }
+    let body = serde_json::from_slice(&request[head_end..head_end + length]).unwrap_or(Value::Null);
+    log.lock().unwrap().push(Captured { head, body });
+
+    let mut response = format!(
+        "HTTP/1.1 {} Scripted\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
+        reply.status
+    );
+    for (name, value) in &reply.headers {
+        response.push_str(&format!("{name}: {value}\r\n"));
+    }
+    response.push_str("\r\n");
+    socket.write_all(response.as_bytes()).await.unwrap();
+    let pieces: Vec<&[u8]> = match reply.chunking {
+        Chunking::Whole => vec![&reply.body[..]],
+        Chunking::Bytes => reply.body.chunks(1).collect(),
+        Chunking::PerEvent(separator) => {
+            let text = std::str::from_utf8(&reply.body).unwrap();
+            text.split_inclusive(separator).map(str::as_bytes).collect()
+        }
+    };
+    for (position, piece) in pieces.into_iter().enumerate() {
+        if piece.is_empty() {
+            continue;
+        }
+        let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
+        frame.extend_from_slice(piece);
+        frame.extend_from_slice(b"\r\n");
+        if socket.write_all(&frame).await.is_err() {
+            return;
+        }
+        if position == 0
+            && let Some(seconds) = reply.stall_after_first
+        {
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+        }
+    }
+    if !reply.drop_connection {
+        let _ = socket.write_all(b"0\r\n\r\n").await;
+    }
+    let _ = socket.shutdown().await;
+}
+
+fn config(server: &Server) -> BackendConfig {
+    let mut config = BackendConfig::new(&server.base).with_api_key("test-key");
+    config.retry_backoff = Duration::from_millis(10);
+    config.extra_headers.push(("x-extra".into(), "yes".into()));
+    config
+}
+
+fn request(stream: bool) -> ChatRequest {
+    let mut request = ChatRequest::new(
+        "test-model",
+        vec![
+            Message::system("Be brief."),
+            Message::user("Weather?"),
+            Message::assistant(
+                "",
+                vec![ToolCall {
+                    id: "call.old:1".into(),
+                    name: "get_weather".into(),
+                    arguments: r#"{"city":"Oslo"}"#.into(),
+                }],
+            ),
+            Message::tool("call.old:1", "rain"),
+        ],
+    );
+    request.tools = vec![ToolDefinition::function(
+        "get_weather",
+        "Weather for a city",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+    )];
+    request.stream = stream;
+    request
+}
+
+async fn events(
+    backend: &dyn Backend,
+    request: ChatRequest,
+) -> Result<Vec<StreamEvent>, BackendError> {
+    let mut stream = backend.chat(request).await?;
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        events.push(event?);
+    }
+    Ok(events)
+}
+
+/// Generated ids differ between calls; compare everything else.
+fn without_generated_ids(mut events: Vec<StreamEvent>) -> Vec<StreamEvent> {
+    for event in &mut events {
+        if let StreamEvent::ToolCallStart { id, .. } = event
+            && id.len() == 29
+            && id.starts_with("call_")
+        {
+            *id = "generated".into();
+        }
+    }
+    events
+}
+
+/// The stream in three chunkings and the non-streaming body all give one answer.
+async fn same_answer_every_way(
+    make: impl Fn(BackendConfig) -> Box<dyn Backend>,
+    stream_fixture: &str,
+    content_type: &str,
+    separator: &'static str,
+    json_fixture: &str,
+) -> ChatResponse {
+    let body = fixture(stream_fixture);
+    let mut first: Option<Vec<StreamEvent>> = None;
+    for chunking in [
+        Chunking::Bytes,
+        Chunking::PerEvent(separator),
+        Chunking::Whole,
+    ] {
+        let server = serve(vec![Reply::ok(content_type, body.clone(), chunking)]).await;
+        let got = without_generated_ids(
+            events(make(config(&server)).as_ref(), request(true))
+                .await
+                .unwrap(),
+        );
+        match &first {
+            None => first = Some(got),
+            Some(first) => assert_eq!(&got, first, "{chunking:?}"),
+        }
+    }
+    let streamed = switchboard_wire::collect(first.as_ref().unwrap()).unwrap();
+    let server = serve(vec![Reply::ok(
+        "application/json",
+        fixture(json_fixture),
+        Chunking::Whole,
+    )])
+    .await;
+    let backend = make(config(&server));
+    let whole = complete(backend.as_ref(), request(false)).await.unwrap();
+    let normalise = |response: &ChatResponse| {
+        let mut response = response.clone();
+        for call in &mut response.tool_calls {
+            if call.id.len() == 29 && call.id.starts_with("call_") {
+                call.id = "generated".into();
+            }
+            call.arguments = serde_json::from_str::<Value>(&call.arguments)
+                .unwrap()
+                .to_string();
+        }
+        response
+    };
+    assert_eq!(normalise(&whole), normalise(&streamed));
+    assert_ne!(
+        server.requests()[0].body["stream"],
+        json!(true),
+        "the non-streaming call asks for a JSON body"
+    );
+    streamed
+}
+
+#[tokio::test]
+async fn openai_streams_in_any_chunking_equal_the_json_answer() {
+    let make = |config| Box::new(OpenAiBackend::new(config).unwrap()) as Box<dyn Backend>;
+    let answer = same_answer_every_way(
+        make,
+        "openai_parallel.sse",
+        "text/event-stream",
+        "\n\n",
+        "openai_parallel.json",
+    )
+    .await;
+    assert_eq!(answer.tool_calls.len(), 2);
+    assert_eq!(answer.tool_calls[1].arguments, "{}");
+    assert_eq!(answer.finish_reason, FinishReason::ToolCalls);
+}
+
+#[tokio::test]
+async fn anthropic_streams_in_any_chunking_equal_the_json_answer() {
+    let make = |config| Box::new(AnthropicBackend::new(config).unwrap()) as Box<dyn Backend>;
+    let answer = same_answer_every_way(
+        make,
+        "anthropic_tools.sse",
+        "text/event-stream",
+        "\n\n",
+        "anthropic_tools.json",
+    )
+    .await;
+    assert_eq!(answer.tool_calls[0].name, "search");
+    assert_eq!(answer.usage.unwrap().total_tokens, 97);
+}
+
+#[tokio::test]
+async fn ollama_streams_in_any_chunking_equal_the_json_answer() {
+    let make = |config| Box::new(OllamaBackend::new(config).unwrap()) as Box<dyn Backend>;
+    let answer = same_answer_every_way(
+        make,
+        "ollama_tools.ndjson",
+        "application/x-ndjson",
+        "\n",
+        "ollama_tools.json",
+    )
+    .await;
+    assert_eq!(answer.tool_calls.len(), 2);
+    assert_eq!(answer.finish_reason, FinishReason::ToolCalls);
+}
+
+#[tokio::test]
+async fn requests_carry_each_formats_headers_and_body() {
+    let openai = serve(vec![Reply::ok(
+        "text/event-stream",
+        fixture("openai_parallel.sse"),
+        Chunking::Whole,
+    )])
+    .await;
+    events(&OpenAiBackend::new(config(&openai)).unwrap(), request(true))
+        .await
+        .unwrap();
+    let sent = &openai.requests()[0];
+    assert!(
+        sent.head.starts_with("post /chat/completions "),
+        "{}",
+        sent.head
+    );
+    assert!(
+        sent.head.contains("authorization: bearer test-key") && sent.head.contains("x-extra: yes")
+    );
+    assert_eq!(sent.body["stream"], true);
+    assert_eq!(sent.body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(
+        sent.body["messages"][2]["tool_calls"][0]["id"],
+        "call.old:1"
+    );
+
+    let anthropic = serve(vec![Reply::ok(
+        "text/event-stream",
+        fixture("anthropic_tools.sse"),
+        Chunking::Whole,
+    )])
+    .await;
+    events(
+        &AnthropicBackend::new(config(&anthropic)).unwrap(),
+        request(true),
+    )
+    .await
+    .unwrap();
+    let sent = &anthropic.requests()[0];
+    assert!(sent.head.starts_with("post /v1/messages "), "{}", sent.head);
+    assert!(
+        sent.head.contains("x-api-key: test-key")
+            && sent.head.contains("anthropic-version: 2023-06-01")
+    );
+    assert_eq!(sent.body["system"][0]["text"], "Be brief.");
+    let tool_use_id = sent.body["messages"][1]["content"][0]["id"]
+        .as_str()
+        .unwrap();
+    assert_eq!(tool_use_id, "call_old_1");
+    assert_eq!(
+        sent.body["messages"][2]["content"][0]["tool_use_id"],
+        tool_use_id
+    );
+
+    let ollama = serve(vec![Reply::ok(
+        "application/x-ndjson",
+        fixture("ollama_tools.ndjson"),
+        Chunking::Whole,
+    )])
+    .await;
+    events(&OllamaBackend::new(config(&ollama)).unwrap(), request(true))
+        .await
+        .unwrap();
+    let sent = &ollama.requests()[0];
+    assert!(sent.head.starts_with("post /api/chat "), "{}", sent.head);
+    assert_eq!(
+        sent.body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        json!({"city": "Oslo"})
+    );
+}
+
+#[tokio::test]
+async fn http_429_is_retried_then_succeeds() {
+    let mut limited = Reply::status(
+        429,
+        r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#,
+    );
+    limited.headers.push(("retry-after", "0".into()));
+    let server = serve(vec![
+        limited,
+        Reply::ok(
+            "text/event-stream",
+            fixture("openai_parallel.sse"),
+            Chunking::Whole,
+        ),
+    ])
+    .await;
+    let answer = complete(&OpenAiBackend::new(config(&server)).unwrap(), request(true))
+        .await
+        .unwrap();
+    assert_eq!(answer.tool_calls.len(), 2);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn http_429_past_the_retries_keeps_its_status() {
+    let body = r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#;
+    let server = serve(vec![
+        Reply::status(429, body),
+        Reply::status(429, body),
+        Reply::status(429, body),
+    ])
+    .await;
+    let error = complete(&OpenAiBackend::new(config(&server)).unwrap(), request(true))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, BackendError::Http { status: 429, message } if message == "Rate limit reached"),
+        "{error}"
+    );
+    assert_eq!(error.http_status(), 429);
+    assert_eq!(server.requests().len(), 3, "one try and two retries");
+}
+
+#[tokio::test]
+async fn http_400_carries_the_providers_message_and_is_not_retried() {
+    let server = serve(vec![Reply::status(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"tools.0.input_schema: Field required"}}"#,
+    )])
+    .await;
+    let error = complete(
+        &AnthropicBackend::new(config(&server)).unwrap(),
+        request(true),
+    )
+    .await
+    .unwrap_err();
+    match &error {
+        BackendError::Http {
+            status: 400,
+            message,
+        } => assert_eq!(message, "tools.0.input_schema: Field required"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(error.http_status(), 400);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_call_is_an_error_with_its_offset() {
+    let body = fixture("openai_parallel.sse");
+    let text = std::str::from_utf8(&body).unwrap();
+    let cut = text.find("Zürich").unwrap() + 3;
+    let server = serve(vec![Reply::ok(
+        "text/event-stream",
+        body[..cut].to_vec(),
+        Chunking::PerEvent("\n\n"),
+    )])
+    .await;
+    let error = complete(&OpenAiBackend::new(config(&server)).unwrap(), request(true))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, BackendError::StreamCut { offset, .. } if offset == cut),
+        "{error}"
+    );
+    assert_eq!(error.http_status(), 502);
+
+    // The connection dropping mid-body is a cut too, and the events before it still arrive.
+    let mut dropped = Reply::ok(
+        "text/event-stream",
+        body[..cut].to_vec(),
+        Chunking::PerEvent("\n\n"),
+    );
+    dropped.drop_connection = true;
+    let server = serve(vec![dropped]).await;
+    let mut stream = OpenAiBackend::new(config(&server))
+        .unwrap()
+        .chat(request(true))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    while let Some(event) = stream.next().await {
+        got.push(event);
+    }
+    assert!(matches!(got.first(), Some(Ok(StreamEvent::TextDelta(_)))));
+    assert!(
+        matches!(got.last(), Some(Err(BackendError::StreamCut { .. }))),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_backend_is_a_connect_error_after_retries() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let mut config = BackendConfig::new(base);
+    config.retry_backoff = Duration::from_millis(5);
+    let error = complete(&OpenAiBackend::new(config).unwrap(), request(true))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, BackendError::Connect { .. }), "{error}");
+    assert_eq!(error.http_status(), 502);
+}
+
+#[tokio::test]
+async fn a_silent_stream_times_out_with_its_phase() {
+    let mut stalled = Reply::ok(
+        "text/event-stream",
+        fixture("openai_parallel.sse"),
+        Chunking::PerEvent("\n\n"),
+    );
+    stalled.stall_after_first = Some(5);
+    let server = serve(vec![stalled]).await;
+    let mut config = config(&server);
+    config.idle_timeout = Duration::from_millis(200);
+    let error = complete(&OpenAiBackend::new(config).unwrap(), request(true))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            BackendError::Timeout {
+                phase: TimeoutPhase::Idle
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(error.http_status(), 504);
+}
+
+#[tokio::test]
+async fn ollama_refuses_required_tool_choice_before_sending() {
+    let server = serve(vec![]).await;
+    let mut wanted = request(true);
+    wanted.tool_choice = Some(ToolChoice::Required);
+    let error = complete(&OllamaBackend::new(config(&server)).unwrap(), wanted)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, BackendError::Unsupported(_)), "{error}");
+    assert!(error.to_string().contains("tool_choice"), "{error}");
+    assert_eq!(error.http_status(), 400);
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn an_error_inside_the_stream_is_reported() {
+    let body = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":1}}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    let server = serve(vec![Reply::ok(
+        "text/event-stream",
+        body.to_vec(),
+        Chunking::Whole,
+    )])
+    .await;
+    let error = complete(
+        &AnthropicBackend::new(config(&server)).unwrap(),
+        request(true),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("overloaded_error: Overloaded"),
+        "{error}"
+    );
+}
