@@ -208,8 +208,14 @@ impl Engine {
         let loaded = sandbox.context.with(|ctx| {
             let namespace = evaluate(&ctx, &sandbox, file_name, source, options.load_timeout)?;
             let name = declared_name(&namespace);
-            let inspected = inspect(&ctx, &namespace, options.default_timeout, &sandbox.clock)
-                .map_err(|problems| (name, problems))?;
+            let inspected = inspect(
+                &ctx,
+                &namespace,
+                file_name,
+                options.default_timeout,
+                &sandbox.clock,
+            )
+            .map_err(|problems| (name, problems))?;
             Ok((
                 inspected.declaration,
                 Persistent::save(&ctx, inspected.class),

@@ -57,6 +57,7 @@ pub(crate) fn declared_name(namespace: &Object<'_>) -> Option<String> {
 pub(crate) fn inspect<'js>(
     ctx: &Ctx<'js>,
     namespace: &Object<'js>,
+    file_name: &str,
     default_timeout: Duration,
     clock: &Clock,
 ) -> Result<Inspected<'js>, Vec<LoadProblem>> {
@@ -66,7 +67,7 @@ pub(crate) fn inspect<'js>(
             .get(name)
             .unwrap_or_else(|_| Value::new_undefined(ctx.clone()))
     };
-    warn_unknown_exports(namespace);
+    warn_unknown_exports(namespace, file_name);
 
     let name = check_name(&export("CHARACTER_NAME"), &mut problems);
     let voice_source = check_object(
@@ -150,14 +151,16 @@ fn missing(export: &str, wanted: &str) -> LoadProblem {
     )
 }
 
-fn warn_unknown_exports(namespace: &Object<'_>) {
+/// An upper-case export the format does not know is most likely a typo (`TOOL`), which
+/// would otherwise silently leave the character without what it meant to declare.
+fn warn_unknown_exports(namespace: &Object<'_>, file_name: &str) {
     for key in namespace.keys::<String>().flatten() {
         if !KNOWN_EXPORTS.contains(&key.as_str())
             && key.chars().all(|c| c.is_ascii_uppercase() || c == '_')
         {
             tracing::warn!(
                 target: "character",
-                "export {key} is not part of the character format ({}); is it a typo?",
+                "{file_name}: export {key} is not part of the character format ({}); is it a typo?",
                 KNOWN_EXPORTS.join(", ")
             );
         }

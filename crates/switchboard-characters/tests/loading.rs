@@ -305,3 +305,44 @@ export class PromptGenerator {{ makeSystemPrompt() {{ return "{greeting}"; }} }}
         "first prompt"
     );
 }
+
+#[test]
+fn an_unknown_upper_case_export_is_warned_about_as_a_likely_typo() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("typo.js"),
+        r#"export const CHARACTER_NAME = "Typo";
+export const VOICE_SOURCE = { source_type: "file" };
+export const INSTRUCTIONS = { instruction_prompt: "x" };
+export const TOOL = [];
+export class PromptGenerator { makeSystemPrompt() { return "p"; } }"#,
+    )
+    .unwrap();
+    let captured = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let writer = std::sync::Arc::clone(&captured);
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || Writer(std::sync::Arc::clone(&writer)))
+        .with_ansi(false)
+        .finish();
+    let loaded =
+        tracing::subscriber::with_default(subscriber, || load_characters(dir.path(), &options()));
+    assert_eq!(loaded.characters.len(), 1);
+    let logs = String::from_utf8(captured.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("typo.js: export TOOL is not part of the character format"),
+        "{logs}"
+    );
+}
+
+struct Writer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Writer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
