@@ -49,7 +49,6 @@ pub(crate) enum CallOutcome {
     Failed(Failure),
     /// A returned promise that can never settle: nothing is left to run and it is pending.
     NeverSettled,
-    NoSession,
 }
 
 /// What loading a file produced: the name it declares (even when rejected, so duplicates
@@ -299,7 +298,6 @@ impl Engine {
                         "makeSystemPrompt() returned a promise that never settles".to_owned()
                     );
                 }
-                CallOutcome::NoSession => return Err("no such conversation".to_owned()),
             };
             self.sessions
                 .insert(session, Persistent::save(&ctx, instance));
@@ -312,7 +310,12 @@ impl Engine {
     /// `instance.handleToolCall(tool, arguments)`, under the deadline.
     fn call(&mut self, session: u64, tool: &str, arguments: &str) -> CallOutcome {
         let Some(instance) = self.sessions.get(&session).cloned() else {
-            return CallOutcome::NoSession;
+            // Sessions end only when dropped, after their last call; kept as an error, not a panic.
+            return CallOutcome::Failed(Failure::Threw {
+                name: "InternalError".to_owned(),
+                message: "the conversation has ended".to_owned(),
+                stack: String::new(),
+            });
         };
         let clock = &self.sandbox.clock;
         clock.start(self.timeout);
@@ -351,8 +354,9 @@ impl Engine {
         self.sandbox.context.with(|ctx| {
             while !clock.expired() && ctx.execute_pending_job() {}
             if ctx.execute_pending_job() {
-                // Past the deadline: whatever is still queued is stopped at its first
-                // interrupt check, and console output is already refused.
+                // Past the deadline: QuickJS offers no way to drop queued jobs, so they run
+                // with the interrupt raised (a loop stops at QuickJS's next check, every few
+                // thousand operations) and console output refused.
                 clock.expire();
                 for _ in 0..MAX_DISCARDED_JOBS {
                     if !ctx.execute_pending_job() {

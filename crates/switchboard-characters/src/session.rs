@@ -114,7 +114,7 @@ impl CharacterSession {
                     "Error: Tool returned a promise that never settles".to_owned(),
                 ));
             }
-            Some(CallOutcome::NoSession) | None => {
+            None => {
                 return Err((
                     "execution",
                     "Error: InternalError - the character's runtime has stopped".to_owned(),

@@ -255,6 +255,12 @@ fn the_timeout_stops_the_code_and_the_next_call_works() {
         "{elapsed:?}"
     );
     assert_eq!(toolbox.ok("count", ""), "calls: 1");
+    // A promise whose continuation spins is stopped by the same deadline.
+    assert_eq!(
+        toolbox.error("odd_return", r#"{"what":"async_spin"}"#),
+        "Error: Tool execution timed out (exceeded 100ms)"
+    );
+    assert_eq!(toolbox.ok("count", ""), "calls: 2");
 }
 
 #[test]
