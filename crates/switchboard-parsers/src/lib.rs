@@ -6,6 +6,11 @@
 //! Every parser is a state machine fed by [`split::Splitter`], which cuts the stream into
 //! text and the family's markers. Parsing a whole text is feeding it once and finishing:
 //! there is no second code path.
+//!
+//! The other direction serves models without native tool calling: [`tool_prompt`] teaches
+//! the family's markup in the system prompt, [`render_tool_calls`] and
+//! [`render_tool_results`] rewrite history into it, and what they write parses back into the
+//! same calls.
 
 mod event;
 mod families;

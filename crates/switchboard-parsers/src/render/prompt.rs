@@ -49,7 +49,7 @@ pub fn tool_prompt(
     let example = ToolCall {
         id: "call_example".to_owned(),
         name: example_tool.name().to_owned(),
-        arguments: Value::Object(example_arguments(example_tool)).to_string(),
+        arguments: template_json::to_text(&example_arguments(example_tool)),
     };
     out.push_str(&format!(
         "\n## Calling a tool\n\nTo call a tool, write the call in exactly this format ({}). \
