@@ -27,6 +27,7 @@ enum Command {
     Check(commands::check::Args),
     Call(commands::call::Args),
     Prompt(commands::prompt::Args),
+    Decode(commands::decode::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(args),
         Command::Call(args) => commands::call::run(args),
         Command::Prompt(args) => commands::prompt::run(args),
+        Command::Decode(args) => commands::decode::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -5,6 +5,7 @@
 pub mod call;
 pub mod check;
 pub mod check_args;
+pub mod decode;
 pub mod input;
 pub mod parse;
 pub mod prompt;
