@@ -136,12 +136,12 @@ fn example_arguments(tool: &ToolDefinition) -> Map<String, Value> {
         .and_then(Value::as_array)
         .map(|names| names.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let mut names: Vec<&String> = properties.keys().collect();
-    names.sort_by_key(|name| !required.contains(&name.as_str()));
-    names
+    let mut members: Vec<(&String, &Value)> = properties.iter().collect();
+    members.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
+    members
         .into_iter()
         .take(2)
-        .map(|name| (name.clone(), placeholder(&properties[name])))
+        .map(|(name, schema)| (name.clone(), placeholder(schema)))
         .collect()
 }
 
