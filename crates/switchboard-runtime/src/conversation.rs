@@ -1,0 +1,288 @@
+//! The tool loop: one user message in, a streamed reply out, with as many tool rounds as
+//! the model needs up to a bound.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use switchboard_providers::{Backend, BackendError};
+use switchboard_tools::{Message, ToolCall, ToolResult};
+use switchboard_wire::{ChatRequest, CollectError, Collector, StreamEvent, ToolChoice, Usage};
+
+use crate::events::TurnEvent;
+use crate::executor::ToolExecutor;
+use crate::history::History;
+use crate::metrics::record_turn;
+
+/// Limits of a conversation.
+#[derive(Debug, Clone)]
+pub struct ConversationOptions {
+    /// Tool rounds per user message; at the bound the next request goes without tools so
+    /// the model must answer in words.
+    pub max_tool_rounds: usize,
+    /// Messages kept in history (oldest turns are dropped whole).
+    pub max_history: usize,
+}
+
+impl Default for ConversationOptions {
+    fn default() -> Self {
+        Self {
+            max_tool_rounds: 4,
+            max_history: 100,
+        }
+    }
+}
+
+/// Why a turn ended early. The conversation stays usable for the next message.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error("the model's backend failed: {0}")]
+    Backend(#[from] BackendError),
+    #[error("the model's reply was incomplete: {0}")]
+    Incomplete(#[from] CollectError),
+}
+
+/// What one turn did, for logs and metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnSummary {
+    pub reply: String,
+    pub tool_rounds: usize,
+    pub tool_calls: usize,
+    pub usage: Usage,
+    pub time_to_first_token: Option<Duration>,
+}
+
+/// A system prompt, tools, a backend, a model and the history between them.
+pub struct Conversation {
+    system_prompt: Option<String>,
+    tools: Arc<dyn ToolExecutor>,
+    backend: Arc<dyn Backend>,
+    model: String,
+    history: History,
+    options: ConversationOptions,
+}
+
+impl std::fmt::Debug for Conversation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversation")
+            .field("model", &self.model)
+            .field("history", &self.history)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Conversation {
+    pub fn new(
+        system_prompt: Option<String>,
+        tools: Arc<dyn ToolExecutor>,
+        backend: Arc<dyn Backend>,
+        model: impl Into<String>,
+        options: ConversationOptions,
+    ) -> Self {
+        let history = History::new(options.max_history);
+        Self {
+            system_prompt,
+            tools,
+            backend,
+            model: model.into(),
+            history,
+            options,
+        }
+    }
+
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.system_prompt.as_deref()
+    }
+
+    /// Sends one user message and runs the turn to its end, reporting each event to
+    /// `on_event` as it happens.
+    pub async fn send(
+        &mut self,
+        text: impl Into<String>,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<TurnSummary, TurnError> {
+        self.history.push(Message::user(text));
+        let started = Instant::now();
+        let mut summary = TurnSummary::default();
+        let definitions = self.tools.definitions();
+        let outcome = loop {
+            let with_tools =
+                !definitions.is_empty() && summary.tool_rounds < self.options.max_tool_rounds;
+            on_event(TurnEvent::Round {
+                number: summary.tool_rounds + 1,
+                with_tools,
+            });
+            // Every request respects the bound, not only the end of the turn.
+            self.history.trim();
+            let mut request = ChatRequest::new(self.model.clone(), self.messages());
+            if with_tools {
+                request.tools = definitions.clone();
+                request.tool_choice = Some(ToolChoice::Auto);
+            }
+            let round = match self.round(request, started, &mut summary, on_event).await {
+                Ok(round) => round,
+                Err(error) => break Err(error),
+            };
+            let has_calls = !round.calls.is_empty();
+            self.history.push(Message::Assistant {
+                content: (!round.text.is_empty()).then(|| round.text.clone().into()),
+                reasoning_content: round.reasoning,
+                tool_calls: round.calls,
+                name: None,
+            });
+            for result in round.results {
+                self.history
+                    .push(Message::tool(result.call_id, result.content));
+            }
+            summary.reply.push_str(&round.text);
+            if !has_calls {
+                break Ok(());
+            }
+            summary.tool_rounds += 1;
+        };
+        self.history.trim();
+        record_turn(&summary, outcome.is_ok());
+        outcome.map(|()| summary)
+    }
+
+    fn messages(&self) -> Vec<Message> {
+        let system = self
+            .system_prompt
+            .iter()
+            .map(|prompt| Message::system(prompt.clone()));
+        system
+            .chain(self.history.messages().iter().cloned())
+            .collect()
+    }
+
+    /// One request to the model: streams its words out, runs each tool call as soon as it
+    /// is complete, and returns the reply with the results in call order.
+    async fn round(
+        &self,
+        request: ChatRequest,
+        started: Instant,
+        summary: &mut TurnSummary,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<Round, TurnError> {
+        let mut stream = self.backend.chat(request).await?;
+        let mut collector = Collector::new();
+        let mut pending: BTreeMap<usize, ToolCall> = BTreeMap::new();
+        let mut running = FuturesUnordered::new();
+        let mut results: HashMap<String, ToolResult> = HashMap::new();
+        let mut text = String::new();
+
+        loop {
+            tokio::select! {
+                event = stream.next() => {
+                    let Some(event) = event else { break };
+                    let event = event?;
+                    collector.push(&event);
+                    match event {
+                        StreamEvent::TextDelta(delta) => {
+                            summary.time_to_first_token.get_or_insert_with(|| started.elapsed());
+                            text.push_str(&delta);
+                            on_event(TurnEvent::Text(delta));
+                        }
+                        StreamEvent::ReasoningDelta(delta) => {
+                            summary.time_to_first_token.get_or_insert_with(|| started.elapsed());
+                            on_event(TurnEvent::Reasoning(delta));
+                        }
+                        StreamEvent::ToolCallStart { index, id, name } => {
+                            pending.insert(index, ToolCall { id, name, arguments: String::new() });
+                        }
+                        StreamEvent::ToolCallArguments { index, delta } => {
+                            if let Some(call) = pending.get_mut(&index) {
+                                call.arguments.push_str(&delta);
+                            }
+                        }
+                        StreamEvent::ToolCallEnd { index } => {
+                            if let Some(call) = pending.remove(&index) {
+                                running.push(self.execute(call, on_event));
+                            }
+                        }
+                        StreamEvent::Usage(_) | StreamEvent::Finish(_) => {}
+                    }
+                }
+                Some((result, name, latency)) = running.next(), if !running.is_empty() => {
+                    report_finished(&result, name, latency, on_event);
+                    results.insert(result.call_id.clone(), result);
+                }
+            }
+        }
+        // Calls the stream never closed explicitly are complete once the stream is.
+        for call in std::mem::take(&mut pending).into_values() {
+            running.push(self.execute(call, on_event));
+        }
+        while let Some((result, name, latency)) = running.next().await {
+            report_finished(&result, name, latency, on_event);
+            results.insert(result.call_id.clone(), result);
+        }
+        let response = collector.finish()?;
+        if let Some(usage) = response.usage {
+            summary.usage.prompt_tokens += usage.prompt_tokens;
+            summary.usage.completion_tokens += usage.completion_tokens;
+            summary.usage.total_tokens += usage.total_tokens;
+        }
+        summary.tool_calls += response.tool_calls.len();
+        // History takes the collected calls (their ids and arguments as the model sent them)
+        // and the results in the same order.
+        let results = response
+            .tool_calls
+            .iter()
+            .filter_map(|call| results.remove(&call.id))
+            .collect();
+        Ok(Round {
+            text,
+            reasoning: response.reasoning_content,
+            calls: response.tool_calls,
+            results,
+        })
+    }
+
+    fn execute(
+        &self,
+        call: ToolCall,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> futures::future::BoxFuture<'static, (ToolResult, String, Duration)> {
+        on_event(TurnEvent::ToolStarted {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
+        let tools = Arc::clone(&self.tools);
+        async move {
+            let started = Instant::now();
+            let result = tools.call(&call).await;
+            (result, call.name, started.elapsed())
+        }
+        .boxed()
+    }
+}
+
+fn report_finished(
+    result: &ToolResult,
+    name: String,
+    latency: Duration,
+    on_event: &mut (dyn FnMut(TurnEvent) + Send),
+) {
+    on_event(TurnEvent::ToolFinished {
+        id: result.call_id.clone(),
+        name,
+        content: result.content.clone(),
+        is_error: result.is_error,
+        latency,
+    });
+}
+
+struct Round {
+    text: String,
+    reasoning: Option<String>,
+    calls: Vec<ToolCall>,
+    results: Vec<ToolResult>,
+}

@@ -1,0 +1,14 @@
+//! Conversations between a user, a backend and a set of tools: the reply streams as it
+//! arrives, each tool call runs as soon as it is complete, results go back to the model,
+//! and history keeps every call and result.
+
+mod conversation;
+mod events;
+mod executor;
+mod history;
+mod metrics;
+
+pub use conversation::{Conversation, ConversationOptions, TurnError, TurnSummary};
+pub use events::TurnEvent;
+pub use executor::ToolExecutor;
+pub use history::History;

@@ -1,0 +1,179 @@
+//! The scripted server: one reply per connection, in order, over chunked HTTP/1.1.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How a reply's body is cut into HTTP chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunking {
+    Whole,
+    /// One HTTP chunk per piece ending with this separator (an SSE event, an NDJSON line).
+    PerEvent(&'static str),
+    /// One byte per HTTP chunk.
+    Bytes,
+}
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub chunking: Chunking,
+    /// Wait this long before sending the body (to trip timeouts, or to keep a stream open).
+    pub delay_before_body: Option<Duration>,
+    /// Close the connection without the final empty chunk: a stream cut short.
+    pub drop_connection: bool,
+    /// Send this many chunks, then wait for the gate to open before sending the rest: lets a
+    /// test prove something happened while the stream was still open.
+    pub gate: Option<(usize, Arc<tokio::sync::Notify>)>,
+}
+
+impl Reply {
+    pub fn ok(content_type: &str, body: impl Into<Vec<u8>>, chunking: Chunking) -> Self {
+        Self {
+            status: 200,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: body.into(),
+            chunking,
+            delay_before_body: None,
+            drop_connection: false,
+            gate: None,
+        }
+    }
+
+    /// A JSON body with this status (errors, non-streaming answers).
+    pub fn json(status: u16, body: &Value) -> Self {
+        Self {
+            status,
+            ..Self::ok("application/json", body.to_string(), Chunking::Whole)
+        }
+    }
+
+    pub fn sse(body: impl Into<Vec<u8>>, chunking: Chunking) -> Self {
+        Self::ok("text/event-stream", body, chunking)
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    /// Request line and headers, lower-cased.
+    pub head: String,
+    pub body: Value,
+}
+
+/// A running scripted server; it stops accepting once its replies are used up.
+#[derive(Debug, Clone)]
+pub struct ScriptedServer {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    captured: Arc<Mutex<Vec<Captured>>>,
+}
+
+impl ScriptedServer {
+    /// Starts a server that answers the `n`th connection with `replies[n]`.
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&captured);
+        tokio::spawn(async move {
+            for reply in replies {
+                let Ok((socket, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(answer(socket, reply, Arc::clone(&log)));
+            }
+        });
+        Self { base, captured }
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<Captured> {
+        self.captured.lock().unwrap().clone()
+    }
+}
+
+async fn answer(mut socket: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Captured>>>) {
+    socket.set_nodelay(true).unwrap();
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let head_end = loop {
+        let Ok(read) = socket.read(&mut buffer).await else {
+            return;
+        };
+        if read == 0 {
+            return;
+        }
+        request.extend_from_slice(&buffer[..read]);
+        if let Some(at) = request.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&request[..head_end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .map_or(0, |value| value.trim().parse().unwrap());
+    while request.len() < head_end + length {
+        let Ok(read) = socket.read(&mut buffer).await else {
+            return;
+        };
+        if read == 0 {
+            return;
+        }
+        request.extend_from_slice(&buffer[..read]);
+    }
+    let body = serde_json::from_slice(&request[head_end..head_end + length]).unwrap_or(Value::Null);
+    log.lock().unwrap().push(Captured { head, body });
+
+    let mut response = format!(
+        "HTTP/1.1 {} Scripted\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
+        reply.status
+    );
+    for (name, value) in &reply.headers {
+        response.push_str(&format!("{name}: {value}\r\n"));
+    }
+    response.push_str("\r\n");
+    if socket.write_all(response.as_bytes()).await.is_err() {
+        return;
+    }
+    if let Some(delay) = reply.delay_before_body {
+        tokio::time::sleep(delay).await;
+    }
+    let pieces: Vec<&[u8]> = match reply.chunking {
+        Chunking::Whole => vec![&reply.body[..]],
+        Chunking::Bytes => reply.body.chunks(1).collect(),
+        Chunking::PerEvent(separator) => std::str::from_utf8(&reply.body)
+            .unwrap()
+            .split_inclusive(separator)
+            .map(str::as_bytes)
+            .collect(),
+    };
+    for (sent, piece) in pieces
+        .into_iter()
+        .filter(|piece| !piece.is_empty())
+        .enumerate()
+    {
+        if let Some((after, gate)) = &reply.gate
+            && sent == *after
+        {
+            gate.notified().await;
+        }
+        let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
+        frame.extend_from_slice(piece);
+        frame.extend_from_slice(b"\r\n");
+        if socket.write_all(&frame).await.is_err() {
+            return;
+        }
+    }
+    if !reply.drop_connection {
+        let _ = socket.write_all(b"0\r\n\r\n").await;
+    }
+    let _ = socket.shutdown().await;
+}
