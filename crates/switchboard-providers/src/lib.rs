@@ -6,6 +6,7 @@
 mod anthropic;
 mod backend;
 mod config;
+mod connect;
 mod error;
 mod ollama;
 mod openai;
@@ -14,6 +15,7 @@ mod transport;
 pub use anthropic::AnthropicBackend;
 pub use backend::{Backend, EventStream, complete};
 pub use config::BackendConfig;
+pub use connect::{config_from_env, connect};
 pub use error::{BackendError, TimeoutPhase};
 pub use ollama::OllamaBackend;
 pub use openai::OpenAiBackend;

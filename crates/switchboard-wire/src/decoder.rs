@@ -25,6 +25,9 @@ pub enum Format {
 }
 
 impl Format {
+    pub const ALL: [Format; 3] = [Format::OpenAi, Format::Anthropic, Format::Ollama];
+    pub const NAMES: [&str; 3] = ["openai", "anthropic", "ollama"];
+
     pub fn name(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
@@ -34,9 +37,7 @@ impl Format {
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
-        [Format::OpenAi, Format::Anthropic, Format::Ollama]
-            .into_iter()
-            .find(|format| format.name() == name)
+        Self::ALL.into_iter().find(|format| format.name() == name)
     }
 
     /// A decoder for this format's stream (SSE, or NDJSON for Ollama).

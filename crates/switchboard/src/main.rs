@@ -28,6 +28,7 @@ enum Command {
     Call(commands::call::Args),
     Prompt(commands::prompt::Args),
     Decode(commands::decode::Args),
+    Chat(commands::chat::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         Command::Call(args) => commands::call::run(args),
         Command::Prompt(args) => commands::prompt::run(args),
         Command::Decode(args) => commands::decode::run(args),
+        Command::Chat(args) => commands::chat::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -2,7 +2,9 @@
 //! `Ok` carries the command's own verdict (0 fine, 1 problems found), `Err` is a failure of
 //! the command itself (unreadable file, bad flag), which `main` reports with exit code 2.
 
+pub mod backend;
 pub mod call;
+pub mod chat;
 pub mod check;
 pub mod check_args;
 pub mod decode;

@@ -1,0 +1,116 @@
+//! Choosing the model's backend from flags or the usual environment, for commands that
+//! talk to a model.
+
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use switchboard_providers::{Backend, config_from_env, connect};
+use switchboard_wire::Format;
+
+/// Which LLM server to talk to.
+#[derive(Debug, clap::Args)]
+pub struct BackendArgs {
+    /// Base URL of the backend (e.g. http://127.0.0.1:8000/v1). Without it: OPENAI_BASE_URL,
+    /// then ANTHROPIC_API_KEY, then OLLAMA_HOST decide.
+    #[arg(long = "backend", value_name = "URL")]
+    url: Option<String>,
+    /// The backend's wire format (default: openai with --backend, else from the environment).
+    #[arg(long, value_parser = Format::NAMES)]
+    provider: Option<String>,
+    /// The model to ask for, as the backend names it.
+    #[arg(long, env = "SWITCHBOARD_MODEL", value_name = "NAME")]
+    model: Option<String>,
+}
+
+impl BackendArgs {
+    /// The backend client and the model name.
+    pub fn connect(&self) -> anyhow::Result<(Arc<dyn Backend>, String)> {
+        self.connect_with(|name| {
+            std::env::var(name)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+        })
+    }
+
+    fn connect_with(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<(Arc<dyn Backend>, String)> {
+        let provider = match (&self.provider, &self.url) {
+            (Some(name), _) => {
+                Format::from_name(name).with_context(|| format!("unknown provider {name}"))?
+            }
+            (None, Some(_)) => Format::OpenAi,
+            (None, None) if env("OPENAI_BASE_URL").is_some() => Format::OpenAi,
+            (None, None) if env("ANTHROPIC_API_KEY").is_some() => Format::Anthropic,
+            (None, None) if env("OLLAMA_HOST").is_some() => Format::Ollama,
+            (None, None) => bail!(
+                "no backend: pass --backend URL (and --provider openai|anthropic|ollama), or set OPENAI_BASE_URL, ANTHROPIC_API_KEY or OLLAMA_HOST"
+            ),
+        };
+        let mut config = config_from_env(provider);
+        if let Some(url) = &self.url {
+            config.base_url = url.trim_end_matches('/').to_owned();
+        }
+        let Some(model) = self.model.clone() else {
+            bail!(
+                "no model: pass --model NAME (or set SWITCHBOARD_MODEL) with the name your {} backend serves",
+                provider.name()
+            )
+        };
+        let backend = connect(provider, config)
+            .with_context(|| format!("cannot set up the {} client", provider.name()))?;
+        Ok((backend, model))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(url: Option<&str>, provider: Option<&str>, model: Option<&str>) -> BackendArgs {
+        BackendArgs {
+            url: url.map(Into::into),
+            provider: provider.map(Into::into),
+            model: model.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_missing_backend_says_how_to_set_one() {
+        let error = args(None, None, Some("m"))
+            .connect_with(|_| None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains("--backend URL") && error.contains("OPENAI_BASE_URL"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_missing_model_says_how_to_name_one() {
+        let error = args(Some("http://127.0.0.1:1/v1"), None, None)
+            .connect_with(|_| None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("--model NAME"), "{error}");
+    }
+
+    #[test]
+    fn flags_or_environment_pick_the_provider() {
+        assert!(
+            args(Some("http://127.0.0.1:1/v1"), None, Some("m"))
+                .connect_with(|_| None)
+                .is_ok()
+        );
+        let ollama = |name: &str| (name == "OLLAMA_HOST").then(|| "127.0.0.1:11434".to_owned());
+        assert!(
+            args(None, None, Some("llama3.2"))
+                .connect_with(ollama)
+                .is_ok()
+        );
+    }
+}
