@@ -92,6 +92,16 @@ impl Conversation {
         }
     }
 
+    /// Continues from messages kept elsewhere (an API client sends the whole conversation
+    /// with every request); the oldest turns beyond the bound are dropped.
+    pub fn with_history(mut self, messages: impl IntoIterator<Item = Message>) -> Self {
+        for message in messages {
+            self.history.push(message);
+        }
+        self.history.trim();
+        self
+    }
+
     pub fn history(&self) -> &History {
         &self.history
     }

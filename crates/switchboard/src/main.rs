@@ -29,6 +29,7 @@ enum Command {
     Prompt(commands::prompt::Args),
     Decode(commands::decode::Args),
     Chat(commands::chat::Args),
+    Serve(commands::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         Command::Prompt(args) => commands::prompt::run(args),
         Command::Decode(args) => commands::decode::run(args),
         Command::Chat(args) => commands::chat::run(args),
+        Command::Serve(args) => commands::serve::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -11,4 +11,5 @@ pub mod decode;
 pub mod input;
 pub mod parse;
 pub mod prompt;
+pub mod serve;
 pub mod validate;

@@ -1,0 +1,117 @@
+//! `character/<name>` routes: the gateway plays the character itself, with its system
+//! prompt and its tools (the conversation loop), and streams the character's words. A
+//! client's own tools make no sense here and are refused.
+
+use std::sync::Arc;
+
+use switchboard_characters::Character;
+use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
+use switchboard_tools::{Content, Message};
+use switchboard_wire::{ChatRequest, FinishReason, StreamEvent};
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+use crate::finisher::Output;
+use crate::pipeline::{Outputs, backend_error};
+use crate::route::Route;
+
+/// The route prefix that names a character.
+pub const PREFIX: &str = "character/";
+
+/// Checks what a character route cannot take; returns the new user message and the history.
+pub fn split_request(request: &ChatRequest) -> Result<(String, Vec<Message>), ApiError> {
+    if !request.tools.is_empty() {
+        return Err(ApiError::invalid_request(
+            "character routes run the character's own tools; send the request without tools",
+            Some("tools".into()),
+        ));
+    }
+    match request.messages.split_last() {
+        Some((Message::User { content, .. }, history)) => Ok((content.text(), history.to_vec())),
+        _ => Err(ApiError::invalid_request(
+            "the last message must be the user's message to the character",
+            Some(format!(
+                "messages[{}]",
+                request.messages.len().saturating_sub(1)
+            )),
+        )),
+    }
+}
+
+/// Runs one turn with the character and reports its words as outputs.
+pub fn start(
+    character: Arc<Character>,
+    route: Arc<Route>,
+    text: String,
+    history: Vec<Message>,
+) -> Outputs {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let turn = async {
+            let session = character.start_conversation().await.map_err(|error| {
+                ApiError::upstream(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    error.to_string(),
+                    "character_failed",
+                )
+            })?;
+            let prompt = session.system_prompt().to_owned();
+            let tools: Arc<dyn ToolExecutor> = Arc::new(session);
+            let history = history
+                .into_iter()
+                .filter(|message| !is_empty_assistant(message));
+            let mut conversation = Conversation::new(
+                Some(prompt),
+                tools,
+                Arc::clone(&route.backend),
+                route.model.clone(),
+                ConversationOptions::default(),
+            )
+            .with_history(history);
+            let events = sender.clone();
+            let mut forward = move |event: TurnEvent| {
+                let event = match event {
+                    TurnEvent::Text(text) => StreamEvent::TextDelta(text),
+                    TurnEvent::Reasoning(text) => StreamEvent::ReasoningDelta(text),
+                    TurnEvent::ToolStarted {
+                        name, arguments, ..
+                    } => {
+                        tracing::info!(character = %character.name(), tool = %name, %arguments, "character tool call");
+                        return;
+                    }
+                    TurnEvent::ToolFinished { .. } | TurnEvent::Round { .. } => return,
+                };
+                let _ = events.send(Ok(Output::Event(event)));
+            };
+            let summary =
+                conversation
+                    .send(text, &mut forward)
+                    .await
+                    .map_err(|error| match error {
+                        switchboard_runtime::TurnError::Backend(error) => backend_error(error),
+                        other => ApiError::upstream(
+                            axum::http::StatusCode::BAD_GATEWAY,
+                            other.to_string(),
+                            "backend_bad_answer",
+                        ),
+                    })?;
+            let _ = sender.send(Ok(Output::Event(StreamEvent::Finish(FinishReason::Stop))));
+            let _ = sender.send(Ok(Output::Event(StreamEvent::Usage(summary.usage))));
+            Ok::<(), ApiError>(())
+        };
+        tokio::select! {
+            outcome = turn => {
+                if let Err(error) = outcome {
+                    let _ = sender.send(Err(error));
+                }
+            }
+            () = sender.closed() => {}
+        }
+    });
+    receiver
+}
+
+fn is_empty_assistant(message: &Message) -> bool {
+    matches!(message, Message::Assistant { content, tool_calls, .. }
+        if tool_calls.is_empty() && content.as_ref().is_none_or(|content| matches!(content, Content::Text(text) if text.is_empty())))
+}

@@ -1,0 +1,329 @@
+//! The gateway's configuration: `switchboard.toml`, or embedded defaults built from the
+//! environment when there is no file. Flags and `SWITCHBOARD_*` variables override both
+//! (the binary applies them).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use switchboard_wire::Format;
+
+/// Everything `serve` needs to start.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    #[serde(default = "default_characters")]
+    pub characters: PathBuf,
+    /// The route characters talk through; the first route when absent.
+    #[serde(default)]
+    pub character_route: Option<String>,
+    /// Largest request body accepted, in bytes.
+    #[serde(default = "default_body_limit")]
+    pub max_body_bytes: usize,
+    /// Whole-request deadline, in seconds.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_secs: u64,
+    /// How long in-flight requests may take to finish after a shutdown signal, in seconds.
+    #[serde(default = "default_shutdown_grace")]
+    pub shutdown_grace_secs: u64,
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RouteConfig>,
+}
+
+/// One backend model clients can name in `"model"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub name: String,
+    /// The backend's wire format: `openai`, `anthropic` or `ollama`.
+    pub provider: String,
+    pub url: String,
+    pub model: String,
+    /// Name of the environment variable holding the API key (the key itself never lives in the file).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub tool_calling: ToolCalling,
+    /// Parser family for prompted tool calling; chosen from the model name when absent.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// What to do when the model's tool call breaks the request's tools.
+    #[serde(default)]
+    pub tool_call_errors: ToolCallPolicy,
+    /// Request fields we do not model (e.g. `reasoning_effort`) forwarded to this backend.
+    #[serde(default)]
+    pub forward_fields: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCalling {
+    /// The backend parses tool calls itself.
+    #[default]
+    Native,
+    /// Tools go into the prompt and Switchboard parses the model's text.
+    Prompted,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCallPolicy {
+    /// Pass the call to the client unchanged and describe the problem in `tool_call_errors`.
+    #[default]
+    Report,
+    /// Answer with an error instead of the call.
+    Reject,
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8080))
+}
+
+fn default_characters() -> PathBuf {
+    PathBuf::from("characters")
+}
+
+fn default_body_limit() -> usize {
+    4 * 1024 * 1024
+}
+
+fn default_request_timeout() -> u64 {
+    300
+}
+
+fn default_shutdown_grace() -> u64 {
+    10
+}
+
+/// Why a configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Config {
+    /// Reads and checks a `switchboard.toml`.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text).map_err(|message| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        })
+    }
+
+    /// Parses and checks configuration text; the message names the line and the field.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        let config: Config =
+            toml::from_str(text).map_err(|error| error.to_string().trim_end().to_owned())?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// The embedded defaults: listen on 127.0.0.1:8080, load `./characters`, and one route
+    /// per backend the environment names (`OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `OLLAMA_HOST`).
+    pub fn from_environment(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let mut routes = Vec::new();
+        if let Some(url) = lookup("OPENAI_BASE_URL") {
+            routes.push(RouteConfig::new(
+                "openai",
+                Format::OpenAi,
+                url,
+                lookup("OPENAI_MODEL").unwrap_or_else(|| "default".into()),
+                "OPENAI_API_KEY",
+            ));
+        }
+        if lookup("ANTHROPIC_API_KEY").is_some() {
+            let url =
+                lookup("ANTHROPIC_BASE_URL").unwrap_or_else(|| "https://api.anthropic.com".into());
+            let model = lookup("ANTHROPIC_MODEL").unwrap_or_else(|| "claude-sonnet-4-5".into());
+            routes.push(RouteConfig::new(
+                "anthropic",
+                Format::Anthropic,
+                url,
+                model,
+                "ANTHROPIC_API_KEY",
+            ));
+        }
+        if let Some(host) = lookup("OLLAMA_HOST") {
+            let url = if host.contains("://") {
+                host
+            } else {
+                format!("http://{host}")
+            };
+            routes.push(RouteConfig::new(
+                "ollama",
+                Format::Ollama,
+                url,
+                lookup("OLLAMA_MODEL").unwrap_or_else(|| "llama3.2".into()),
+                "",
+            ));
+        }
+        Config {
+            listen: default_listen(),
+            characters: default_characters(),
+            character_route: None,
+            max_body_bytes: default_body_limit(),
+            request_timeout_secs: default_request_timeout(),
+            shutdown_grace_secs: default_shutdown_grace(),
+            routes,
+        }
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs)
+    }
+
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        for (index, route) in self.routes.iter().enumerate() {
+            let place = format!("route[{index}] (\"{}\")", route.name);
+            if route.name.trim().is_empty() {
+                problems.push(format!("route[{index}].name must not be empty"));
+            }
+            if route.name.starts_with("character/") {
+                problems.push(format!(
+                    "{place}.name: \"character/\" names are reserved for characters"
+                ));
+            }
+            if self.routes[..index]
+                .iter()
+                .any(|other| other.name == route.name)
+            {
+                problems.push(format!(
+                    "{place}.name: a route with this name already exists"
+                ));
+            }
+            if Format::from_name(&route.provider).is_none() {
+                problems.push(format!(
+                    "{place}.provider: \"{}\" is not one of {}",
+                    route.provider,
+                    Format::NAMES.join(", ")
+                ));
+            }
+            if !(route.url.starts_with("http://") || route.url.starts_with("https://")) {
+                problems.push(format!(
+                    "{place}.url: \"{}\" must start with http:// or https://",
+                    route.url
+                ));
+            }
+            if let Some(format) = &route.format
+                && switchboard_parsers::Family::from_name(format).is_none()
+            {
+                problems.push(format!(
+                    "{place}.format: unknown parser family \"{format}\""
+                ));
+            }
+        }
+        if let Some(name) = &self.character_route
+            && !self.routes.iter().any(|route| &route.name == name)
+        {
+            problems.push(format!("character_route: no route is named \"{name}\""));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("\n"))
+        }
+    }
+}
+
+impl RouteConfig {
+    /// The wire format; `Config::check` has made sure the name is known.
+    pub fn format(&self) -> Format {
+        Format::from_name(&self.provider).unwrap_or(Format::OpenAi)
+    }
+
+    fn new(name: &str, provider: Format, url: String, model: String, api_key_env: &str) -> Self {
+        Self {
+            name: name.into(),
+            provider: provider.name().into(),
+            url,
+            model,
+            api_key_env: (!api_key_env.is_empty()).then(|| api_key_env.into()),
+            tool_calling: ToolCalling::Native,
+            format: None,
+            tool_call_errors: ToolCallPolicy::Report,
+            forward_fields: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let config = Config::from_toml(
+            r#"
+listen = "127.0.0.1:8080"
+characters = "characters"
+
+[[route]]
+name = "qwen"
+provider = "openai"
+url = "http://127.0.0.1:8000/v1"
+model = "Qwen/Qwen2.5-7B-Instruct"
+api_key_env = "VLLM_API_KEY"
+tool_calling = "native"
+"#,
+        )
+        .unwrap();
+        assert_eq!(config.routes.len(), 1);
+        assert_eq!(config.routes[0].format(), Format::OpenAi);
+        assert_eq!(config.max_body_bytes, 4 * 1024 * 1024);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let error = Config::from_toml(
+            "[[route]]\nname = \"a\"\nprovider = \"openia\"\nurl = \"http://x\"\nmodel = \"m\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("provider: \"openia\" is not one of openai, anthropic, ollama"),
+            "{error}"
+        );
+        let error = Config::from_toml("listen = 8080\n").unwrap_err();
+        assert!(
+            error.contains("line 1") && error.contains("listen"),
+            "{error}"
+        );
+        let error = Config::from_toml("[[route]]\nname = \"a\"\nprovider = \"openai\"\nurl = \"localhost:8000\"\nmodel = \"m\"\n[[route]]\nname = \"a\"\nprovider = \"ollama\"\nurl = \"http://x\"\nmodel = \"m\"\nformat = \"nope\"\n").unwrap_err();
+        assert!(error.contains("must start with http://"), "{error}");
+        assert!(error.contains("already exists"), "{error}");
+        assert!(error.contains("unknown parser family \"nope\""), "{error}");
+    }
+
+    #[test]
+    fn environment_gives_routes() {
+        let config = Config::from_environment(|name| match name {
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:8000/v1".into()),
+            "OLLAMA_HOST" => Some("127.0.0.1:11434".into()),
+            _ => None,
+        });
+        let names: Vec<&str> = config
+            .routes
+            .iter()
+            .map(|route| route.name.as_str())
+            .collect();
+        assert_eq!(names, ["openai", "ollama"]);
+        assert_eq!(config.routes[1].url, "http://127.0.0.1:11434");
+    }
+}

@@ -1,0 +1,97 @@
+//! Errors as OpenAI shapes them: `{"error": {"message", "type", "param", "code"}}`, each
+//! with the HTTP status it is answered with. Nothing reaches a client as a bare 500.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::json;
+
+/// An error answered to an API client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub kind: &'static str,
+    pub param: Option<String>,
+    pub code: Option<String>,
+}
+
+impl ApiError {
+    pub fn invalid_request(message: impl Into<String>, param: Option<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param,
+            code: None,
+        }
+    }
+
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param: Some("model".into()),
+            code: Some("model_not_found".into()),
+        }
+    }
+
+    pub fn payload_too_large(limit: usize) -> Self {
+        Self {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            message: format!("request body is larger than the limit of {limit} bytes"),
+            kind: "invalid_request_error",
+            param: None,
+            code: Some("request_too_large".into()),
+        }
+    }
+
+    /// A failure of the backend or of the gateway on the backend's behalf.
+    pub fn upstream(status: StatusCode, message: impl Into<String>, code: &str) -> Self {
+        let kind = match status.as_u16() {
+            429 => "rate_limit_error",
+            400..=499 => "invalid_request_error",
+            _ => "api_error",
+        };
+        Self {
+            status,
+            message: message.into(),
+            kind,
+            param: None,
+            code: Some(code.into()),
+        }
+    }
+
+    /// The JSON body, as sent both in responses and as an SSE error event.
+    pub fn body(&self) -> serde_json::Value {
+        json!({"error": ErrorBody { message: &self.message, kind: self.kind, param: self.param.as_deref(), code: self.code.as_deref() }})
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    message: &'a str,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    param: Option<&'a str>,
+    code: Option<&'a str>,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body())).into_response()
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status.as_u16(), self.message)
+    }
+}

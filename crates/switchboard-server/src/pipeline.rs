@@ -1,0 +1,276 @@
+//! One answer from a backend route, as a channel of outputs: the native path hands the
+//! backend's events through the finisher; the prompted path parses the model's text first.
+//! A streaming response and a whole one read the same channel, so they cannot disagree.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use futures::StreamExt;
+use switchboard_parsers::{Family, ToolRequirement, parser};
+use switchboard_providers::BackendError;
+use switchboard_tools::{Message, Toolset};
+use switchboard_wire::{ChatRequest, StreamEvent};
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+use crate::finisher::{Finisher, Output};
+use crate::ids::CallIds;
+use crate::prompted::{
+    Parsed, from_parse_event, requirement, retry_messages, rewrite_messages, satisfies,
+};
+use crate::route::Route;
+
+pub type Outputs = mpsc::UnboundedReceiver<Result<Output, ApiError>>;
+pub type Sender = mpsc::UnboundedSender<Result<Output, ApiError>>;
+
+/// What one completion needs.
+#[derive(Debug)]
+pub struct Completion {
+    pub route: Arc<Route>,
+    /// The client's request, validated.
+    pub request: ChatRequest,
+    /// The request's tools, compiled, to check the model's calls.
+    pub tools: Toolset,
+    pub timeout: Duration,
+}
+
+/// Starts the answer. Dropping the receiver (the client went away) cancels the backend
+/// request.
+pub fn start(completion: Completion) -> Outputs {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let timeout = completion.timeout;
+        let work = async {
+            let outcome = match completion.route.prompted {
+                Some(family) => prompted(&completion, family, &sender).await,
+                None => native(&completion, &sender).await,
+            };
+            if let Err(error) = outcome {
+                let _ = sender.send(Err(error));
+            }
+        };
+        tokio::select! {
+            finished = tokio::time::timeout(timeout, work) => {
+                if finished.is_err() {
+                    let error = ApiError::upstream(
+                        StatusCode::GATEWAY_TIMEOUT,
+                        format!("the request took longer than {} s", timeout.as_secs()),
+                        "request_timeout",
+                    );
+                    let _ = sender.send(Err(error));
+                }
+            }
+            () = sender.closed() => {}
+        }
+    });
+    receiver
+}
+
+/// The backend's request: the client's, aimed at the route's model, with only the extra
+/// fields the route forwards. Backends are always asked to stream: the answer arrives the
+/// same either way, and a stream lets the client's stream start early.
+fn backend_request(
+    completion: &Completion,
+    messages: Vec<Message>,
+    with_tools: bool,
+) -> ChatRequest {
+    let route = &completion.route;
+    let mut request = completion.request.clone();
+    request.model = route.model.clone();
+    request.messages = messages;
+    request.stream = true;
+    request
+        .extra
+        .retain(|field, _| route.forward_fields.contains(field));
+    if !with_tools {
+        request.tools = Vec::new();
+        request.tool_choice = None;
+        request.parallel_tool_calls = None;
+    }
+    request
+}
+
+fn call_ids(completion: &Completion) -> CallIds {
+    CallIds::new(
+        completion
+            .request
+            .messages
+            .iter()
+            .flat_map(|message| match message {
+                Message::Assistant { tool_calls, .. } => {
+                    tool_calls.iter().map(|call| call.id.clone()).collect()
+                }
+                Message::Tool { tool_call_id, .. } => vec![tool_call_id.clone()],
+                _ => Vec::new(),
+            }),
+    )
+}
+
+pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError> {
+    for output in outputs {
+        if sender.send(Ok(output)).is_err() {
+            return Err(ApiError::invalid_request("the client went away", None));
+        }
+    }
+    Ok(())
+}
+
+async fn native(completion: &Completion, sender: &Sender) -> Result<(), ApiError> {
+    let route = &completion.route;
+    let mut finisher = Finisher::new(
+        call_ids(completion),
+        completion.tools.clone(),
+        route.policy,
+        false,
+        None,
+    );
+    let request = backend_request(completion, completion.request.messages.clone(), true);
+    let mut events = route.backend.chat(request).await.map_err(backend_error)?;
+    while let Some(event) = events.next().await {
+        send(sender, finisher.push(event.map_err(backend_error)?)?).await?;
+    }
+    send(sender, finisher.finish()?).await
+}
+
+async fn prompted(
+    completion: &Completion,
+    family: Family,
+    sender: &Sender,
+) -> Result<(), ApiError> {
+    let request = &completion.request;
+    let requirement =
+        requirement(request.tool_choice.as_ref()).filter(|_| !request.tools.is_empty());
+    let parallel = request.parallel_tool_calls != Some(false);
+    let mut messages = rewrite_messages(
+        family,
+        &request.messages,
+        &request.tools,
+        requirement.as_ref(),
+        parallel,
+    );
+    let enforced = requirement
+        .clone()
+        .filter(|requirement| *requirement != ToolRequirement::Auto);
+    let attempts = if enforced.is_some() { 2 } else { 1 };
+    let mut usage = None;
+    for attempt in 1..=attempts {
+        let mut finisher = Finisher::new(
+            call_ids(completion),
+            completion.tools.clone(),
+            completion.route.policy,
+            true,
+            (!parallel).then_some(1),
+        );
+        if let Some(earlier) = usage {
+            finisher.add_usage(earlier);
+        }
+        let mut gate = Gate {
+            requirement: enforced.clone(),
+            held: Vec::new(),
+        };
+        let mut parser = requirement.as_ref().map(|_| parser(family, &request.tools));
+        let mut answer = String::new();
+        let mut events = completion
+            .route
+            .backend
+            .chat(backend_request(completion, messages.clone(), false))
+            .await
+            .map_err(backend_error)?;
+        while let Some(event) = events.next().await {
+            let event = event.map_err(backend_error)?;
+            let outputs = match (event, parser.as_mut()) {
+                (StreamEvent::TextDelta(text), Some(parser)) => {
+                    answer.push_str(&text);
+                    through(&mut finisher, parser.feed(&text))?
+                }
+                (event, _) => finisher.push(event)?,
+            };
+            send(sender, gate.pass(outputs)).await?;
+        }
+        if let Some(parser) = parser.as_mut() {
+            let outputs = through(&mut finisher, parser.finish())?;
+            send(sender, gate.pass(outputs)).await?;
+        }
+        if gate.is_open() {
+            return send(sender, finisher.finish()?).await;
+        }
+        usage = finisher.usage();
+        if let (Some(enforced), true) = (&enforced, attempt < attempts) {
+            tracing::info!(route = %completion.route.name, "the model made no required tool call; asking once more");
+            messages.extend(retry_messages(family, enforced, answer));
+        }
+    }
+    let what = match &enforced {
+        Some(ToolRequirement::Named(name)) => format!("a call to {name}"),
+        _ => "a tool call".to_owned(),
+    };
+    Err(ApiError::upstream(
+        StatusCode::BAD_GATEWAY,
+        format!("tool_choice asked for {what}, and the model answered without one twice"),
+        "tool_call_required",
+    ))
+}
+
+/// Parser events through the finisher.
+fn through(
+    finisher: &mut Finisher,
+    events: Vec<switchboard_parsers::ParseEvent>,
+) -> Result<Vec<Output>, ApiError> {
+    let mut outputs = Vec::new();
+    for event in events {
+        match from_parse_event(event) {
+            Parsed::Event(event) => outputs.extend(finisher.push(event)?),
+            Parsed::Withdraw { index, text } => {
+                finisher.withdraw(index);
+                outputs.extend(finisher.push(StreamEvent::TextDelta(text))?);
+            }
+        }
+    }
+    Ok(outputs)
+}
+
+/// Holds everything back until a call that satisfies `tool_choice` appears, so an answer
+/// that will be retried never reaches the client.
+struct Gate {
+    requirement: Option<ToolRequirement>,
+    held: Vec<Output>,
+}
+
+impl Gate {
+    fn is_open(&self) -> bool {
+        self.requirement.is_none()
+    }
+
+    fn pass(&mut self, outputs: Vec<Output>) -> Vec<Output> {
+        let Some(requirement) = &self.requirement else {
+            return outputs;
+        };
+        let opens = outputs.iter().position(|output| {
+            matches!(output, Output::Event(StreamEvent::ToolCallStart { name, .. }) if satisfies(requirement, name))
+        });
+        self.held.extend(outputs);
+        if opens.is_some() {
+            self.requirement = None;
+            std::mem::take(&mut self.held)
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// A backend failure in OpenAI's error shape, with the status the provider layer chose.
+pub fn backend_error(error: BackendError) -> ApiError {
+    let code = match &error {
+        BackendError::Http { status: 429, .. } => "rate_limited",
+        BackendError::Http { .. } => "backend_error",
+        BackendError::Connect { .. } => "backend_unreachable",
+        BackendError::Timeout { .. } => "backend_timeout",
+        BackendError::StreamCut { .. } => "backend_stream_cut",
+        BackendError::Decode(_) | BackendError::Incomplete(_) => "backend_bad_answer",
+        BackendError::Unsupported(_) => "unsupported_by_backend",
+        BackendError::Config(_) => "backend_config",
+    };
+    let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::BAD_GATEWAY);
+    ApiError::upstream(status, error.to_string(), code)
+}

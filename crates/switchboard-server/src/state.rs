@@ -1,0 +1,76 @@
+//! Everything the handlers share, built once at start-up from the configuration.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use switchboard_characters::{CharacterRegistry, LoadOptions};
+
+use crate::config::Config;
+use crate::health::Health;
+use crate::route::Route;
+use crate::telemetry;
+
+/// Shared, read-only state of a running gateway (the character set swaps atomically inside
+/// its registry).
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub routes: Arc<Vec<Arc<Route>>>,
+    by_name: Arc<HashMap<String, usize>>,
+    pub characters: Arc<CharacterRegistry>,
+    pub character_route: Option<Arc<Route>>,
+    pub health: Arc<Health>,
+    pub metrics: PrometheusHandle,
+    pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+}
+
+impl AppState {
+    /// Builds the routes' clients and loads the characters. `env` reads API keys.
+    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let routes: Vec<Arc<Route>> = config
+            .routes
+            .iter()
+            .map(|route| Route::from_config(route, env).map(Arc::new))
+            .collect::<Result<_, _>>()?;
+        let by_name = routes
+            .iter()
+            .enumerate()
+            .map(|(index, route)| (route.name.clone(), index))
+            .collect::<HashMap<_, _>>();
+        let character_route = match &config.character_route {
+            Some(name) => by_name.get(name).map(|&index| Arc::clone(&routes[index])),
+            None => routes.first().cloned(),
+        };
+        if let Some(route) = &character_route
+            && route.prompted.is_some()
+        {
+            return Err(format!(
+                "character_route \"{}\" uses prompted tool calling; characters need a route with native tool calling",
+                route.name
+            ));
+        }
+        let characters = Arc::new(CharacterRegistry::load(
+            &config.characters,
+            LoadOptions::default(),
+        ));
+        let health = Arc::new(Health::new(&routes));
+        Ok(Self {
+            routes: Arc::new(routes),
+            by_name: Arc::new(by_name),
+            characters,
+            character_route,
+            health,
+            metrics: telemetry::prometheus(),
+            max_body_bytes: config.max_body_bytes,
+            request_timeout: config.request_timeout(),
+        })
+    }
+
+    pub fn route(&self, name: &str) -> Option<Arc<Route>> {
+        self.by_name
+            .get(name)
+            .map(|&index| Arc::clone(&self.routes[index]))
+    }
+}

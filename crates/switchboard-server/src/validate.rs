@@ -1,0 +1,458 @@
+//! Checks a chat-completions request before anything is sent anywhere: every rule that
+//! OpenAI enforces, every problem listed, each with the parameter it is about.
+
+use serde_json::{Map, Value};
+use switchboard_tools::{Profile, Toolset};
+
+use crate::error::ApiError;
+
+/// A problem with one parameter of the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Invalid {
+    param: String,
+    message: String,
+}
+
+/// What validation learned that later steps need.
+#[derive(Debug)]
+pub struct Checked {
+    pub model: String,
+    pub stream: bool,
+    pub include_usage: bool,
+    /// The request's tools compiled under the `api` profile, to check the model's calls.
+    pub tools: Toolset,
+}
+
+const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
+
+/// Validates a parsed request body. All problems are reported in one 400.
+pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
+    let Value::Object(request) = body else {
+        return Err(ApiError::invalid_request(
+            "the request body must be a JSON object",
+            None,
+        ));
+    };
+    let mut problems = Vec::new();
+    let model = match request.get("model") {
+        Some(Value::String(model)) if !model.trim().is_empty() => model.clone(),
+        Some(Value::String(_)) | None => {
+            problems.push(invalid(
+                "model",
+                "you must name a model (a route or character/<name>)",
+            ));
+            String::new()
+        }
+        Some(other) => {
+            problems.push(invalid("model", format!("expected a string, got {other}")));
+            String::new()
+        }
+    };
+    check_messages(request.get("messages"), &mut problems);
+    let tools = check_tools(request.get("tools"), &mut problems);
+    check_tool_choice(request, &tools, &mut problems);
+    let stream = match request.get("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(stream)) => *stream,
+        Some(other) => {
+            problems.push(invalid(
+                "stream",
+                format!("expected a boolean, got {other}"),
+            ));
+            false
+        }
+    };
+    let include_usage = match request.get("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(options) if !stream => {
+            problems.push(invalid(
+                "stream_options",
+                "stream_options is only allowed when stream is true",
+            ));
+            options.get("include_usage") == Some(&Value::Bool(true))
+        }
+        Some(options) => options.get("include_usage") == Some(&Value::Bool(true)),
+    };
+    check_number(request, "temperature", 0.0, 2.0, &mut problems);
+    check_number(request, "top_p", 0.0, 1.0, &mut problems);
+    for field in ["max_tokens", "max_completion_tokens"] {
+        match request.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(number)) if number.as_u64().is_some_and(|value| value > 0) => {}
+            Some(other) => problems.push(invalid(
+                field,
+                format!("must be a positive integer, got {other}"),
+            )),
+        }
+    }
+    match request.get("n") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(number)) if number.as_u64() == Some(1) => {}
+        Some(other) => problems.push(invalid(
+            "n",
+            format!("only n = 1 is supported, got {other}"),
+        )),
+    }
+    match request.get("parallel_tool_calls") {
+        None | Some(Value::Null) | Some(Value::Bool(_)) => {}
+        Some(other) => problems.push(invalid(
+            "parallel_tool_calls",
+            format!("expected a boolean, got {other}"),
+        )),
+    }
+    if problems.is_empty() {
+        Ok(Checked {
+            model,
+            stream,
+            include_usage,
+            tools: tools.unwrap_or_default(),
+        })
+    } else {
+        let param = problems.first().map(|first| first.param.clone());
+        let message = problems
+            .iter()
+            .map(|problem| format!("{}: {}", problem.param, problem.message))
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(ApiError::invalid_request(message, param))
+    }
+}
+
+fn invalid(param: impl Into<String>, message: impl Into<String>) -> Invalid {
+    Invalid {
+        param: param.into(),
+        message: message.into(),
+    }
+}
+
+fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
+    let messages = match messages {
+        Some(Value::Array(messages)) if !messages.is_empty() => messages,
+        Some(Value::Array(_)) | None => {
+            problems.push(invalid("messages", "at least one message is required"));
+            return;
+        }
+        Some(other) => {
+            problems.push(invalid(
+                "messages",
+                format!("expected an array, got {other}"),
+            ));
+            return;
+        }
+    };
+    let mut call_ids: Vec<&str> = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let at = |field: &str| {
+            if field.is_empty() {
+                format!("messages[{index}]")
+            } else {
+                format!("messages[{index}].{field}")
+            }
+        };
+        let Value::Object(message) = message else {
+            problems.push(invalid(at(""), "each message must be an object"));
+            continue;
+        };
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !ROLES.contains(&role) {
+            problems.push(invalid(
+                at("role"),
+                format!(
+                    "must be one of {}, got {}",
+                    ROLES.join(", "),
+                    message
+                        .get("role")
+                        .map_or("nothing".into(), Value::to_string)
+                ),
+            ));
+            continue;
+        }
+        let content = message.get("content").filter(|content| !content.is_null());
+        if let Some(content) = content
+            && !(content.is_string() || content.is_array())
+        {
+            problems.push(invalid(
+                at("content"),
+                "must be a string or an array of content parts",
+            ));
+        }
+        match role {
+            "assistant" => {
+                let calls = message.get("tool_calls").filter(|calls| !calls.is_null());
+                if content.is_none() && calls.is_none() {
+                    problems.push(invalid(
+                        at("content"),
+                        "an assistant message needs content or tool_calls",
+                    ));
+                }
+                if let Some(calls) = calls {
+                    check_assistant_calls(calls, &at("tool_calls"), &mut call_ids, problems);
+                }
+            }
+            "tool" => {
+                match message.get("tool_call_id").and_then(Value::as_str) {
+                    None => problems.push(invalid(
+                        at("tool_call_id"),
+                        "a tool message needs the tool_call_id it answers",
+                    )),
+                    Some(id) if !call_ids.contains(&id) => problems.push(invalid(
+                        at("tool_call_id"),
+                        format!(
+                            "\"{id}\" does not answer a tool call of an earlier assistant message"
+                        ),
+                    )),
+                    Some(_) => {}
+                }
+                if content.is_none() {
+                    problems.push(invalid(at("content"), "a tool message needs content"));
+                }
+            }
+            _ => {
+                if content.is_none() {
+                    problems.push(invalid(
+                        at("content"),
+                        format!("a {role} message needs content"),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn check_assistant_calls<'a>(
+    calls: &'a Value,
+    at: &str,
+    call_ids: &mut Vec<&'a str>,
+    problems: &mut Vec<Invalid>,
+) {
+    let Value::Array(calls) = calls else {
+        problems.push(invalid(at, "expected an array of tool calls"));
+        return;
+    };
+    for (index, call) in calls.iter().enumerate() {
+        match call.get("id").and_then(Value::as_str) {
+            Some(id) => call_ids.push(id),
+            None => problems.push(invalid(
+                format!("{at}[{index}].id"),
+                "each tool call needs an id",
+            )),
+        }
+        if call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .is_none()
+        {
+            problems.push(invalid(
+                format!("{at}[{index}].function.name"),
+                "each tool call needs a function name",
+            ));
+        }
+    }
+}
+
+fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Toolset> {
+    match tools {
+        None | Some(Value::Null) => None,
+        Some(list) => match Toolset::from_json(list, &Profile::api()) {
+            Ok(toolset) => Some(toolset),
+            Err(found) => {
+                for problem in found.0 {
+                    problems.push(invalid(
+                        format!("tools{}", pointer_to_param(&problem.path)),
+                        problem.message,
+                    ));
+                }
+                None
+            }
+        },
+    }
+}
+
+/// `/0/function/name` → `[0].function.name`, the way OpenAI names parameters.
+fn pointer_to_param(pointer: &str) -> String {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|segment| {
+            if segment.parse::<usize>().is_ok() {
+                format!("[{segment}]")
+            } else {
+                format!(".{}", segment.replace("~1", "/").replace("~0", "~"))
+            }
+        })
+        .collect()
+}
+
+fn check_tool_choice(
+    request: &Map<String, Value>,
+    tools: &Option<Toolset>,
+    problems: &mut Vec<Invalid>,
+) {
+    let Some(choice) = request
+        .get("tool_choice")
+        .filter(|choice| !choice.is_null())
+    else {
+        return;
+    };
+    let has_tools = request
+        .get("tools")
+        .is_some_and(|tools| tools.as_array().is_some_and(|tools| !tools.is_empty()));
+    match choice {
+        Value::String(mode) if mode == "none" || mode == "auto" || mode == "required" => {
+            if mode == "required" && !has_tools {
+                problems.push(invalid("tool_choice", "\"required\" needs at least one tool in tools"));
+            }
+        }
+        Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("function") => {
+            match object.get("function").and_then(|function| function.get("name")).and_then(Value::as_str) {
+                None => problems.push(invalid("tool_choice.function.name", "name the function the model must call")),
+                Some(name) => {
+                    let known = tools.as_ref().is_some_and(|tools| tools.get(name).is_some());
+                    if !known && problems.iter().all(|problem| !problem.param.starts_with("tools")) {
+                        problems.push(invalid("tool_choice.function.name", format!("\"{name}\" is not one of the request's tools")));
+                    }
+                }
+            }
+        }
+        other => problems.push(invalid(
+            "tool_choice",
+            format!("must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\", \"function\": {{\"name\": …}}}}, got {other}"),
+        )),
+    }
+}
+
+fn check_number(
+    request: &Map<String, Value>,
+    field: &str,
+    min: f64,
+    max: f64,
+    problems: &mut Vec<Invalid>,
+) {
+    match request.get(field) {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(number))
+            if number
+                .as_f64()
+                .is_some_and(|value| (min..=max).contains(&value)) => {}
+        Some(other) => problems.push(invalid(
+            field,
+            format!("must be a number from {min} to {max}, got {other}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn problems(body: Value) -> String {
+        check_request(&body)
+            .map(|_| String::new())
+            .unwrap_or_else(|error| error.message)
+    }
+
+    fn base() -> Value {
+        json!({"model": "qwen", "messages": [{"role": "user", "content": "hi"}]})
+    }
+
+    fn with(field: &str, value: Value) -> Value {
+        let mut body = base();
+        body[field] = value;
+        body
+    }
+
+    #[test]
+    fn a_plain_request_passes() {
+        assert_eq!(problems(base()), "");
+    }
+
+    #[test]
+    fn each_rule_names_its_parameter() {
+        assert!(problems(with("model", json!(""))).starts_with("model:"));
+        assert!(problems(with("messages", json!([]))).starts_with("messages: at least one"));
+        assert!(
+            problems(with("messages", json!([{"role": "robot", "content": "x"}])))
+                .starts_with("messages[0].role: must be one of")
+        );
+        assert!(
+            problems(with("messages", json!([{"role": "tool", "content": "x"}])))
+                .contains("messages[0].tool_call_id: a tool message needs")
+        );
+        assert!(
+            problems(with(
+                "messages",
+                json!([{"role": "tool", "tool_call_id": "call_1", "content": "x"}])
+            ))
+            .contains("does not answer a tool call")
+        );
+        assert!(
+            problems(with(
+                "messages",
+                json!([{"role": "assistant", "content": null}])
+            ))
+            .contains("needs content or tool_calls")
+        );
+        assert!(
+            problems(with("temperature", json!(2.5)))
+                .starts_with("temperature: must be a number from 0 to 2")
+        );
+        assert!(problems(with("top_p", json!(-0.1))).starts_with("top_p:"));
+        assert!(
+            problems(with("max_tokens", json!(0)))
+                .starts_with("max_tokens: must be a positive integer")
+        );
+        assert!(
+            problems(with("max_completion_tokens", json!(1.5)))
+                .starts_with("max_completion_tokens:")
+        );
+        assert!(
+            problems(with("stream_options", json!({"include_usage": true})))
+                .starts_with("stream_options: stream_options is only allowed")
+        );
+        assert!(
+            problems(with("tool_choice", json!("sometimes"))).starts_with("tool_choice: must be")
+        );
+        assert!(
+            problems(with("tool_choice", json!("required"))).contains("needs at least one tool")
+        );
+        assert!(
+            problems(with(
+                "tool_choice",
+                json!({"type": "function", "function": {"name": "nope"}})
+            ))
+            .contains("not one of the request's tools")
+        );
+        assert!(problems(with("tools", json!([{"type": "function", "function": {"name": "bad name", "parameters": {"type": "object"}}}]))).contains("tools[0].function.name:"));
+    }
+
+    #[test]
+    fn tool_history_that_answers_a_call_passes() {
+        let body = with(
+            "messages",
+            json!([
+                {"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
+            ]),
+        );
+        assert_eq!(problems(body), "");
+    }
+
+    #[test]
+    fn every_problem_is_listed_and_unknown_fields_pass() {
+        let mut body = with("temperature", json!(9));
+        body["top_p"] = json!(7);
+        body["reasoning_effort"] = json!("high");
+        let message = problems(body);
+        assert!(
+            message.contains("temperature:")
+                && message.contains("top_p:")
+                && !message.contains("reasoning_effort"),
+            "{message}"
+        );
+    }
+}

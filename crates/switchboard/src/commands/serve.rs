@@ -1,0 +1,122 @@
+//! `switchboard serve`: the gateway. Configuration comes from `switchboard.toml` (or
+//! `--config`), else from embedded defaults and the environment; flags and `SWITCHBOARD_*`
+//! variables override either.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use switchboard_server::{AppState, Config, shutdown_signal};
+
+use super::check::{init_character_logs, runtime};
+
+/// Serve OpenAI-compatible chat completions with tool calling, and the characters.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Configuration file (default: ./switchboard.toml when it exists).
+    #[arg(long, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, env = "SWITCHBOARD_LISTEN", value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// Directory of character files.
+    #[arg(long, env = "SWITCHBOARD_CHARACTERS", value_name = "DIR")]
+    characters: Option<PathBuf>,
+    /// The route characters talk through.
+    #[arg(long, env = "SWITCHBOARD_CHARACTER_ROUTE", value_name = "ROUTE")]
+    character_route: Option<String>,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "SWITCHBOARD_MAX_BODY_BYTES", value_name = "BYTES")]
+    max_body_bytes: Option<usize>,
+    /// Whole-request deadline, in seconds.
+    #[arg(long, env = "SWITCHBOARD_REQUEST_TIMEOUT_SECS", value_name = "SECS")]
+    request_timeout_secs: Option<u64>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    init_character_logs();
+    let config = load_config(&args)?;
+    runtime()?.block_on(async move {
+        let env = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+        };
+        let state = AppState::build(&config, &env).map_err(anyhow::Error::msg)?;
+        report_startup(&config, &state).await;
+        Arc::clone(&state.health).watch(Duration::from_secs(30));
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        tracing::info!("listening on http://{}", listener.local_addr()?);
+        switchboard_server::run(listener, state, shutdown_signal(), config.shutdown_grace())
+            .await?;
+        anyhow::Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn load_config(args: &Args) -> anyhow::Result<Config> {
+    let default_file = Path::new("switchboard.toml");
+    let mut config = match &args.config {
+        Some(path) => Config::from_file(path)?,
+        None if default_file.exists() => Config::from_file(default_file)?,
+        None => Config::from_environment(|name| {
+            std::env::var(name)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+        }),
+    };
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(characters) = &args.characters {
+        config.characters.clone_from(characters);
+    }
+    if args.character_route.is_some() {
+        config.character_route.clone_from(&args.character_route);
+    }
+    if let Some(bytes) = args.max_body_bytes {
+        config.max_body_bytes = bytes;
+    }
+    if let Some(seconds) = args.request_timeout_secs {
+        config.request_timeout_secs = seconds;
+    }
+    Ok(config)
+}
+
+/// Says plainly what is served and what is not reachable, so a missing backend is noticed
+/// at start rather than at the first request.
+async fn report_startup(config: &Config, state: &AppState) {
+    if state.routes.is_empty() {
+        tracing::warn!(
+            "no routes: give a switchboard.toml, or set OPENAI_BASE_URL, ANTHROPIC_API_KEY or OLLAMA_HOST; requests will get 404 until then"
+        );
+    }
+    state.health.check().await;
+    for backend in state.health.snapshot() {
+        match backend.reachable {
+            Some(true) => tracing::info!(
+                "route {}: backend {} is reachable",
+                backend.route,
+                backend.url
+            ),
+            _ => tracing::warn!(
+                "route {}: backend {} is NOT reachable ({}); requests to it get 502 until it is",
+                backend.route,
+                backend.url,
+                backend.detail.unwrap_or_default()
+            ),
+        }
+    }
+    let loaded = state.characters.current();
+    tracing::info!(
+        "characters from {}: {} loaded, {} rejected (switchboard check {} tells why)",
+        config.characters.display(),
+        loaded.characters.len(),
+        loaded.rejections.len(),
+        config.characters.display()
+    );
+}
