@@ -94,3 +94,41 @@ pub async fn shutdown_signal() {
         () = terminate => {}
     }
 }
+
+/// A gateway running in this process, for embedding it (and for tests and benchmarks).
+#[derive(Debug)]
+pub struct RunningGateway {
+    pub address: std::net::SocketAddr,
+    pub state: AppState,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningGateway {
+    /// Builds the state from `config` (API keys read through `env`), binds `config.listen`
+    /// (port 0 picks a free one) and serves in the background.
+    pub async fn start(config: &crate::Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let state = AppState::build(config, env)?;
+        let listener = TcpListener::bind(config.listen).await.map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
+        let address = listener.local_addr().map_err(|error| error.to_string())?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let served = tokio::spawn(run(listener, state.clone(), shutdown, config.shutdown_grace()));
+        Ok(Self { address, state, stop: Some(stop), served })
+    }
+
+    /// `http://ADDRESS`
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Stops accepting, lets in-flight requests finish within the grace period, and waits.
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.served).await.unwrap_or_else(|error| Err(std::io::Error::other(error)))
+    }
+}

@@ -18,6 +18,6 @@ mod telemetry;
 pub mod tool_checks;
 mod validate;
 
-pub use app::{router, run, shutdown_signal};
+pub use app::{RunningGateway, router, run, shutdown_signal};
 pub use config::{Config, ConfigError};
 pub use state::AppState;
