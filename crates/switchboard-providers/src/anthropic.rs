@@ -9,7 +9,7 @@ use switchboard_wire::anthropic::build_request;
 use switchboard_wire::ids::IdMap;
 use switchboard_wire::{ChatRequest, Format, StreamEvent};
 
-use crate::transport::Transport;
+use crate::transport::{Transport, secret_header};
 use crate::{Backend, BackendConfig, BackendError, EventStream};
 
 /// The API version this client's wire types follow.
@@ -28,10 +28,10 @@ impl AnthropicBackend {
             HeaderValue::from_static(API_VERSION),
         );
         if let Some(key) = &config.api_key {
-            let value = HeaderValue::from_str(key).map_err(|_| {
-                BackendError::Config("the API key is not a valid header value".to_owned())
-            })?;
-            headers.insert(HeaderName::from_static("x-api-key"), value);
+            headers.insert(
+                HeaderName::from_static("x-api-key"),
+                secret_header("API key", key)?,
+            );
         }
         Ok(Self {
             transport: Transport::new(config, headers)?,

@@ -2,11 +2,10 @@
 //! `tool_choice` Ollama cannot honour is refused before anything is sent.
 
 use futures::future::BoxFuture;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use switchboard_wire::ollama::build_request;
 use switchboard_wire::{ChatRequest, Format};
 
-use crate::transport::Transport;
+use crate::transport::{Transport, bearer_headers};
 use crate::{Backend, BackendConfig, BackendError, EventStream};
 
 #[derive(Debug)]
@@ -16,14 +15,8 @@ pub struct OllamaBackend {
 
 impl OllamaBackend {
     pub fn new(config: BackendConfig) -> Result<Self, BackendError> {
-        let mut headers = HeaderMap::new();
         // Ollama itself needs no key; proxies in front of it often do.
-        if let Some(key) = &config.api_key {
-            let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                BackendError::Config("the API key is not a valid header value".to_owned())
-            })?;
-            headers.insert(AUTHORIZATION, value);
-        }
+        let headers = bearer_headers(&config)?;
         Ok(Self {
             transport: Transport::new(config, headers)?,
         })

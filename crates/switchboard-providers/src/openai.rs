@@ -2,11 +2,10 @@
 //! `POST {base}/chat/completions` with a bearer key.
 
 use futures::future::BoxFuture;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use switchboard_wire::openai::{StreamOptions, build_request};
 use switchboard_wire::{ChatRequest, Format};
 
-use crate::transport::Transport;
+use crate::transport::{Transport, bearer_headers};
 use crate::{Backend, BackendConfig, BackendError, EventStream};
 
 #[derive(Debug)]
@@ -16,13 +15,7 @@ pub struct OpenAiBackend {
 
 impl OpenAiBackend {
     pub fn new(config: BackendConfig) -> Result<Self, BackendError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &config.api_key {
-            let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                BackendError::Config("the API key is not a valid header value".to_owned())
-            })?;
-            headers.insert(AUTHORIZATION, value);
-        }
+        let headers = bearer_headers(&config)?;
         Ok(Self {
             transport: Transport::new(config, headers)?,
         })

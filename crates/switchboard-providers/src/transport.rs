@@ -23,6 +23,26 @@ pub(crate) struct Transport {
     headers: HeaderMap,
 }
 
+/// A header carrying a secret from the configuration; an error names the header, never the value.
+pub(crate) fn secret_header(name: &str, value: &str) -> Result<HeaderValue, BackendError> {
+    let mut value = HeaderValue::from_str(value)
+        .map_err(|_| BackendError::Config(format!("the {name} is not a valid header value")))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// `Authorization: Bearer <key>` when a key is configured.
+pub(crate) fn bearer_headers(config: &BackendConfig) -> Result<HeaderMap, BackendError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &config.api_key {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            secret_header("API key", &format!("Bearer {key}"))?,
+        );
+    }
+    Ok(headers)
+}
+
 impl Transport {
     /// `headers` are the format's own (auth, version); the configured extra headers are added.
     pub(crate) fn new(config: BackendConfig, mut headers: HeaderMap) -> Result<Self, BackendError> {

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -13,158 +13,28 @@ use switchboard_providers::{
     AnthropicBackend, Backend, BackendConfig, BackendError, OllamaBackend, OpenAiBackend,
     TimeoutPhase, complete,
 };
+use switchboard_testkit::{Chunking, Reply, ScriptedServer};
 use switchboard_tools::{Message, ToolCall, ToolDefinition};
 use switchboard_wire::{ChatRequest, ChatResponse, FinishReason, StreamEvent, ToolChoice};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 fn fixture(name: &str) -> Vec<u8> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../switchboard-wire/tests/fixtures");
     std::fs::read(dir.join(name)).unwrap()
 }
 
-/// How a scripted reply's body is cut into HTTP chunks.
-#[derive(Debug, Clone, Copy)]
-enum Chunking {
-    Whole,
-    /// One HTTP chunk per SSE event or NDJSON line ending with this separator.
-    PerEvent(&'static str),
-    Bytes,
-}
-
-#[derive(Debug, Clone)]
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-    chunking: Chunking,
-    /// Seconds to stall after the first chunk (to trip the idle timeout).
-    stall_after_first: Option<u64>,
-    /// Close the connection without the final zero-length chunk.
-    drop_connection: bool,
-}
-
-impl Reply {
-    fn ok(content_type: &str, body: Vec<u8>, chunking: Chunking) -> Self {
-        Self {
-            status: 200,
-            headers: vec![("content-type", content_type.to_owned())],
-            body,
-            chunking,
-            stall_after_first: None,
-            drop_connection: false,
-        }
-    }
-
-    fn status(status: u16, body: &str) -> Self {
-        Self {
-            status,
-            ..Self::ok(
-                "application/json",
-                body.as_bytes().to_vec(),
-                Chunking::Whole,
-            )
-        }
+/// A JSON body with an error status, exactly as given.
+fn status(status: u16, body: &str) -> Reply {
+    Reply {
+        status,
+        ..Reply::ok("application/json", body, Chunking::Whole)
     }
 }
 
-#[derive(Debug, Clone)]
-struct Captured {
-    head: String,
-    body: Value,
+async fn serve(replies: Vec<Reply>) -> ScriptedServer {
+    ScriptedServer::start(replies).await
 }
 
-struct Server {
-    base: String,
-    captured: Arc<Mutex<Vec<Captured>>>,
-}
-
-impl Server {
-    fn requests(&self) -> Vec<Captured> {
-        self.captured.lock().unwrap().clone()
-    }
-}
-
-/// Serves `replies` in order, one per connection, over HTTP/1.1 chunked encoding.
-async fn serve(replies: Vec<Reply>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let captured = Arc::new(Mutex::new(Vec::new()));
-    let log = captured.clone();
-    tokio::spawn(async move {
-        for reply in replies {
-            let (socket, _) = listener.accept().await.unwrap();
-            let log = log.clone();
-            tokio::spawn(answer(socket, reply, log));
-        }
-    });
-    Server { base, captured }
-}
-
-async fn answer(mut socket: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Captured>>>) {
-    socket.set_nodelay(true).unwrap();
-    let mut request = Vec::new();
-    let mut buffer = [0u8; 4096];
-    let head_end = loop {
-        let read = socket.read(&mut buffer).await.unwrap();
-        assert!(read > 0, "client closed before sending a request");
-        request.extend_from_slice(&buffer[..read]);
-        if let Some(at) = request.windows(4).position(|window| window == b"\r\n\r\n") {
-            break at + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&request[..head_end]).to_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .map_or(0, |value| value.trim().parse().unwrap());
-    while request.len() < head_end + length {
-        let read = socket.read(&mut buffer).await.unwrap();
-        request.extend_from_slice(&buffer[..read]);
-    }
-    let body = serde_json::from_slice(&request[head_end..head_end + length]).unwrap_or(Value::Null);
-    log.lock().unwrap().push(Captured { head, body });
-
-    let mut response = format!(
-        "HTTP/1.1 {} Scripted\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
-        reply.status
-    );
-    for (name, value) in &reply.headers {
-        response.push_str(&format!("{name}: {value}\r\n"));
-    }
-    response.push_str("\r\n");
-    socket.write_all(response.as_bytes()).await.unwrap();
-    let pieces: Vec<&[u8]> = match reply.chunking {
-        Chunking::Whole => vec![&reply.body[..]],
-        Chunking::Bytes => reply.body.chunks(1).collect(),
-        Chunking::PerEvent(separator) => {
-            let text = std::str::from_utf8(&reply.body).unwrap();
-            text.split_inclusive(separator).map(str::as_bytes).collect()
-        }
-    };
-    for (position, piece) in pieces.into_iter().enumerate() {
-        if piece.is_empty() {
-            continue;
-        }
-        let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
-        frame.extend_from_slice(piece);
-        frame.extend_from_slice(b"\r\n");
-        if socket.write_all(&frame).await.is_err() {
-            return;
-        }
-        if position == 0
-            && let Some(seconds) = reply.stall_after_first
-        {
-            tokio::time::sleep(Duration::from_secs(seconds)).await;
-        }
-    }
-    if !reply.drop_connection {
-        let _ = socket.write_all(b"0\r\n\r\n").await;
-    }
-    let _ = socket.shutdown().await;
-}
-
-fn config(server: &Server) -> BackendConfig {
+fn config(server: &ScriptedServer) -> BackendConfig {
     let mut config = BackendConfig::new(&server.base).with_api_key("test-key");
     config.retry_backoff = Duration::from_millis(10);
     config.extra_headers.push(("x-extra".into(), "yes".into()));
@@ -398,11 +268,11 @@ async fn requests_carry_each_formats_headers_and_body() {
 
 #[tokio::test]
 async fn http_429_is_retried_then_succeeds() {
-    let mut limited = Reply::status(
+    let mut limited = status(
         429,
         r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#,
     );
-    limited.headers.push(("retry-after", "0".into()));
+    limited.headers.push(("retry-after".into(), "0".into()));
     let server = serve(vec![
         limited,
         Reply::ok(
@@ -423,9 +293,9 @@ async fn http_429_is_retried_then_succeeds() {
 async fn http_429_past_the_retries_keeps_its_status() {
     let body = r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#;
     let server = serve(vec![
-        Reply::status(429, body),
-        Reply::status(429, body),
-        Reply::status(429, body),
+        status(429, body),
+        status(429, body),
+        status(429, body),
     ])
     .await;
     let error = complete(&OpenAiBackend::new(config(&server)).unwrap(), request(true))
@@ -441,7 +311,7 @@ async fn http_429_past_the_retries_keeps_its_status() {
 
 #[tokio::test]
 async fn http_400_carries_the_providers_message_and_is_not_retried() {
-    let server = serve(vec![Reply::status(
+    let server = serve(vec![status(
         400,
         r#"{"type":"error","error":{"type":"invalid_request_error","message":"tools.0.input_schema: Field required"}}"#,
     )])
@@ -528,7 +398,8 @@ async fn a_silent_stream_times_out_with_its_phase() {
         fixture("openai_parallel.sse"),
         Chunking::PerEvent("\n\n"),
     );
-    stalled.stall_after_first = Some(5);
+    // After the first event the rest never comes: the gate is never opened.
+    stalled.gate = Some((1, Arc::new(tokio::sync::Notify::new())));
     let server = serve(vec![stalled]).await;
     let mut config = config(&server);
     config.idle_timeout = Duration::from_millis(200);
