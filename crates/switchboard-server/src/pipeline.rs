@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use futures::StreamExt;
-use switchboard_parsers::{Family, ToolRequirement, parser};
+use switchboard_parsers::{ToolRequirement, parser};
 use switchboard_providers::BackendError;
 use switchboard_tools::{Message, Toolset};
 use switchboard_wire::{ChatRequest, StreamEvent};
@@ -42,11 +42,7 @@ pub fn start(completion: Completion) -> Outputs {
     tokio::spawn(async move {
         let timeout = completion.timeout;
         let work = async {
-            let outcome = match completion.route.prompted {
-                Some(family) => prompted(&completion, family, &sender).await,
-                None => native(&completion, &sender).await,
-            };
-            if let Err(error) = outcome {
+            if let Err(error) = answer(&completion, &sender).await {
                 let _ = sender.send(Err(error));
             }
         };
@@ -116,51 +112,40 @@ pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError>
     Ok(())
 }
 
-async fn native(completion: &Completion, sender: &Sender) -> Result<(), ApiError> {
-    let route = &completion.route;
-    let mut finisher = Finisher::new(
-        call_ids(completion),
-        completion.tools.clone(),
-        route.policy,
-        false,
-        None,
-    );
-    let request = backend_request(completion, completion.request.messages.clone(), true);
-    let mut events = route.backend.chat(request).await.map_err(backend_error)?;
-    while let Some(event) = events.next().await {
-        send(sender, finisher.push(event.map_err(backend_error)?)?).await?;
-    }
-    send(sender, finisher.finish()?).await
-}
-
-async fn prompted(
-    completion: &Completion,
-    family: Family,
-    sender: &Sender,
-) -> Result<(), ApiError> {
+/// Both paths: native routes pass the backend's events through; prompted routes parse the
+/// model's text first. `tool_choice: required` or a named function is enforced on both
+/// (backends that ignore it exist): nothing reaches the client until a satisfying call
+/// appears, one retry follows an answer without one, then an error.
+async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError> {
     let request = &completion.request;
+    let family = completion.route.prompted;
     let requirement =
         requirement(request.tool_choice.as_ref()).filter(|_| !request.tools.is_empty());
     let parallel = request.parallel_tool_calls != Some(false);
-    let mut messages = rewrite_messages(
-        family,
-        &request.messages,
-        &request.tools,
-        requirement.as_ref(),
-        parallel,
-    );
+    let mut messages = match family {
+        Some(family) => rewrite_messages(
+            family,
+            &request.messages,
+            &request.tools,
+            requirement.as_ref(),
+            parallel,
+        ),
+        None => request.messages.clone(),
+    };
     let enforced = requirement
         .clone()
         .filter(|requirement| *requirement != ToolRequirement::Auto);
     let attempts = if enforced.is_some() { 2 } else { 1 };
     let mut usage = None;
     for attempt in 1..=attempts {
+        // Only prompted routes cap the calls themselves; native backends get the flag.
+        let max_calls = (family.is_some() && !parallel).then_some(1);
         let mut finisher = Finisher::new(
             call_ids(completion),
             completion.tools.clone(),
             completion.route.policy,
-            true,
-            (!parallel).then_some(1),
+            family.is_some(),
+            max_calls,
         );
         if let Some(earlier) = usage {
             finisher.add_usage(earlier);
@@ -169,20 +154,25 @@ async fn prompted(
             requirement: enforced.clone(),
             held: Vec::new(),
         };
-        let mut parser = requirement.as_ref().map(|_| parser(family, &request.tools));
-        let mut answer = String::new();
+        let mut parser = family
+            .filter(|_| requirement.is_some())
+            .map(|family| parser(family, &request.tools));
+        let mut text = String::new();
         let mut events = completion
             .route
             .backend
-            .chat(backend_request(completion, messages.clone(), false))
+            .chat(backend_request(
+                completion,
+                messages.clone(),
+                family.is_none(),
+            ))
             .await
             .map_err(backend_error)?;
         while let Some(event) = events.next().await {
-            let event = event.map_err(backend_error)?;
-            let outputs = match (event, parser.as_mut()) {
-                (StreamEvent::TextDelta(text), Some(parser)) => {
-                    answer.push_str(&text);
-                    through(&mut finisher, parser.feed(&text))?
+            let outputs = match (event.map_err(backend_error)?, parser.as_mut()) {
+                (StreamEvent::TextDelta(delta), Some(parser)) => {
+                    text.push_str(&delta);
+                    through(&mut finisher, parser.feed(&delta))?
                 }
                 (event, _) => finisher.push(event)?,
             };
@@ -196,9 +186,13 @@ async fn prompted(
             return send(sender, finisher.finish()?).await;
         }
         usage = finisher.usage();
-        if let (Some(enforced), true) = (&enforced, attempt < attempts) {
+        if attempt < attempts
+            && let Some(enforced) = &enforced
+        {
             tracing::info!(route = %completion.route.name, "the model made no required tool call; asking once more");
-            messages.extend(retry_messages(family, enforced, answer));
+            if let Some(family) = family {
+                messages.extend(retry_messages(family, enforced, text));
+            }
         }
     }
     let what = match &enforced {
