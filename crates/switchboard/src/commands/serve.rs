@@ -48,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let state = AppState::build(&config, &env).map_err(anyhow::Error::msg)?;
         report_startup(&config, &state).await;
         Arc::clone(&state.health).watch(Duration::from_secs(30));
+        reload_on_hangup(Arc::clone(&state.characters));
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -85,6 +86,38 @@ fn load_config(args: &Args) -> anyhow::Result<Config> {
         config.request_timeout_secs = seconds;
     }
     Ok(config)
+}
+
+/// `kill -HUP` re-reads the characters directory; conversations already running keep the
+/// character they started with.
+fn reload_on_hangup(characters: Arc<switchboard_characters::CharacterRegistry>) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        let Ok(mut hangups) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            tracing::warn!("cannot listen for SIGHUP; characters will not reload");
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            let registry = Arc::clone(&characters);
+            match tokio::task::spawn_blocking(move || registry.reload()).await {
+                Ok(loaded) => {
+                    tracing::info!(
+                        "characters reloaded: {} loaded, {} rejected",
+                        loaded.characters.len(),
+                        loaded.rejections.len()
+                    );
+                    for rejection in &loaded.rejections {
+                        tracing::warn!("{rejection}");
+                    }
+                }
+                Err(error) => tracing::error!("reloading characters failed: {error}"),
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = characters;
 }
 
 /// Says plainly what is served and what is not reachable, so a missing backend is noticed
