@@ -22,7 +22,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/models", get(handlers::models))
         .route("/healthz", get(handlers::healthz))
         .route("/metrics", get(handlers::metrics))
-        .fallback(|| async { ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/models, /healthz and /metrics", None).with_code("not_found").into_response() })
+        .fallback(|| async {
+            let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/models, /healthz and /metrics", None).with_code("not_found");
+            ApiError { status: axum::http::StatusCode::NOT_FOUND, ..error }.into_response()
+        })
         // The chat handler reads its body under the configured limit itself, to answer 413 in OpenAI's shape.
         .layer(DefaultBodyLimit::disable())
         .layer(middleware::from_fn(with_request_id))
@@ -107,16 +110,31 @@ pub struct RunningGateway {
 impl RunningGateway {
     /// Builds the state from `config` (API keys read through `env`), binds `config.listen`
     /// (port 0 picks a free one) and serves in the background.
-    pub async fn start(config: &crate::Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub async fn start(
+        config: &crate::Config,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
         let state = AppState::build(config, env)?;
-        let listener = TcpListener::bind(config.listen).await.map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
         let address = listener.local_addr().map_err(|error| error.to_string())?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let served = tokio::spawn(run(listener, state.clone(), shutdown, config.shutdown_grace()));
-        Ok(Self { address, state, stop: Some(stop), served })
+        let served = tokio::spawn(run(
+            listener,
+            state.clone(),
+            shutdown,
+            config.shutdown_grace(),
+        ));
+        Ok(Self {
+            address,
+            state,
+            stop: Some(stop),
+            served,
+        })
     }
 
     /// `http://ADDRESS`
@@ -129,6 +147,8 @@ impl RunningGateway {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        (&mut self.served).await.unwrap_or_else(|error| Err(std::io::Error::other(error)))
+        (&mut self.served)
+            .await
+            .unwrap_or_else(|error| Err(std::io::Error::other(error)))
     }
 }

@@ -78,12 +78,23 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
     for field in ["max_tokens", "max_completion_tokens"] {
         match request.get(field) {
             None | Some(Value::Null) => {}
-            Some(Value::Number(number)) if number.as_u64().is_some_and(|value| value > 0) => {}
+            Some(Value::Number(number))
+                if number
+                    .as_u64()
+                    .is_some_and(|value| value > 0 && value <= u64::from(u32::MAX)) => {}
             Some(other) => problems.push(invalid(
                 field,
-                format!("must be a positive integer, got {other}"),
+                format!("must be a positive integer up to {}, got {other}", u32::MAX),
             )),
         }
+    }
+    match request.get("stop") {
+        None | Some(Value::Null) | Some(Value::String(_)) => {}
+        Some(Value::Array(stops)) if stops.iter().all(Value::is_string) => {}
+        Some(other) => problems.push(invalid(
+            "stop",
+            format!("must be a string or an array of strings, got {other}"),
+        )),
     }
     match request.get("n") {
         None | Some(Value::Null) => {}

@@ -4,8 +4,12 @@
 // A test double fails loudly: a panic here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod anthropic;
+mod ollama;
 mod openai;
 mod server;
 
+pub use anthropic::AnthropicScript;
+pub use ollama::OllamaScript;
 pub use openai::{OpenAiScript, sse_body};
 pub use server::{Captured, Chunking, Reply, ScriptedServer};

@@ -40,6 +40,13 @@ impl OpenAiScript {
         self
     }
 
+    /// A chunk with this raw `delta`, for shapes the other builders do not make (text and a
+    /// call in one delta, a call without an id, several calls at once).
+    pub fn delta(mut self, delta: Value) -> Self {
+        self.chunks.push(self::delta(delta));
+        self
+    }
+
     /// The closing chunk with its finish reason and usage; without it the stream is cut short.
     pub fn finish(mut self, reason: &str, prompt_tokens: u64, completion_tokens: u64) -> Self {
         self.chunks.push(json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
@@ -57,7 +64,12 @@ impl OpenAiScript {
 
     /// The reply, one HTTP chunk per SSE event.
     pub fn reply(&self) -> Reply {
-        Reply::sse(self.body(), Chunking::PerEvent("\n\n"))
+        self.reply_in(Chunking::PerEvent("\n\n"))
+    }
+
+    /// The reply in the given chunking.
+    pub fn reply_in(&self, chunking: Chunking) -> Reply {
+        Reply::sse(self.body(), chunking)
     }
 
     /// The reply cut off after `events` SSE events, without `[DONE]` and without closing

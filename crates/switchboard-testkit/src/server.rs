@@ -57,6 +57,12 @@ impl Reply {
     pub fn sse(body: impl Into<Vec<u8>>, chunking: Chunking) -> Self {
         Self::ok("text/event-stream", body, chunking)
     }
+
+    /// The same reply with one more response header (`retry-after`, for instance).
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
 }
 
 /// A request the server received.

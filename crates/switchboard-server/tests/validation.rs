@@ -1,0 +1,347 @@
+//! Request validation over HTTP: every rule answers 400 in OpenAI's error shape naming the
+//! parameter, before anything reaches a backend; size and syntax problems get their own
+//! statuses; unknown fields pass but stay at the gateway unless a route forwards them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use switchboard_testkit::{OpenAiScript, ScriptedServer};
+
+fn call(id: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}})
+}
+
+fn with(field: &str, value: Value) -> Value {
+    let mut body = with_tools("qwen", "hi");
+    body[field] = value;
+    body
+}
+
+fn messages(list: Value) -> Value {
+    with("messages", list)
+}
+
+#[tokio::test]
+async fn every_rule_is_a_400_naming_its_parameter_and_nothing_is_sent() {
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let user = json!({"role": "user", "content": "hi"});
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (with("model", json!("")), "model", "must name a model"),
+        (with("model", json!("  ")), "model", "must name a model"),
+        (with("model", json!(7)), "model", "expected a string"),
+        (
+            messages(json!([])),
+            "messages",
+            "at least one message is required",
+        ),
+        (
+            {
+                let mut body = with_tools("qwen", "hi");
+                body.as_object_mut().unwrap().remove("messages");
+                body
+            },
+            "messages",
+            "at least one message",
+        ),
+        (messages(json!("hello")), "messages", "expected an array"),
+        (
+            messages(json!([{"role": "robot", "content": "beep"}])),
+            "messages[0].role",
+            "must be one of system, developer, user, assistant, tool",
+        ),
+        (
+            messages(json!([user, {"content": "no role"}])),
+            "messages[1].role",
+            "got nothing",
+        ),
+        (
+            messages(json!([user, {"role": "tool", "content": "sunny"}])),
+            "messages[1].tool_call_id",
+            "needs the tool_call_id",
+        ),
+        (
+            messages(json!([user, {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}])),
+            "messages[1].tool_call_id",
+            "\"call_1\" does not answer a tool call of an earlier assistant message",
+        ),
+        // The call it answers comes later: still not an earlier call.
+        (
+            messages(json!([user,
+                {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+                {"role": "assistant", "content": null, "tool_calls": [call("call_1")]}])),
+            "messages[1].tool_call_id",
+            "does not answer",
+        ),
+        (
+            messages(json!([user,
+                {"role": "assistant", "content": null, "tool_calls": [call("call_1")]},
+                {"role": "tool", "tool_call_id": "call_1"}])),
+            "messages[2].content",
+            "a tool message needs content",
+        ),
+        (
+            messages(json!([user, {"role": "assistant", "content": null}])),
+            "messages[1].content",
+            "needs content or tool_calls",
+        ),
+        (
+            messages(json!([{"role": "user", "content": 42}])),
+            "messages[0].content",
+            "must be a string or an array",
+        ),
+        (
+            messages(
+                json!([user, {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}]),
+            ),
+            "messages[1].tool_calls[0].id",
+            "needs an id",
+        ),
+        (
+            with("tool_choice", json!("sometimes")),
+            "tool_choice",
+            "must be \"auto\", \"none\", \"required\"",
+        ),
+        (
+            with(
+                "tool_choice",
+                json!({"type": "function", "function": {"name": "get_stock"}}),
+            ),
+            "tool_choice.function.name",
+            "\"get_stock\" is not one of the request's tools",
+        ),
+        (
+            with("tool_choice", json!({"type": "function", "function": {}})),
+            "tool_choice.function.name",
+            "name the function",
+        ),
+        (
+            {
+                let mut body = request("qwen", "hi");
+                body["tool_choice"] = json!("required");
+                body
+            },
+            "tool_choice",
+            "needs at least one tool",
+        ),
+        (
+            with("stream_options", json!({"include_usage": true})),
+            "stream_options",
+            "only allowed when stream is true",
+        ),
+        (
+            with("temperature", json!(2.5)),
+            "temperature",
+            "from 0 to 2",
+        ),
+        (
+            with("temperature", json!(-0.1)),
+            "temperature",
+            "from 0 to 2",
+        ),
+        (
+            with("temperature", json!("hot")),
+            "temperature",
+            "from 0 to 2",
+        ),
+        (with("top_p", json!(1.5)), "top_p", "from 0 to 1"),
+        (with("top_p", json!(-1)), "top_p", "from 0 to 1"),
+        (
+            with("max_tokens", json!(0)),
+            "max_tokens",
+            "positive integer",
+        ),
+        (
+            with("max_tokens", json!(-5)),
+            "max_tokens",
+            "positive integer",
+        ),
+        (
+            with("max_tokens", json!(1.5)),
+            "max_tokens",
+            "positive integer",
+        ),
+        (
+            with("max_completion_tokens", json!(0)),
+            "max_completion_tokens",
+            "positive integer",
+        ),
+        (with("stream", json!("yes")), "stream", "expected a boolean"),
+        (with("n", json!(2)), "n", "only n = 1"),
+        (
+            with("parallel_tool_calls", json!("no")),
+            "parallel_tool_calls",
+            "expected a boolean",
+        ),
+    ];
+    for (body, param, message) in cases {
+        let error = post(&gateway, &body).await.error(400);
+        assert_eq!(error["param"], param, "{body}\n{error}");
+        assert_eq!(error["type"], "invalid_request_error", "{error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(message),
+            "{body}\nexpected {message:?} in {error}"
+        );
+    }
+    assert!(
+        backend.requests().is_empty(),
+        "a bad request reached the backend"
+    );
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn invalid_tools_list_every_problem() {
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let body = with(
+        "tools",
+        json!([
+            {"type": "function", "function": {"name": "get weather", "parameters": {"type": "object"}}},
+            weather_tool(),
+            {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "strang"}}}}},
+        ]),
+    );
+    let error = post(&gateway, &body).await.error(400);
+    let message = error["message"].as_str().unwrap();
+    assert_eq!(error["param"], "tools[0].function.name", "{error}");
+    assert!(message.contains("tools[0].function.name:"), "{message}");
+    assert!(message.contains("tools[2]"), "{message}");
+    assert!(
+        !message.contains("tool_choice"),
+        "a tool_choice naming a broken list is not blamed too: {message}"
+    );
+    // Several problems at once are all listed, in order.
+    let mut body = with("temperature", json!(3));
+    body["top_p"] = json!(2);
+    body["max_tokens"] = json!(0);
+    let error = post(&gateway, &body).await.error(400);
+    let message = error["message"].as_str().unwrap();
+    assert_eq!(error["param"], "temperature");
+    let at = |needle: &str| {
+        message
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {message}"))
+    };
+    assert!(at("temperature:") < at("top_p:") && at("top_p:") < at("max_tokens:"));
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn bodies_that_are_not_requests_are_400s_never_500s() {
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let error = post_bytes(
+        &gateway,
+        b"{\"model\": \"qwen\",\n \"messages\": [}".to_vec(),
+    )
+    .await
+    .error(400);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("not valid JSON") && message.contains("line 2 column 15"),
+        "{message}"
+    );
+    for body in [
+        b"".to_vec(),
+        b"[1, 2]".to_vec(),
+        b"\"text\"".to_vec(),
+        b"{\"model\": \"qwen\", \"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}"
+            .to_vec(),
+    ] {
+        post_bytes(&gateway, body).await.error(400);
+    }
+    // Values the wire types cannot hold are named like every other problem.
+    for (field, value) in [
+        ("max_tokens", json!(5_000_000_000u64)),
+        ("stop", json!(5)),
+        ("stop", json!(["END", 5])),
+    ] {
+        let error = post(&gateway, &with(field, value)).await.error(400);
+        assert_eq!(error["param"], field, "{error}");
+    }
+    assert!(backend.requests().is_empty());
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_413() {
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = start(
+        "max_body_bytes = 512",
+        &[route("qwen", "openai", &backend.base, "")],
+    )
+    .await;
+    let big = request("qwen", &"x".repeat(600));
+    let error = post(&gateway, &big).await.error(413);
+    assert_eq!(error["code"], "request_too_large");
+    assert!(
+        error["message"].as_str().unwrap().contains("512 bytes"),
+        "{error}"
+    );
+    // Under the limit the request goes on (to a backend that is not there).
+    let small = request("qwen", "x");
+    assert_eq!(post(&gateway, &small).await.status, 502);
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unknown_model_is_404() {
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let error = post(&gateway, &request("gpt-9", "hi")).await.error(404);
+    assert_eq!(error["param"], "model");
+    assert_eq!(error["code"], "model_not_found");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"gpt-9\"") && message.contains("qwen"),
+        "{message}"
+    );
+    let error = post(&gateway, &request("character/nobody", "hi"))
+        .await
+        .error(404);
+    assert!(
+        error["message"].as_str().unwrap().contains("nobody"),
+        "{error}"
+    );
+    let error = get(&gateway, "/v1/completions").await.error(404);
+    assert_eq!(error["code"], "not_found");
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_fields_are_accepted_and_forwarded_only_when_the_route_names_them() {
+    let answer = || OpenAiScript::new().text("ok").finish("stop", 1, 1).reply();
+    let backend = ScriptedServer::start(vec![answer(), answer()]).await;
+    let gateway = start(
+        "",
+        &[
+            route("plain", "openai", &backend.base, ""),
+            route(
+                "forwarding",
+                "openai",
+                &backend.base,
+                "forward_fields = [\"reasoning_effort\"]",
+            ),
+        ],
+    )
+    .await;
+    for model in ["plain", "forwarding"] {
+        let mut body = request(model, "hi");
+        body["reasoning_effort"] = json!("high");
+        body["vendor_extension"] = json!({"x": 1});
+        let answer = post(&gateway, &body).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(answer.json()["choices"][0]["message"]["content"], "ok");
+    }
+    let plain = sent(&backend, 0);
+    let forwarding = sent(&backend, 1);
+    assert!(plain.get("reasoning_effort").is_none(), "{plain}");
+    assert!(plain.get("vendor_extension").is_none(), "{plain}");
+    assert_eq!(forwarding["reasoning_effort"], "high", "{forwarding}");
+    assert!(forwarding.get("vendor_extension").is_none(), "{forwarding}");
+    assert_eq!(plain["model"], BACKEND_MODEL);
+    gateway.stop().await.unwrap();
+}
