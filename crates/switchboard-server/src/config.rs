@@ -17,7 +17,7 @@ pub struct Config {
     pub listen: SocketAddr,
     #[serde(default = "default_characters")]
     pub characters: PathBuf,
-    /// The route characters talk through; the first route when absent.
+    /// The route characters talk through; the first native route when absent.
     #[serde(default)]
     pub character_route: Option<String>,
     /// Largest request body accepted, in bytes.

@@ -41,7 +41,12 @@ impl AppState {
             .collect::<HashMap<_, _>>();
         let character_route = match &config.character_route {
             Some(name) => by_name.get(name).map(|&index| Arc::clone(&routes[index])),
-            None => routes.first().cloned(),
+            // Characters need native tool calling: a prompted first route must not stop
+            // a prompted-only gateway from starting.
+            None => routes
+                .iter()
+                .find(|route| route.prompted.is_none())
+                .cloned(),
         };
         if let Some(route) = &character_route
             && route.prompted.is_some()
