@@ -153,9 +153,10 @@ impl Finisher {
             other => other,
         };
         out.push(Output::Event(StreamEvent::Finish(reason)));
-        if let Some(usage) = self.usage.take() {
-            out.push(Output::Event(StreamEvent::Usage(usage)));
-        }
+        // Always a usage, zero when the backend reported none: the whole body always has
+        // one, so a stream asked for `include_usage` must have one too.
+        let usage = self.usage.take().unwrap_or_default();
+        out.push(Output::Event(StreamEvent::Usage(usage)));
         Ok(out)
     }
 

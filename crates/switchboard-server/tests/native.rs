@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use switchboard_testkit::{
-    AnthropicScript, Chunking, OllamaScript, OpenAiScript, Reply, ScriptedServer,
+    AnthropicScript, Chunking, OllamaScript, OpenAiScript, Reply, ScriptedServer, sse_body,
 };
 
 const GOOD_ID: &str = "call_abcdefghijklmnopqrstuvwx";
@@ -449,5 +449,97 @@ async fn ollama_cannot_be_made_to_call_a_tool_and_says_so() {
         "{error}"
     );
     assert!(backend.requests().is_empty());
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_backend_that_reports_no_usage_still_gives_usage_both_ways() {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let body = sse_body(
+        &[
+            chunk(
+                json!({"reasoning_content": "The user greets me."}),
+                Value::Null,
+            ),
+            chunk(json!({"content": "Hello!"}), Value::Null),
+            chunk(json!({}), json!("stop")),
+        ],
+        true,
+    );
+    for chunking in CHUNKINGS {
+        let (answer, _, _) = both_ways(
+            "openai",
+            Reply::sse(body.clone(), chunking),
+            &request("qwen", "hi"),
+        )
+        .await;
+        assert_eq!(answer["content"], "Hello!");
+        assert_eq!(answer["reasoning_content"], "The user greets me.");
+        check_usage(&answer, 0, 0);
+    }
+}
+
+#[tokio::test]
+async fn tool_choice_required_and_named_are_enforced_on_native_routes() {
+    let prose = OpenAiScript::new()
+        .text("I would rather chat.")
+        .finish("stop", 5, 5);
+    let call = OpenAiScript::new()
+        .tool_call(GOOD_ID, "get_weather", &["{\"city\": \"Rome\"}"])
+        .finish("tool_calls", 5, 5);
+    let time = OpenAiScript::new()
+        .tool_call(GOOD_ID, "get_time", &["{}"])
+        .finish("tool_calls", 5, 5);
+    let backend = ScriptedServer::start(vec![
+        prose.reply(),
+        call.reply(),
+        prose.reply(),
+        prose.reply(),
+        time.reply(),
+        time.reply(),
+    ])
+    .await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let mut body = with_tools("qwen", "Weather in Rome?");
+    body["tool_choice"] = json!("required");
+    // Prose first, then the call: only the call reaches the client.
+    let streamed = post_stream(&gateway, &streaming(body.clone())).await;
+    assert!(streamed.done, "{}", streamed.text);
+    let answer = accumulate(&streamed.chunks);
+    assert_eq!(answer["content"], Value::Null, "{answer}");
+    assert_eq!(answer["tool_calls"][0]["function"]["name"], "get_weather");
+    assert_eq!(answer["finish_reason"], "tool_calls");
+    assert_eq!(sent(&backend, 1)["tool_choice"], "required");
+    // Prose twice: an error, never prose with a tool_calls finish.
+    let error = post(&gateway, &body).await.error(502);
+    assert_eq!(error["code"], "tool_call_required");
+    // A call to another tool does not satisfy a named choice.
+    body["tool_choice"] = json!({"type": "function", "function": {"name": "get_weather"}});
+    let error = post(&gateway, &body).await.error(502);
+    assert_eq!(error["code"], "tool_call_required");
+    assert!(
+        error["message"].as_str().unwrap().contains("get_weather"),
+        "{error}"
+    );
+    assert_eq!(backend.requests().len(), 6);
+    gateway.stop().await.unwrap();
+
+    // none and auto are the backend's to honour: passed on, and its answer returned.
+    let backend = ScriptedServer::start(vec![prose.reply(), prose.reply()]).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    for (index, choice) in ["none", "auto"].into_iter().enumerate() {
+        let mut body = with_tools("qwen", "hi");
+        body["tool_choice"] = json!(choice);
+        let answer = post(&gateway, &body).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(
+            answer.json()["choices"][0]["message"]["content"],
+            "I would rather chat."
+        );
+        assert_eq!(sent(&backend, index)["tool_choice"], choice);
+    }
     gateway.stop().await.unwrap();
 }
