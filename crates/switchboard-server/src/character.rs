@@ -3,6 +3,7 @@
 //! client's own tools make no sense here and are refused.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use switchboard_characters::Character;
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
@@ -44,6 +45,7 @@ pub fn start(
     route: Arc<Route>,
     text: String,
     history: Vec<Message>,
+    timeout: Duration,
 ) -> Outputs {
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
@@ -100,8 +102,13 @@ pub fn start(
             Ok::<(), ApiError>(())
         };
         tokio::select! {
-            outcome = turn => {
-                if let Err(error) = outcome {
+            outcome = tokio::time::timeout(timeout, turn) => {
+                let failure = match outcome {
+                    Ok(Ok(())) => None,
+                    Ok(Err(error)) => Some(error),
+                    Err(_) => Some(ApiError::request_timeout(timeout)),
+                };
+                if let Some(error) = failure {
                     let _ = sender.send(Err(error));
                 }
             }

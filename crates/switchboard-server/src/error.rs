@@ -69,6 +69,15 @@ impl ApiError {
         }
     }
 
+    /// The whole request took longer than the configured deadline.
+    pub fn request_timeout(timeout: std::time::Duration) -> Self {
+        Self::upstream(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!("the request took longer than {} s", timeout.as_secs()),
+            "request_timeout",
+        )
+    }
+
     /// The JSON body, as sent both in responses and as an SSE error event.
     pub fn body(&self) -> serde_json::Value {
         json!({"error": ErrorBody { message: &self.message, kind: self.kind, param: self.param.as_deref(), code: self.code.as_deref() }})

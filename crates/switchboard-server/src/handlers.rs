@@ -118,7 +118,7 @@ async fn prepare(state: &AppState, body: Body) -> Result<Prepared, ApiError> {
             )
         })?;
         let (text, history) = character::split_request(&request)?;
-        character::start(character, route, text, history)
+        character::start(character, route, text, history, state.request_timeout)
     } else {
         let route = state.route(&checked.model).ok_or_else(|| {
             let known: Vec<&str> = state

@@ -49,12 +49,7 @@ pub fn start(completion: Completion) -> Outputs {
         tokio::select! {
             finished = tokio::time::timeout(timeout, work) => {
                 if finished.is_err() {
-                    let error = ApiError::upstream(
-                        StatusCode::GATEWAY_TIMEOUT,
-                        format!("the request took longer than {} s", timeout.as_secs()),
-                        "request_timeout",
-                    );
-                    let _ = sender.send(Err(error));
+                    let _ = sender.send(Err(ApiError::request_timeout(timeout)));
                 }
             }
             () = sender.closed() => {}

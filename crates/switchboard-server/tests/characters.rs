@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::*;
 use serde_json::{Value, json};
 use switchboard_testkit::{OpenAiScript, Reply, ScriptedServer};
@@ -163,4 +165,34 @@ async fn a_gateway_with_only_prompted_routes_starts_and_says_characters_have_no_
         .await
         .unwrap_err();
     assert!(error.contains("native tool calling"), "{error}");
+}
+
+#[tokio::test]
+async fn a_character_turn_is_bound_by_the_request_timeout() {
+    let mut stalled = OpenAiScript::new()
+        .text("Too late.")
+        .finish("stop", 1, 1)
+        .reply();
+    stalled.delay_before_body = Some(Duration::from_secs(5));
+    let backend = ScriptedServer::start(vec![stalled.clone(), stalled]).await;
+    let gateway = start(
+        "request_timeout_secs = 1",
+        &[route("qwen", "openai", &backend.base, "")],
+    )
+    .await;
+    let started = Instant::now();
+    let error = post(&gateway, &request("character/narrator", "hi"))
+        .await
+        .error(504);
+    assert_eq!(error["code"], "request_timeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    let error = post(&gateway, &streaming(request("character/narrator", "hi")))
+        .await
+        .error(504);
+    assert_eq!(error["code"], "request_timeout");
+    gateway.stop().await.unwrap();
 }
