@@ -26,6 +26,11 @@ pub fn router(state: AppState) -> Router {
             let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/models, /healthz and /metrics", None).with_code("not_found");
             ApiError { status: axum::http::StatusCode::NOT_FOUND, ..error }.into_response()
         })
+        .method_not_allowed_fallback(|| async {
+            let error = ApiError::invalid_request("this endpoint does not take that method (chat completions are POST, the rest GET)", None)
+                .with_code("method_not_allowed");
+            ApiError { status: axum::http::StatusCode::METHOD_NOT_ALLOWED, ..error }.into_response()
+        })
         // The chat handler reads its body under the configured limit itself, to answer 413 in OpenAI's shape.
         .layer(DefaultBodyLimit::disable())
         .layer(middleware::from_fn(with_request_id))

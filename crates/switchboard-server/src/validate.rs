@@ -182,13 +182,8 @@ fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
             continue;
         }
         let content = message.get("content").filter(|content| !content.is_null());
-        if let Some(content) = content
-            && !(content.is_string() || content.is_array())
-        {
-            problems.push(invalid(
-                at("content"),
-                "must be a string or an array of content parts",
-            ));
+        if let Some(content) = content {
+            check_content(content, &at("content"), problems);
         }
         match role {
             "assistant" => {
@@ -229,6 +224,31 @@ fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
                     ));
                 }
             }
+        }
+    }
+}
+
+/// A string, or a list of parts each with a `type`; text parts carry their text as a string.
+fn check_content(content: &Value, at: &str, problems: &mut Vec<Invalid>) {
+    let Value::Array(parts) = content else {
+        if !content.is_string() {
+            problems.push(invalid(at, "must be a string or an array of content parts"));
+        }
+        return;
+    };
+    for (index, part) in parts.iter().enumerate() {
+        match part.get("type").and_then(Value::as_str) {
+            None => problems.push(invalid(
+                format!("{at}[{index}].type"),
+                "each content part needs a type",
+            )),
+            Some("text") if !part.get("text").is_some_and(Value::is_string) => {
+                problems.push(invalid(
+                    format!("{at}[{index}].text"),
+                    "a text part needs its text as a string",
+                ))
+            }
+            Some(_) => {}
         }
     }
 }

@@ -212,3 +212,48 @@ async fn a_stream_in_flight_when_stop_is_called_still_completes() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn wrong_methods_and_paths_get_openai_shaped_errors() {
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = start("", &[route("qwen", "openai", &backend.base, "")]).await;
+    let error = get(&gateway, "/v1/chat/completions").await.error(405);
+    assert_eq!(error["code"], "method_not_allowed");
+    let error = get(&gateway, "/v1/embeddings").await.error(404);
+    assert_eq!(error["code"], "not_found");
+    gateway.stop().await.unwrap();
+}
+
+/// A client that goes away mid-stream cancels the backend request: the backend sees its
+/// connection closed while it still had more to send.
+#[tokio::test]
+async fn a_client_leaving_mid_stream_cancels_the_backend_request() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let mut reply = OpenAiScript::new()
+        .text("The first words")
+        .text(" and the rest.")
+        .finish("stop", 1, 1)
+        .reply();
+    reply.gate = Some((1, Arc::clone(&gate)));
+    let backend = ScriptedServer::start(vec![reply]).await;
+    let gateway = start("", &[route("qwen", "openai", &backend.base, "")]).await;
+    let mut response = client()
+        .post(format!("{}/v1/chat/completions", gateway.base_url()))
+        .json(&streaming(request("qwen", "hello")))
+        .send()
+        .await
+        .unwrap();
+    let first = response.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("The first words"));
+    drop(response);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while backend.hung_up() == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        backend.hung_up(),
+        1,
+        "the backend connection was closed when the client left"
+    );
+    gateway.stop().await.unwrap();
+}

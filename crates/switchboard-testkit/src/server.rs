@@ -79,6 +79,7 @@ pub struct ScriptedServer {
     /// `http://127.0.0.1:PORT`
     pub base: String,
     captured: Arc<Mutex<Vec<Captured>>>,
+    hung_up: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ScriptedServer {
@@ -88,15 +89,32 @@ impl ScriptedServer {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let captured = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&captured);
+        let hung_up = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let hangups = Arc::clone(&hung_up);
         tokio::spawn(async move {
             for reply in replies {
                 let Ok((socket, _)) = listener.accept().await else {
                     return;
                 };
-                tokio::spawn(answer(socket, reply, Arc::clone(&log)));
+                tokio::spawn(answer(
+                    socket,
+                    reply,
+                    Arc::clone(&log),
+                    Arc::clone(&hangups),
+                ));
             }
         });
-        Self { base, captured }
+        Self {
+            base,
+            captured,
+            hung_up,
+        }
+    }
+
+    /// How many clients closed their connection while a gated reply was held open: how a
+    /// test sees that a request it started was cancelled.
+    pub fn hung_up(&self) -> usize {
+        self.hung_up.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every request received so far, in order.
@@ -105,7 +123,12 @@ impl ScriptedServer {
     }
 }
 
-async fn answer(mut socket: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Captured>>>) {
+async fn answer(
+    mut socket: TcpStream,
+    reply: Reply,
+    log: Arc<Mutex<Vec<Captured>>>,
+    hung_up: Arc<std::sync::atomic::AtomicUsize>,
+) {
     socket.set_nodelay(true).unwrap();
     let mut request = Vec::new();
     let mut buffer = [0u8; 8192];
@@ -169,7 +192,15 @@ async fn answer(mut socket: TcpStream, reply: Reply, log: Arc<Mutex<Vec<Captured
         if let Some((after, gate)) = &reply.gate
             && sent == *after
         {
-            gate.notified().await;
+            // While held, a read that ends means the client closed the connection.
+            let mut probe = [0u8; 64];
+            tokio::select! {
+                () = gate.notified() => {}
+                _ = socket.read(&mut probe) => {
+                    hung_up.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    return;
+                }
+            }
         }
         let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
         frame.extend_from_slice(piece);
