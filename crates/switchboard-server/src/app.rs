@@ -9,6 +9,7 @@ use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::error::ApiError;
@@ -61,6 +62,11 @@ pub async fn run(
     grace: Duration,
 ) -> std::io::Result<()> {
     let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+    // Without TCP_NODELAY a streamed answer's small SSE writes can wait on the client's
+    // delayed ACK (Nagle's algorithm).
+    let listener = listener.tap_io(|connection| {
+        let _ = connection.set_nodelay(true);
+    });
     let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
         shutdown.await;
         tracing::info!("shutting down: finishing in-flight requests");

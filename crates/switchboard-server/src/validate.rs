@@ -1,8 +1,11 @@
 //! Checks a chat-completions request before anything is sent anywhere: every rule that
 //! OpenAI enforces, every problem listed, each with the parameter it is about.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+
 use serde_json::{Map, Value};
-use switchboard_tools::{Profile, Toolset};
+use switchboard_tools::{Problems, Profile, Toolset};
 
 use crate::error::ApiError;
 
@@ -287,7 +290,7 @@ fn check_assistant_calls<'a>(
 fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Toolset> {
     match tools {
         None | Some(Value::Null) => None,
-        Some(list) => match Toolset::from_json(list, &Profile::api()) {
+        Some(list) => match compiled_tools(list) {
             Ok(toolset) => Some(toolset),
             Err(found) => {
                 for problem in found.0 {
@@ -300,6 +303,33 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
             }
         },
     }
+}
+
+/// Distinct tool lists kept compiled; past this many the set starts afresh.
+const COMPILED_TOOLS_KEPT: usize = 256;
+
+/// The request's tools, compiled. Clients send the same tools with every request of a
+/// conversation and compiling their schemas is the dearest step of a request (a tenth of the
+/// gateway's CPU in the latency benchmark), so lists that compiled are kept, keyed by their
+/// JSON text. Lists with problems are not kept: they are rare and their report is rebuilt.
+fn compiled_tools(list: &Value) -> Result<Toolset, Problems> {
+    static COMPILED: LazyLock<Mutex<HashMap<String, Toolset>>> = LazyLock::new(Default::default);
+    let key = list.to_string();
+    if let Some(toolset) = COMPILED
+        .lock()
+        .ok()
+        .and_then(|kept| kept.get(&key).cloned())
+    {
+        return Ok(toolset);
+    }
+    let toolset = Toolset::from_json(list, &Profile::api())?;
+    if let Ok(mut kept) = COMPILED.lock() {
+        if kept.len() >= COMPILED_TOOLS_KEPT {
+            kept.clear();
+        }
+        kept.insert(key, toolset.clone());
+    }
+    Ok(toolset)
 }
 
 /// `/0/function/name` → `[0].function.name`, the way OpenAI names parameters.
@@ -394,6 +424,26 @@ mod tests {
         let mut body = base();
         body[field] = value;
         body
+    }
+
+    #[test]
+    fn kept_tool_lists_answer_like_fresh_ones() {
+        let tool = |kind: &str| {
+            json!([{"type": "function", "function": {"name": "ping_kept", "parameters":
+                {"type": "object", "properties": {"n": {"type": kind}}, "required": ["n"]}}}])
+        };
+        for _ in 0..2 {
+            let tools = compiled_tools(&tool("integer")).unwrap();
+            assert!(tools.check_call("ping_kept", r#"{"n": 1}"#).is_ok());
+            assert!(tools.check_call("ping_kept", r#"{"n": "one"}"#).is_err());
+            // Same name, another schema: a different list, not the kept one.
+            let tools = compiled_tools(&tool("string")).unwrap();
+            assert!(tools.check_call("ping_kept", r#"{"n": "one"}"#).is_ok());
+            // A list with problems is reported every time.
+            assert!(
+                problems(with("tools", tool("integr"))).starts_with("tools[0].function.parameters")
+            );
+        }
     }
 
     #[test]
