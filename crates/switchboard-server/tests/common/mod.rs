@@ -95,6 +95,10 @@ pub async fn post_bytes(gateway: &RunningGateway, body: Vec<u8>) -> Answer {
         .send()
         .await
         .unwrap();
+    read_answer(response).await
+}
+
+async fn read_answer(response: reqwest::Response) -> Answer {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let text = response.text().await.unwrap();
@@ -117,14 +121,7 @@ pub async fn get(gateway: &RunningGateway, path: &str) -> Answer {
         .send()
         .await
         .unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap();
-    Answer {
-        status,
-        headers,
-        text,
-    }
+    read_answer(response).await
 }
 
 /// A chat request for `model` with one user message.
