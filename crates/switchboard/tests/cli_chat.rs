@@ -137,3 +137,88 @@ async fn no_backend_is_one_clear_line() {
         "{stderr}"
     );
 }
+
+/// Ctrl-C while a reply streams stops that reply, and the chat goes on with the next line.
+#[cfg(unix)]
+#[tokio::test]
+async fn ctrl_c_stops_the_reply_not_the_chat() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::Arc;
+
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let mut held = OpenAiScript::new()
+        .text("Once upon")
+        .text(" a time, forever.")
+        .finish("stop", 1, 1)
+        .reply();
+    held.gate = Some((1, Arc::clone(&gate)));
+    let server = ScriptedServer::start(vec![
+        held,
+        OpenAiScript::new()
+            .text("Second answer.")
+            .finish("stop", 1, 1)
+            .reply(),
+    ])
+    .await;
+    let base = server.base.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args([
+                "chat",
+                "narrator",
+                "--backend",
+                &base,
+                "--model",
+                "scripted",
+                "--characters",
+                &characters(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"Tell me a long story\n").unwrap();
+        // Wait for the first words: the rest of the reply is held back by the gate.
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut seen = Vec::new();
+        while !String::from_utf8_lossy(&seen).contains("Once upon") {
+            let available = stdout.fill_buf().unwrap();
+            assert!(
+                !available.is_empty(),
+                "the chat ended before its first words"
+            );
+            seen.extend_from_slice(available);
+            let used = available.len();
+            stdout.consume(used);
+        }
+        let interrupted = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(interrupted.success());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        stdin.write_all(b"And now?\n").unwrap();
+        drop(stdin);
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut rest).unwrap();
+        seen.extend_from_slice(&rest);
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status, String::from_utf8_lossy(&seen).into_owned(), stderr)
+    })
+    .await
+    .unwrap();
+    gate.notify_one();
+    let (status, stdout, stderr) = output;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("(reply stopped)"), "{stderr}");
+    assert!(
+        !stdout.contains("forever"),
+        "the stopped reply did not go on: {stdout}"
+    );
+    assert!(stdout.ends_with("Second answer.\n"), "{stdout}");
+    assert_eq!(server.requests().len(), 2);
+}

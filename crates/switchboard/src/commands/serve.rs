@@ -34,6 +34,9 @@ pub struct Args {
     /// Whole-request deadline, in seconds.
     #[arg(long, env = "SWITCHBOARD_REQUEST_TIMEOUT_SECS", value_name = "SECS")]
     request_timeout_secs: Option<u64>,
+    /// How long in-flight requests may take to finish after Ctrl-C or SIGTERM, in seconds.
+    #[arg(long, env = "SWITCHBOARD_SHUTDOWN_GRACE_SECS", value_name = "SECS")]
+    shutdown_grace_secs: Option<u64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -84,6 +87,9 @@ fn load_config(args: &Args) -> anyhow::Result<Config> {
     }
     if let Some(seconds) = args.request_timeout_secs {
         config.request_timeout_secs = seconds;
+    }
+    if let Some(seconds) = args.shutdown_grace_secs {
+        config.shutdown_grace_secs = seconds;
     }
     Ok(config)
 }
