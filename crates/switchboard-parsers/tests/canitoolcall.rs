@@ -184,6 +184,10 @@ fn judge(fixture: &Fixture, parsed: &Parsed) -> Verdict {
     }
 }
 
+/// Fixtures known to fail, each for a reason outside a text parser's reach: the value holds
+/// the literal marker text, which only token ids could tell from the real marker.
+const KNOWN_FAILURES: &[&str] = &["kimi/k3-control-marker-text-in-value"];
+
 #[test]
 fn canitoolcall_corpus() {
     let Some(dir) = corpus() else {
@@ -195,6 +199,7 @@ fn canitoolcall_corpus() {
     // family -> [whole pass, whole soft, char pass, char soft, total]
     let mut table: BTreeMap<String, [usize; 5]> = BTreeMap::new();
     let mut split_differences = Vec::new();
+    let mut failures = Vec::new();
     for fixture in &fixtures {
         let whole = run(fixture, None);
         let chars = run(fixture, Some(1));
@@ -209,6 +214,9 @@ fn canitoolcall_corpus() {
                 Verdict::Soft => row[at * 2 + 1] += 1,
                 Verdict::Fail => {}
             }
+        }
+        if verdicts.contains(&Verdict::Fail) {
+            failures.push(fixture.id.clone());
         }
         if whole != chars {
             split_differences.push(fixture.id.clone());
@@ -248,5 +256,9 @@ fn canitoolcall_corpus() {
     assert!(
         split_differences.is_empty(),
         "streamed at 1 char differs from whole for {split_differences:?}"
+    );
+    assert_eq!(
+        failures, KNOWN_FAILURES,
+        "fixtures failing, whole or at 1-char chunks (CANITOOLCALL_VERBOSE=1 shows why)"
     );
 }
