@@ -12,17 +12,17 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
+use crate::api::{self, RequestId};
 use crate::error::ApiError;
-use crate::handlers::{self, RequestId};
 use crate::ids::request_id;
 use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(handlers::chat_completions))
-        .route("/v1/models", get(handlers::models))
-        .route("/healthz", get(handlers::healthz))
-        .route("/metrics", get(handlers::metrics))
+        .route("/v1/chat/completions", post(api::chat::handle))
+        .route("/v1/models", get(api::ops::models))
+        .route("/healthz", get(api::ops::healthz))
+        .route("/metrics", get(api::ops::metrics))
         .fallback(|| async {
             let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/models, /healthz and /metrics", None).with_code("not_found");
             ApiError { status: axum::http::StatusCode::NOT_FOUND, ..error }.into_response()

@@ -29,6 +29,9 @@ pub struct Config {
     /// How long in-flight requests may take to finish after a shutdown signal, in seconds.
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace_secs: u64,
+    /// The route that answers model names no route or alias matches; off when absent.
+    #[serde(default)]
+    pub default_route: Option<String>,
     #[serde(default, rename = "route")]
     pub routes: Vec<RouteConfig>,
 }
@@ -38,6 +41,10 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
     pub name: String,
+    /// Glob patterns (`claude-*`) for other model names this route answers: clients send
+    /// the names they know.
+    #[serde(default)]
+    pub aliases: Vec<String>,
     /// The backend's wire format: `openai`, `anthropic` or `ollama`.
     pub provider: String,
     pub url: String,
@@ -174,6 +181,7 @@ impl Config {
             listen: default_listen(),
             characters: default_characters(),
             character_route: None,
+            default_route: None,
             max_body_bytes: default_body_limit(),
             request_timeout_secs: default_request_timeout(),
             shutdown_grace_secs: default_shutdown_grace(),
@@ -209,6 +217,11 @@ impl Config {
                     "{place}.name: a route with this name already exists"
                 ));
             }
+            for (position, alias) in route.aliases.iter().enumerate() {
+                if let Err(error) = globset::Glob::new(alias) {
+                    problems.push(format!("{place}.aliases[{position}]: {error}"));
+                }
+            }
             if Format::from_name(&route.provider).is_none() {
                 problems.push(format!(
                     "{place}.provider: \"{}\" is not one of {}",
@@ -235,6 +248,11 @@ impl Config {
         {
             problems.push(format!("character_route: no route is named \"{name}\""));
         }
+        if let Some(name) = &self.default_route
+            && !self.routes.iter().any(|route| &route.name == name)
+        {
+            problems.push(format!("default_route: no route is named \"{name}\""));
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -252,6 +270,7 @@ impl RouteConfig {
     fn new(name: &str, provider: Format, url: String, model: String, api_key_env: &str) -> Self {
         Self {
             name: name.into(),
+            aliases: Vec::new(),
             provider: provider.name().into(),
             url,
             model,

@@ -1,23 +1,23 @@
-//! The gateway: OpenAI-compatible chat completions with complete tool calling in front of
-//! any backend (native or prompted tool calling), and characters over HTTP.
+//! The gateway: Chat Completions with complete tool calling in front of any backend
+//! (native or prompted tool calling), and characters over HTTP.
+//!
+//! - `api/`: one front-end per served API; each parses its request into the pipeline's
+//!   request model and renders the pipeline's outputs in its own format;
+//! - `pipeline/`: the one path every request takes: route or character, tool calling,
+//!   checks on the model's calls;
+//! - `upstream/`: the backends (routes) and their health.
 
+mod api;
 mod app;
-mod character;
 pub mod config;
 pub mod error;
-mod finisher;
-mod handlers;
-mod health;
 mod ids;
 mod pipeline;
-mod prompted;
-mod respond;
-mod route;
 mod state;
 mod telemetry;
-pub mod tool_checks;
-mod validate;
+mod upstream;
 
 pub use app::{RunningGateway, router, run, shutdown_signal};
 pub use config::{Config, ConfigError};
+pub use pipeline::tool_checks;
 pub use state::AppState;

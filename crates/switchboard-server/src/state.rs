@@ -1,6 +1,5 @@
 //! Everything the handlers share, built once at start-up from the configuration.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,16 +7,14 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_characters::{CharacterRegistry, LoadOptions};
 
 use crate::config::Config;
-use crate::health::Health;
-use crate::route::Route;
 use crate::telemetry;
+use crate::upstream::{Health, Route, RouteTable};
 
 /// Shared, read-only state of a running gateway (the character set swaps atomically inside
 /// its registry).
 #[derive(Debug, Clone)]
 pub struct AppState {
-    pub routes: Arc<Vec<Arc<Route>>>,
-    by_name: Arc<HashMap<String, usize>>,
+    pub routes: Arc<RouteTable>,
     pub characters: Arc<CharacterRegistry>,
     pub character_route: Option<Arc<Route>>,
     pub health: Arc<Health>,
@@ -34,16 +31,13 @@ impl AppState {
             .iter()
             .map(|route| Route::from_config(route, env).map(Arc::new))
             .collect::<Result<_, _>>()?;
-        let by_name = routes
-            .iter()
-            .enumerate()
-            .map(|(index, route)| (route.name.clone(), index))
-            .collect::<HashMap<_, _>>();
+        let routes = RouteTable::new(config, routes)?;
         let character_route = match &config.character_route {
-            Some(name) => by_name.get(name).map(|&index| Arc::clone(&routes[index])),
+            Some(name) => routes.named(name).cloned(),
             // Characters need native tool calling: a prompted first route must not stop
             // a prompted-only gateway from starting.
             None => routes
+                .all()
                 .iter()
                 .find(|route| route.prompted.is_none())
                 .cloned(),
@@ -60,10 +54,9 @@ impl AppState {
             &config.characters,
             LoadOptions::default(),
         ));
-        let health = Arc::new(Health::new(&routes));
+        let health = Arc::new(Health::new(routes.all()));
         Ok(Self {
             routes: Arc::new(routes),
-            by_name: Arc::new(by_name),
             characters,
             character_route,
             health,
@@ -71,11 +64,5 @@ impl AppState {
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout(),
         })
-    }
-
-    pub fn route(&self, name: &str) -> Option<Arc<Route>> {
-        self.by_name
-            .get(name)
-            .map(|&index| Arc::clone(&self.routes[index]))
     }
 }

@@ -113,8 +113,8 @@ async fn metrics_count_requests_by_route_and_status() {
             .unwrap_or_else(|| panic!("gateway_requests_total{{{labels}}}:\n{}", metrics.text))
     };
     // Other tests in this binary share the process's recorder: at least, not exactly.
-    assert!(count("route=\"qwen\",status=\"200\"") >= 2.0);
-    assert!(count("route=\"-\",status=\"400\"") >= 1.0);
+    assert!(count("endpoint=\"chat_completions\",route=\"qwen\",status=\"200\"") >= 2.0);
+    assert!(count("endpoint=\"chat_completions\",route=\"-\",status=\"400\"") >= 1.0);
     assert!(
         metrics
             .text

@@ -129,7 +129,7 @@ fn reload_on_hangup(characters: Arc<switchboard_characters::CharacterRegistry>) 
 /// Says plainly what is served and what is not reachable, so a missing backend is noticed
 /// at start rather than at the first request.
 async fn report_startup(config: &Config, state: &AppState) {
-    if state.routes.is_empty() {
+    if state.routes.all().is_empty() {
         tracing::warn!(
             "no routes: give a switchboard.toml, or set OPENAI_BASE_URL, ANTHROPIC_API_KEY or OLLAMA_HOST; requests will get 404 until then"
         );

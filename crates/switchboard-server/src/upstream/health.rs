@@ -8,7 +8,7 @@ use axum::http::Uri;
 use serde::Serialize;
 use tokio::net::TcpStream;
 
-use crate::route::Route;
+use super::route::Route;
 
 /// The last check of one backend.
 #[derive(Debug, Clone, Serialize)]

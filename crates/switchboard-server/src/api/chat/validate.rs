@@ -1,13 +1,11 @@
 //! Checks a chat-completions request before anything is sent anywhere: every rule that
 //! OpenAI enforces, every problem listed, each with the parameter it is about.
 
-use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
-
 use serde_json::{Map, Value};
-use switchboard_tools::{Problems, Profile, Toolset};
+use switchboard_tools::Toolset;
 
 use crate::error::ApiError;
+use crate::pipeline::compile_tools;
 
 /// A problem with one parameter of the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,7 +288,7 @@ fn check_assistant_calls<'a>(
 fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Toolset> {
     match tools {
         None | Some(Value::Null) => None,
-        Some(list) => match compiled_tools(list) {
+        Some(list) => match compile_tools(list) {
             Ok(toolset) => Some(toolset),
             Err(found) => {
                 for problem in found.0 {
@@ -303,33 +301,6 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
             }
         },
     }
-}
-
-/// Distinct tool lists kept compiled; past this many the set starts afresh.
-const COMPILED_TOOLS_KEPT: usize = 256;
-
-/// The request's tools, compiled. Clients send the same tools with every request of a
-/// conversation and compiling their schemas is the dearest step of a request (a tenth of the
-/// gateway's CPU in the latency benchmark), so lists that compiled are kept, keyed by their
-/// JSON text. Lists with problems are not kept: they are rare and their report is rebuilt.
-fn compiled_tools(list: &Value) -> Result<Toolset, Problems> {
-    static COMPILED: LazyLock<Mutex<HashMap<String, Toolset>>> = LazyLock::new(Default::default);
-    let key = list.to_string();
-    if let Some(toolset) = COMPILED
-        .lock()
-        .ok()
-        .and_then(|kept| kept.get(&key).cloned())
-    {
-        return Ok(toolset);
-    }
-    let toolset = Toolset::from_json(list, &Profile::api())?;
-    if let Ok(mut kept) = COMPILED.lock() {
-        if kept.len() >= COMPILED_TOOLS_KEPT {
-            kept.clear();
-        }
-        kept.insert(key, toolset.clone());
-    }
-    Ok(toolset)
 }
 
 /// `/0/function/name` → `[0].function.name`, the way OpenAI names parameters.
@@ -433,11 +404,11 @@ mod tests {
                 {"type": "object", "properties": {"n": {"type": kind}}, "required": ["n"]}}}])
         };
         for _ in 0..2 {
-            let tools = compiled_tools(&tool("integer")).unwrap();
+            let tools = compile_tools(&tool("integer")).unwrap();
             assert!(tools.check_call("ping_kept", r#"{"n": 1}"#).is_ok());
             assert!(tools.check_call("ping_kept", r#"{"n": "one"}"#).is_err());
             // Same name, another schema: a different list, not the kept one.
-            let tools = compiled_tools(&tool("string")).unwrap();
+            let tools = compile_tools(&tool("string")).unwrap();
             assert!(tools.check_call("ping_kept", r#"{"n": "one"}"#).is_ok());
             // A list with problems is reported every time.
             assert!(

@@ -11,10 +11,10 @@ use switchboard_tools::{Content, Message};
 use switchboard_wire::{ChatRequest, FinishReason, StreamEvent};
 use tokio::sync::mpsc;
 
+use super::completion::{Outputs, backend_error};
+use super::finisher::Output;
 use crate::error::ApiError;
-use crate::finisher::Output;
-use crate::pipeline::{Outputs, backend_error};
-use crate::route::Route;
+use crate::upstream::Route;
 
 /// The route prefix that names a character.
 pub const PREFIX: &str = "character/";

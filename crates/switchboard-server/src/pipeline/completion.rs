@@ -13,13 +13,13 @@ use switchboard_tools::{Message, Toolset};
 use switchboard_wire::{ChatRequest, StreamEvent};
 use tokio::sync::mpsc;
 
-use crate::error::ApiError;
-use crate::finisher::{Finisher, Output};
-use crate::ids::CallIds;
-use crate::prompted::{
+use super::finisher::{Finisher, Output};
+use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages, rewrite_messages, satisfies,
 };
-use crate::route::Route;
+use crate::error::ApiError;
+use crate::ids::CallIds;
+use crate::upstream::Route;
 
 pub type Outputs = mpsc::UnboundedReceiver<Result<Output, ApiError>>;
 pub type Sender = mpsc::UnboundedSender<Result<Output, ApiError>>;

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use switchboard_tools::{ToolCall, Toolset};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
+use super::tool_checks::{ToolCallProblem, check_call, rejection};
 use crate::config::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::CallIds;
-use crate::tool_checks::{ToolCallProblem, check_call, rejection};
 
 /// What the pipeline hands the responder.
 #[derive(Debug, Clone, PartialEq)]

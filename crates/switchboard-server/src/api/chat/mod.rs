@@ -1,0 +1,104 @@
+//! OpenAI Chat Completions (`POST /v1/chat/completions`): the request is validated as
+//! OpenAI validates it, becomes the pipeline's request, and the answer is rendered as
+//! `chat.completion.chunk`s or one `chat.completion`, errors in OpenAI's shape.
+
+mod render;
+mod validate;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Extension, State};
+use axum::response::{IntoResponse, Response};
+use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
+
+use super::RequestId;
+use super::body::read_json;
+use super::log::{RequestLog, Tally};
+use super::sse;
+use crate::error::ApiError;
+use crate::ids::completion_id;
+use crate::pipeline::{self, GatewayRequest, collect};
+use crate::state::AppState;
+use render::{ChunkRenderer, Presentation, completion_body};
+use validate::check_request;
+
+/// `POST /v1/chat/completions`
+pub async fn handle(
+    State(state): State<AppState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    body: Body,
+) -> Response {
+    let log = RequestLog::new(request_id, "chat_completions");
+    let (request, presentation, stream) = match parse(&state, body).await {
+        Ok(parsed) => parsed,
+        Err(error) => return fail(&log, "-", error),
+    };
+    let started = match pipeline::start(&state, request) {
+        Ok(started) => started,
+        Err(error) => return fail(&log, "-", error),
+    };
+    if stream {
+        let renderer = ChunkRenderer::new(presentation);
+        return sse::stream(
+            started.outputs,
+            renderer,
+            IntoResponse::into_response,
+            started.label,
+            log,
+        )
+        .await;
+    }
+    match collect(started.outputs).await {
+        Ok(answer) => {
+            log.finish(
+                &started.label,
+                axum::http::StatusCode::OK,
+                Tally::of(&answer),
+                false,
+            );
+            Json(completion_body(&answer, &presentation)).into_response()
+        }
+        Err(error) => fail(&log, &started.label, error),
+    }
+}
+
+fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
+    log.finish(route, error.status, Tally::default(), false);
+    error.into_response()
+}
+
+/// The request in the pipeline's model, how to present the answer, and whether to stream it.
+async fn parse(
+    state: &AppState,
+    body: Body,
+) -> Result<(GatewayRequest, Presentation, bool), ApiError> {
+    let value = read_json(body, state.max_body_bytes).await?;
+    let checked = check_request(&value)?;
+    let wire: ChatCompletionRequest = serde_json::from_value(value).map_err(|error| {
+        ApiError::invalid_request(
+            format!("the request does not match the chat completions format: {error}"),
+            None,
+        )
+    })?;
+    let request =
+        parse_request(wire).map_err(|error| ApiError::invalid_request(error.to_string(), None))?;
+    let presentation = Presentation {
+        id: completion_id(),
+        model: checked.model.clone(),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs()),
+        include_usage: checked.include_usage,
+    };
+    Ok((
+        GatewayRequest {
+            model: checked.model,
+            request,
+            tools: checked.tools,
+        },
+        presentation,
+        checked.stream,
+    ))
+}

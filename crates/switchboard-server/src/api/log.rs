@@ -1,0 +1,104 @@
+//! One structured log line and the request metrics for every request, whatever API it came
+//! through. Labels are the endpoint and the resolved route or character, never the raw
+//! client string.
+
+use std::time::Instant;
+
+use axum::http::StatusCode;
+use switchboard_wire::StreamEvent;
+
+use crate::pipeline::{Answer, Output};
+
+/// What a finished answer amounted to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tally {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub tool_calls: usize,
+}
+
+impl Tally {
+    /// What a whole answer amounted to.
+    pub fn of(answer: &Answer) -> Self {
+        let usage = answer.response.usage.unwrap_or_default();
+        Self {
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            tool_calls: answer.response.tool_calls.len(),
+        }
+    }
+
+    /// Counts what one output adds.
+    pub fn add(&mut self, output: &Output) {
+        match output {
+            Output::Event(StreamEvent::Usage(usage)) => {
+                self.prompt_tokens = usage.prompt_tokens;
+                self.completion_tokens = usage.completion_tokens;
+            }
+            Output::Event(StreamEvent::ToolCallStart { .. }) => self.tool_calls += 1,
+            _ => {}
+        }
+    }
+}
+
+/// A request being served, until its line is written.
+#[derive(Debug, Clone)]
+pub struct RequestLog {
+    pub request_id: String,
+    /// The API, e.g. `chat_completions`.
+    pub endpoint: &'static str,
+    pub started: Instant,
+}
+
+impl RequestLog {
+    pub fn new(request_id: String, endpoint: &'static str) -> Self {
+        Self {
+            request_id,
+            endpoint,
+            started: Instant::now(),
+        }
+    }
+
+    /// A streamed answer whose client left before its end.
+    pub fn client_closed(&self, route: &str, tally: Tally) {
+        self.write(route, "client_closed", tally, true);
+    }
+
+    /// Writes the line and counts the request. `route` is `-` when the request never
+    /// reached one.
+    pub fn finish(&self, route: &str, status: StatusCode, tally: Tally, streamed: bool) {
+        self.write(route, status.as_str(), tally, streamed);
+    }
+
+    /// `outcome` is the HTTP status, or `client_closed`.
+    fn write(&self, route: &str, outcome: &str, tally: Tally, streamed: bool) {
+        let latency = self.started.elapsed();
+        tracing::info!(
+            target: "switchboard::request",
+            request_id = %self.request_id,
+            endpoint = self.endpoint,
+            route,
+            outcome,
+            latency_ms = latency.as_secs_f64() * 1000.0,
+            prompt_tokens = tally.prompt_tokens,
+            completion_tokens = tally.completion_tokens,
+            tool_calls = tally.tool_calls,
+            streamed,
+            "request"
+        );
+        let labels = [
+            ("endpoint", self.endpoint.to_owned()),
+            ("route", route.to_owned()),
+            ("status", outcome.to_owned()),
+        ];
+        metrics::counter!("gateway_requests_total", &labels).increment(1);
+        metrics::histogram!("gateway_request_duration_seconds", "endpoint" => self.endpoint, "route" => route.to_owned())
+            .record(latency.as_secs_f64());
+        metrics::counter!("gateway_tokens_total", "route" => route.to_owned(), "direction" => "in")
+            .increment(tally.prompt_tokens);
+        metrics::counter!("gateway_tokens_total", "route" => route.to_owned(), "direction" => "out")
+            .increment(tally.completion_tokens);
+        metrics::counter!("gateway_tool_calls_total", "route" => route.to_owned())
+            .increment(tally.tool_calls as u64);
+    }
+}

@@ -1,0 +1,131 @@
+//! The streamed answer of every API: the pipeline's outputs in, SSE bytes out through the
+//! front-end's [`Renderer`]. An error before anything was sent is an ordinary error response
+//! in the API's own shape; after that it is the API's error event and the stream ends. The
+//! request's log line is written however the stream ends, a client that left included.
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::stream;
+
+use super::log::{RequestLog, Tally};
+use crate::error::ApiError;
+use crate::pipeline::{Output, Outputs};
+
+/// How one API writes a streamed answer.
+pub trait Renderer: Send + 'static {
+    /// SSE text for one output; empty when it completes nothing yet.
+    fn output(&mut self, output: Output) -> String;
+    /// The end of a complete answer.
+    fn end(&mut self) -> String;
+    /// An error after the stream began.
+    fn error(&mut self, error: &ApiError) -> String;
+    /// Sent when the answer has been silent this long, to keep the connection and the
+    /// client's idle timer alive; `None` (the default) sends nothing.
+    fn keepalive(&mut self) -> Option<(Duration, String)> {
+        None
+    }
+}
+
+/// Streams the answer. `error_response` renders an error that came before the first byte;
+/// `route` labels the log line.
+pub async fn stream(
+    mut outputs: Outputs,
+    renderer: impl Renderer,
+    error_response: impl FnOnce(ApiError) -> Response,
+    route: String,
+    log: RequestLog,
+) -> Response {
+    let first = match outputs.recv().await {
+        Some(Err(error)) => {
+            let response = error_response(error);
+            log.finish(&route, response.status(), Tally::default(), true);
+            return response;
+        }
+        first => first,
+    };
+    let state = Streaming {
+        first: Some(first),
+        outputs,
+        renderer,
+        tally: Tally::default(),
+        log: Some((log, route)),
+    };
+    let body = stream::unfold(state, |mut state| async move {
+        let bytes = state.next_bytes().await?;
+        Some((Ok::<_, std::convert::Infallible>(bytes), state))
+    });
+    let mut response = Body::from_stream(body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+struct Streaming<R> {
+    /// The output read before the response was sent (`Some(None)`: the answer was empty).
+    first: Option<Option<Result<Output, ApiError>>>,
+    outputs: Outputs,
+    renderer: R,
+    tally: Tally,
+    /// Taken when the line is written.
+    log: Option<(RequestLog, String)>,
+}
+
+impl<R: Renderer> Streaming<R> {
+    /// The next piece of the body; `None` once the stream is over.
+    async fn next_bytes(&mut self) -> Option<Bytes> {
+        loop {
+            self.log.as_ref()?;
+            let output = match self.first.take() {
+                Some(output) => output,
+                None => match self.renderer.keepalive() {
+                    None => self.outputs.recv().await,
+                    Some((wait, text)) => {
+                        match tokio::time::timeout(wait, self.outputs.recv()).await {
+                            Ok(output) => output,
+                            Err(_) => return Some(Bytes::from(text)),
+                        }
+                    }
+                },
+            };
+            let text = match output {
+                None => {
+                    self.finish(StatusCode::OK);
+                    self.renderer.end()
+                }
+                Some(Err(error)) => {
+                    self.finish(error.status);
+                    self.renderer.error(&error)
+                }
+                Some(Ok(output)) => {
+                    self.tally.add(&output);
+                    self.renderer.output(output)
+                }
+            };
+            if !text.is_empty() {
+                return Some(Bytes::from(text));
+            }
+        }
+    }
+
+    fn finish(&mut self, status: StatusCode) {
+        if let Some((log, route)) = self.log.take() {
+            log.finish(&route, status, self.tally, true);
+        }
+    }
+}
+
+impl<R> Drop for Streaming<R> {
+    /// A stream dropped before its end: the client went away.
+    fn drop(&mut self) {
+        if let Some((log, route)) = self.log.take() {
+            log.client_closed(&route, self.tally);
+        }
+    }
+}

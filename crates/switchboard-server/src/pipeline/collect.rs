@@ -1,0 +1,38 @@
+//! A whole answer out of the pipeline's outputs: the same outputs a stream is rendered
+//! from, folded by the wire crate's collector, so a whole answer and a streamed one cannot
+//! disagree in any API.
+
+use axum::http::StatusCode;
+use switchboard_wire::{ChatResponse, Collector};
+
+use super::Outputs;
+use super::finisher::Output;
+use super::tool_checks::ToolCallProblem;
+use crate::error::ApiError;
+
+/// A complete answer and the problems found with its tool calls.
+#[derive(Debug)]
+pub struct Answer {
+    pub response: ChatResponse,
+    pub problems: Vec<ToolCallProblem>,
+}
+
+/// Waits for the whole answer; the first error ends it.
+pub async fn collect(mut outputs: Outputs) -> Result<Answer, ApiError> {
+    let mut collector = Collector::new();
+    let mut problems = Vec::new();
+    while let Some(output) = outputs.recv().await {
+        match output? {
+            Output::Event(event) => collector.push(&event),
+            Output::Problems(found) => problems.extend(found),
+        }
+    }
+    let response = collector.finish().map_err(|error| {
+        ApiError::upstream(
+            StatusCode::BAD_GATEWAY,
+            format!("the backend's answer is incomplete: {error}"),
+            "backend_bad_answer",
+        )
+    })?;
+    Ok(Answer { response, problems })
+}

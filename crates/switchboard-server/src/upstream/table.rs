@@ -1,0 +1,146 @@
+//! Which route answers a model name: an exact route name first, then the first route whose
+//! `aliases` pattern matches (in file order), then the configured `default_route`. Clients
+//! send the model names they know (`claude-sonnet-4-5-…`, `gpt-5.5`), so aliases are how
+//! an agent's own name reaches a local model.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use globset::{Glob, GlobMatcher};
+
+use super::Route;
+use crate::config::Config;
+
+#[derive(Debug)]
+pub struct RouteTable {
+    routes: Vec<Arc<Route>>,
+    by_name: HashMap<String, usize>,
+    /// (pattern, route index) in file order.
+    aliases: Vec<(GlobMatcher, usize)>,
+    default: Option<usize>,
+}
+
+impl RouteTable {
+    /// Builds the table from the configured routes (built in the same order).
+    pub fn new(config: &Config, routes: Vec<Arc<Route>>) -> Result<Self, String> {
+        let by_name: HashMap<String, usize> = routes
+            .iter()
+            .enumerate()
+            .map(|(index, route)| (route.name.clone(), index))
+            .collect();
+        let mut aliases = Vec::new();
+        for (index, route) in config.routes.iter().enumerate() {
+            for pattern in &route.aliases {
+                let glob = Glob::new(pattern)
+                    .map_err(|error| format!("route \"{}\": alias {error}", route.name))?;
+                aliases.push((glob.compile_matcher(), index));
+            }
+        }
+        let default = match &config.default_route {
+            Some(name) => Some(
+                *by_name
+                    .get(name)
+                    .ok_or_else(|| format!("default_route: no route is named \"{name}\""))?,
+            ),
+            None => None,
+        };
+        Ok(Self {
+            routes,
+            by_name,
+            aliases,
+            default,
+        })
+    }
+
+    /// Every route, in file order.
+    pub fn all(&self) -> &[Arc<Route>] {
+        &self.routes
+    }
+
+    /// The route with exactly this name.
+    pub fn named(&self, name: &str) -> Option<&Arc<Route>> {
+        self.by_name.get(name).map(|&index| &self.routes[index])
+    }
+
+    /// The route that answers a client's model name.
+    pub fn resolve(&self, model: &str) -> Option<&Arc<Route>> {
+        self.named(model)
+            .or_else(|| {
+                self.aliases
+                    .iter()
+                    .find(|(pattern, _)| pattern.is_match(model))
+                    .map(|(_, index)| &self.routes[*index])
+            })
+            .or_else(|| self.default.map(|index| &self.routes[index]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> RouteTable {
+        let config = Config::from_toml(text).unwrap();
+        let routes = config
+            .routes
+            .iter()
+            .map(|route| Arc::new(Route::from_config(route, &|_| None).unwrap()))
+            .collect();
+        RouteTable::new(&config, routes).unwrap()
+    }
+
+    const ROUTES: &str = r#"
+[[route]]
+name = "local"
+provider = "openai"
+url = "http://127.0.0.1:1/v1"
+model = "m"
+aliases = ["claude-*", "gpt-5*"]
+
+[[route]]
+name = "claude-haiku"
+provider = "openai"
+url = "http://127.0.0.1:1/v1"
+model = "m"
+
+[[route]]
+name = "other"
+provider = "openai"
+url = "http://127.0.0.1:1/v1"
+model = "m"
+aliases = ["claude-*", "*"]
+"#;
+
+    #[test]
+    fn exact_names_then_aliases_in_file_order_then_the_default() {
+        let routes = table(ROUTES);
+        let name = |model: &str| routes.resolve(model).map(|route| route.name.clone());
+        assert_eq!(name("claude-haiku").as_deref(), Some("claude-haiku"));
+        assert_eq!(name("claude-sonnet-4-5-20250929").as_deref(), Some("local"));
+        assert_eq!(name("gpt-5.5").as_deref(), Some("local"));
+        assert_eq!(name("llama").as_deref(), Some("other"));
+        let without_catch_all = table(&ROUTES.replace(", \"*\"", ""));
+        assert!(without_catch_all.resolve("llama").is_none());
+        let with_default = table(&format!(
+            "default_route = \"claude-haiku\"\n{}",
+            ROUTES.replace(", \"*\"", "")
+        ));
+        assert_eq!(
+            with_default
+                .resolve("llama")
+                .map(|route| route.name.as_str()),
+            Some("claude-haiku")
+        );
+    }
+
+    #[test]
+    fn a_bad_pattern_or_default_is_named() {
+        let error = Config::from_toml(&ROUTES.replace("gpt-5*", "gpt-[5")).unwrap_err();
+        assert!(error.contains("route[0] (\"local\").aliases[1]"), "{error}");
+        let error = Config::from_toml(&format!("default_route = \"nope\"\n{ROUTES}")).unwrap_err();
+        assert!(
+            error.contains("default_route: no route is named \"nope\""),
+            "{error}"
+        );
+    }
+}
