@@ -16,10 +16,20 @@ pub struct ChatRequest {
     pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,
     pub stop: Vec<String>,
+    /// How hard a reasoning model thinks: OpenAI's `reasoning_effort` (`none`, `minimal`,
+    /// `low`, `medium`, `high`, `xhigh`); each backend format maps it to its own control.
+    pub reasoning_effort: Option<String>,
+    /// OpenAI's `response_format` (`{"type": "json_object"}` or a `json_schema`), mapped to
+    /// each backend's structured-output control.
+    pub response_format: Option<Value>,
+    pub seed: Option<i64>,
+    /// Sampling from the k most likely tokens: native to Anthropic and Ollama, a vendor
+    /// extension on OpenAI-compatible servers.
+    pub top_k: Option<u32>,
     /// Whether the backend is asked to stream. Results are the same either way; streaming
     /// only changes when they arrive.
     pub stream: bool,
-    /// Fields of an OpenAI request this model does not name (`seed`, `response_format`, …).
+    /// Fields of an OpenAI request this model does not name (`logit_bias`, `user`, …).
     /// Only OpenAI-format backends receive them: the other formats would reject them.
     pub extra: Map<String, Value>,
 }

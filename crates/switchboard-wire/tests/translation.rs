@@ -59,14 +59,16 @@ fn conversation() -> ChatRequest {
         max_tokens: Some(256),
         stop: vec!["END".into()],
         stream: true,
-        extra: serde_json::Map::new(),
+        ..ChatRequest::default()
     }
 }
 
 #[test]
 fn openai_request_round_trip_is_identity() {
     let mut request = conversation();
-    request.extra.insert("seed".into(), json!(42));
+    request.seed = Some(42);
+    request.reasoning_effort = Some("low".into());
+    request.extra.insert("user".into(), json!("u-1"));
     let wire = serde_json::to_value(openai::build_request(&request)).unwrap();
     assert_eq!(wire["tool_choice"], "required");
     assert_eq!(wire["seed"], 42);

@@ -406,6 +406,14 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
         max_tokens: Some(request.max_tokens),
         stop: request.stop_sequences.unwrap_or_default(),
         stream: request.stream.unwrap_or(false),
+        reasoning_effort: None,
+        response_format: None,
+        seed: None,
+        top_k: request
+            .extra
+            .get("top_k")
+            .and_then(Value::as_u64)
+            .and_then(|k| u32::try_from(k).ok()),
         extra: Map::new(),
     })
 }

@@ -226,6 +226,13 @@ pub fn parse_request(
         messages,
         tools: request.tools.unwrap_or_default(),
         tool_choice: None,
+        reasoning_effort: None,
+        response_format: None,
+        seed: options.get("seed").and_then(Value::as_i64),
+        top_k: options
+            .get("top_k")
+            .and_then(Value::as_u64)
+            .and_then(|k| u32::try_from(k).ok()),
         parallel_tool_calls: None,
         temperature: number("temperature"),
         top_p: number("top_p"),

@@ -56,6 +56,10 @@ pub fn parse_request(request: ChatCompletionRequest) -> Result<ChatRequest, Conv
             Some(Stop::Many(stops)) => stops,
         },
         stream: request.stream.unwrap_or(false),
+        reasoning_effort: request.reasoning_effort,
+        response_format: request.response_format,
+        seed: request.seed,
+        top_k: request.top_k,
         extra: request.extra,
     })
 }
@@ -84,6 +88,10 @@ pub fn build_request(request: &ChatRequest) -> ChatCompletionRequest {
         stop: (!request.stop.is_empty()).then(|| Stop::Many(request.stop.clone())),
         stream: request.stream.then_some(true),
         stream_options: None,
+        reasoning_effort: request.reasoning_effort.clone(),
+        response_format: request.response_format.clone(),
+        seed: request.seed,
+        top_k: request.top_k,
         extra: request.extra.clone(),
     }
 }

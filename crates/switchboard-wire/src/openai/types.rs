@@ -33,6 +33,14 @@ pub struct ChatCompletionRequest {
     pub stream: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
     /// Every field not named above, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -263,10 +271,15 @@ mod tests {
             "stream": true,
             "stream_options": {"include_usage": true},
             "seed": 7,
-            "response_format": {"type": "json_object"}
+            "response_format": {"type": "json_object"},
+            "logit_bias": {"50256": -100}
         });
         let request: ChatCompletionRequest = serde_json::from_value(body.clone()).unwrap();
-        assert_eq!(request.extra.get("seed"), Some(&json!(7)));
+        assert_eq!(request.seed, Some(7));
+        assert_eq!(
+            request.extra.get("logit_bias"),
+            Some(&json!({"50256": -100}))
+        );
         assert_eq!(serde_json::to_value(&request).unwrap(), body);
     }
 
