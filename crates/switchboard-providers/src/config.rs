@@ -20,6 +20,12 @@ pub struct BackendConfig {
     pub max_retries: u32,
     /// First backoff, doubled at each retry; a `Retry-After` header takes precedence.
     pub retry_backoff: Duration,
+    /// How long an unused connection stays in the pool. Servers close idle keep-alive
+    /// connections on their own schedule (uvicorn, Node and llama.cpp's server after 5 s);
+    /// a connection kept longer than the server keeps it fails the request that reuses it.
+    pub pool_idle_timeout: Duration,
+    /// Largest answer read as one body (a non-streamed answer, an error body).
+    pub max_body_bytes: usize,
 }
 
 impl fmt::Debug for BackendConfig {
@@ -39,6 +45,8 @@ impl fmt::Debug for BackendConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_retries", &self.max_retries)
             .field("retry_backoff", &self.retry_backoff)
+            .field("pool_idle_timeout", &self.pool_idle_timeout)
+            .field("max_body_bytes", &self.max_body_bytes)
             .finish()
     }
 }
@@ -54,6 +62,8 @@ impl BackendConfig {
             idle_timeout: Duration::from_secs(120),
             max_retries: 2,
             retry_backoff: Duration::from_millis(500),
+            pool_idle_timeout: Duration::from_secs(4),
+            max_body_bytes: 32 * 1024 * 1024,
         }
     }
 

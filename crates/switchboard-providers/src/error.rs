@@ -23,13 +23,30 @@ impl std::fmt::Display for TimeoutPhase {
     }
 }
 
+/// How far a request got when its connection failed: whether the backend is down or up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionFailure {
+    /// No connection could be made (refused, no such host, TLS): the backend is down or out of
+    /// reach.
+    Unreachable,
+    /// The request was sent and the backend closed the connection (or reset it) before any
+    /// byte of an answer, on a pooled connection and again on a new one: the backend is up
+    /// but drops requests.
+    ClosedBeforeAnswer,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     /// The backend answered with an error status; `message` is its own explanation.
     #[error("backend answered HTTP {status}: {message}")]
     Http { status: u16, message: String },
-    #[error("cannot reach backend at {url}: {detail}")]
-    Connect { url: String, detail: String },
+    /// The connection failed before any byte of an answer; `failure` says how far it got.
+    #[error("{}", connect_message(url, *failure, detail))]
+    Connect {
+        url: String,
+        failure: ConnectionFailure,
+        detail: String,
+    },
     #[error("backend timed out waiting for {phase}")]
     Timeout { phase: TimeoutPhase },
     /// The answer stopped before its terminator: a cut, never a short answer.
@@ -77,6 +94,15 @@ impl BackendError {
         } else {
             BackendError::Decode(error)
         }
+    }
+}
+
+fn connect_message(url: &str, failure: ConnectionFailure, detail: &str) -> String {
+    match failure {
+        ConnectionFailure::Unreachable => format!("cannot reach backend at {url}: {detail}"),
+        ConnectionFailure::ClosedBeforeAnswer => format!(
+            "backend at {url} closed the connection before answering, also on a new connection: {detail}"
+        ),
     }
 }
 
@@ -154,6 +180,7 @@ mod tests {
         assert_eq!(
             BackendError::Connect {
                 url: String::new(),
+                failure: ConnectionFailure::Unreachable,
                 detail: String::new()
             }
             .http_status(),

@@ -16,6 +16,6 @@ pub use anthropic::AnthropicBackend;
 pub use backend::{Backend, EventStream, complete};
 pub use config::BackendConfig;
 pub use connect::{config_from_env, connect};
-pub use error::{BackendError, TimeoutPhase};
+pub use error::{BackendError, ConnectionFailure, TimeoutPhase};
 pub use ollama::OllamaBackend;
 pub use openai::OpenAiBackend;

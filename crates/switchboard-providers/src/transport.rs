@@ -1,6 +1,8 @@
 //! What the three clients share: one pooled HTTP client, retries with backoff for
-//! connection errors and 429/5xx (only before any byte of the answer), the first-byte and
-//! idle timeouts, and the body fed to the format's decoder as it arrives.
+//! connection errors and 429/5xx (only before any byte of the answer), one retry on a new
+//! connection when the backend closed a pooled one under the request, the first-byte and idle
+//! timeouts, and the body fed to the format's stream decoder as it arrives, or read whole when
+//! its content type says it is one JSON answer.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -8,10 +10,10 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, stream};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use switchboard_wire::ids::IdSource;
-use switchboard_wire::{Format, StreamDecoder, StreamEvent};
+use switchboard_wire::{DecodeError, DecodeErrorKind, Format, StreamDecoder, StreamEvent};
 
 use crate::error::error_message;
-use crate::{BackendConfig, BackendError, EventStream, TimeoutPhase};
+use crate::{BackendConfig, BackendError, ConnectionFailure, EventStream, TimeoutPhase};
 
 /// Longest wait honoured from a `Retry-After` header.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -19,6 +21,9 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub(crate) struct Transport {
     client: reqwest::Client,
+    /// Keeps no connection: the retry of a request whose pooled connection the backend had
+    /// closed must not land on another stale one.
+    unpooled: reqwest::Client,
     config: BackendConfig,
     headers: HeaderMap,
 }
@@ -54,12 +59,17 @@ impl Transport {
             })?;
             headers.insert(name, value);
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|error| BackendError::Config(error.to_string()))?;
+        let build = |builder: reqwest::ClientBuilder| {
+            builder
+                .connect_timeout(config.connect_timeout)
+                .build()
+                .map_err(|error| BackendError::Config(error.to_string()))
+        };
+        let client = build(reqwest::Client::builder().pool_idle_timeout(config.pool_idle_timeout))?;
+        let unpooled = build(reqwest::Client::builder().pool_max_idle_per_host(0))?;
         Ok(Self {
             client,
+            unpooled,
             config,
             headers,
         })
@@ -70,7 +80,8 @@ impl Transport {
     }
 
     /// Posts `body` and returns the answer's events: decoded as they stream in, or from the
-    /// whole JSON body, by the same normalisation either way.
+    /// whole JSON body, by the same normalisation either way. The answer's content type
+    /// decides which, not what was asked: some servers ignore `stream: true`.
     pub(crate) async fn exchange(
         &self,
         url: String,
@@ -80,13 +91,15 @@ impl Transport {
     ) -> Result<EventStream, BackendError> {
         let started = Instant::now();
         let response = self.send(&url, body).await?;
+        let streamed = is_streamed(response.headers(), streaming);
         let body = Body {
             chunks: response.bytes_stream().boxed(),
             first_byte_deadline: Some(started + self.config.first_byte_timeout),
             idle_timeout: self.config.idle_timeout,
             received: 0,
+            limit: self.config.max_body_bytes,
         };
-        if streaming {
+        if streamed {
             return Ok(decode_stream(
                 body,
                 format.stream_decoder(IdSource::random()),
@@ -101,55 +114,77 @@ impl Transport {
 
     async fn send(&self, url: &str, body: Vec<u8>) -> Result<reqwest::Response, BackendError> {
         let mut attempt = 0;
+        // Set for the one attempt that retries a request the backend closed the connection on.
+        let mut reopened = false;
+        let mut new_connection = false;
         loop {
-            let request = self
-                .client
+            let client = if new_connection {
+                &self.unpooled
+            } else {
+                &self.client
+            };
+            new_connection = false;
+            let request = client
                 .post(url)
                 .headers(self.headers.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
-            let retry_after =
-                match tokio::time::timeout(self.config.first_byte_timeout, request.send()).await {
-                    Err(_) => {
-                        return Err(BackendError::Timeout {
-                            phase: TimeoutPhase::FirstByte,
-                        });
+            let retry_after = match tokio::time::timeout(
+                self.config.first_byte_timeout,
+                request.send(),
+            )
+            .await
+            {
+                Err(_) => {
+                    return Err(BackendError::Timeout {
+                        phase: TimeoutPhase::FirstByte,
+                    });
+                }
+                Ok(Err(error)) if !reopened && closed_before_answer(&error) => {
+                    // A server closes an idle keep-alive connection when it likes
+                    // (llama.cpp's right after a stream); a request written into it as
+                    // it closed was never read. Once more, at once, on a new connection.
+                    tracing::debug!(%url, %error, "backend closed the connection before answering; retrying on a new connection");
+                    reopened = true;
+                    new_connection = true;
+                    continue;
+                }
+                Ok(Err(error)) => {
+                    let failure = connect_error(url, &error);
+                    if !error.is_connect() || attempt >= self.config.max_retries {
+                        return Err(failure);
                     }
-                    Ok(Err(error)) => {
-                        let failure = connect_error(url, &error);
-                        if !error.is_connect() || attempt >= self.config.max_retries {
-                            return Err(failure);
-                        }
-                        tracing::warn!(%url, %failure, attempt, "retrying backend request");
-                        None
+                    tracing::warn!(%url, %failure, attempt, "retrying backend request");
+                    None
+                }
+                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                Ok(Ok(response)) => {
+                    let status = response.status().as_u16();
+                    let retry_after = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|value| value.to_str().ok())
+                        .and_then(|value| value.trim().parse::<u64>().ok())
+                        .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+                    let bytes = Body {
+                        chunks: response.bytes_stream().boxed(),
+                        first_byte_deadline: None,
+                        idle_timeout: self.config.idle_timeout,
+                        received: 0,
+                        limit: self.config.max_body_bytes,
                     }
-                    Ok(Ok(response)) if response.status().is_success() => return Ok(response),
-                    Ok(Ok(response)) => {
-                        let status = response.status().as_u16();
-                        let retry_after = response
-                            .headers()
-                            .get(reqwest::header::RETRY_AFTER)
-                            .and_then(|value| value.to_str().ok())
-                            .and_then(|value| value.trim().parse::<u64>().ok())
-                            .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
-                        let bytes = Body {
-                            chunks: response.bytes_stream().boxed(),
-                            first_byte_deadline: None,
-                            idle_timeout: self.config.idle_timeout,
-                            received: 0,
-                        }
-                        .read_all()
-                        .await
-                        .unwrap_or_default();
-                        let message = error_message(&bytes, status);
-                        let retryable = status == 429 || status >= 500;
-                        if !retryable || attempt >= self.config.max_retries {
-                            return Err(BackendError::Http { status, message });
-                        }
-                        tracing::warn!(%url, status, %message, attempt, "retrying backend request");
-                        retry_after
+                    .read_all()
+                    .await
+                    .unwrap_or_default();
+                    let message = error_message(&bytes, status);
+                    let retryable = status == 429 || status >= 500;
+                    if !retryable || attempt >= self.config.max_retries {
+                        return Err(BackendError::Http { status, message });
                     }
-                };
+                    tracing::warn!(%url, status, %message, attempt, "retrying backend request");
+                    retry_after
+                }
+            };
             let backoff = self
                 .config
                 .retry_backoff
@@ -160,12 +195,61 @@ impl Transport {
     }
 }
 
+/// Whether the answer is a stream (SSE, or NDJSON for Ollama) or one JSON body, by its
+/// content type; without a telling one, what was asked for.
+fn is_streamed(headers: &HeaderMap, asked: bool) -> bool {
+    let media_type = headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .map(|value| value.trim().to_ascii_lowercase());
+    match media_type.as_deref() {
+        Some("application/json") => false,
+        Some("text/event-stream" | "application/x-ndjson") => true,
+        _ => asked,
+    }
+}
+
+/// The connection was open and the request on its way, and the backend closed or reset it
+/// before any byte of an answer.
+fn closed_before_answer(error: &reqwest::Error) -> bool {
+    if error.is_connect() || error.is_timeout() {
+        return false;
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(hyper) = cause.downcast_ref::<hyper::Error>()
+            && hyper.is_incomplete_message()
+        {
+            return true;
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            )
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
+}
+
 fn connect_error(url: &str, error: &reqwest::Error) -> BackendError {
     if error.is_timeout() {
         return BackendError::Timeout {
             phase: TimeoutPhase::Connect,
         };
     }
+    let failure = if closed_before_answer(error) {
+        ConnectionFailure::ClosedBeforeAnswer
+    } else {
+        ConnectionFailure::Unreachable
+    };
     // The source chain holds the useful part ("Connection refused").
     let mut detail = error.to_string();
     let mut source = std::error::Error::source(error);
@@ -175,6 +259,7 @@ fn connect_error(url: &str, error: &reqwest::Error) -> BackendError {
     }
     BackendError::Connect {
         url: url.to_owned(),
+        failure,
         detail,
     }
 }
@@ -185,6 +270,8 @@ struct Body {
     first_byte_deadline: Option<Instant>,
     idle_timeout: Duration,
     received: usize,
+    /// The most [`Body::read_all`] keeps.
+    limit: usize,
 }
 
 impl Body {
@@ -214,6 +301,15 @@ impl Body {
     async fn read_all(mut self) -> Result<Vec<u8>, BackendError> {
         let mut all = Vec::new();
         while let Some(bytes) = self.next().await? {
+            if all.len() + bytes.len() > self.limit {
+                return Err(BackendError::Decode(DecodeError {
+                    offset: self.limit,
+                    kind: DecodeErrorKind::Protocol(format!(
+                        "the answer is longer than the {} bytes allowed for a whole body",
+                        self.limit
+                    )),
+                }));
+            }
             all.extend_from_slice(&bytes);
         }
         Ok(all)

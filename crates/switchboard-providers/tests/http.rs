@@ -10,8 +10,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use switchboard_providers::{
-    AnthropicBackend, Backend, BackendConfig, BackendError, OllamaBackend, OpenAiBackend,
-    TimeoutPhase, complete,
+    AnthropicBackend, Backend, BackendConfig, BackendError, ConnectionFailure, OllamaBackend,
+    OpenAiBackend, TimeoutPhase, complete,
 };
 use switchboard_testkit::{Chunking, Reply, ScriptedServer};
 use switchboard_tools::{Message, ToolCall, ToolDefinition};
@@ -92,6 +92,21 @@ fn without_generated_ids(mut events: Vec<StreamEvent>) -> Vec<StreamEvent> {
     events
 }
 
+/// An answer with generated ids replaced and arguments in one JSON spelling, so answers
+/// decoded independently can be compared.
+fn normalise(response: &ChatResponse) -> ChatResponse {
+    let mut response = response.clone();
+    for call in &mut response.tool_calls {
+        if call.id.len() == 29 && call.id.starts_with("call_") {
+            call.id = "generated".into();
+        }
+        call.arguments = serde_json::from_str::<Value>(&call.arguments)
+            .unwrap()
+            .to_string();
+    }
+    response
+}
+
 /// The stream in three chunkings and the non-streaming body all give one answer.
 async fn same_answer_every_way(
     make: impl Fn(BackendConfig) -> Box<dyn Backend>,
@@ -127,18 +142,6 @@ async fn same_answer_every_way(
     .await;
     let backend = make(config(&server));
     let whole = complete(backend.as_ref(), request(false)).await.unwrap();
-    let normalise = |response: &ChatResponse| {
-        let mut response = response.clone();
-        for call in &mut response.tool_calls {
-            if call.id.len() == 29 && call.id.starts_with("call_") {
-                call.id = "generated".into();
-            }
-            call.arguments = serde_json::from_str::<Value>(&call.arguments)
-                .unwrap()
-                .to_string();
-        }
-        response
-    };
     assert_eq!(normalise(&whole), normalise(&streamed));
     assert_ne!(
         server.requests()[0].body["stream"],
@@ -387,8 +390,150 @@ async fn an_unreachable_backend_is_a_connect_error_after_retries() {
     let error = complete(&OpenAiBackend::new(config).unwrap(), request(true))
         .await
         .unwrap_err();
-    assert!(matches!(error, BackendError::Connect { .. }), "{error}");
+    assert!(
+        matches!(
+            error,
+            BackendError::Connect {
+                failure: ConnectionFailure::Unreachable,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error.to_string().starts_with("cannot reach backend"),
+        "{error}"
+    );
     assert_eq!(error.http_status(), 502);
+}
+
+fn openai_answer() -> Reply {
+    Reply::ok(
+        "text/event-stream",
+        fixture("openai_parallel.sse"),
+        Chunking::PerEvent("\n\n"),
+    )
+}
+
+#[tokio::test]
+async fn a_pooled_connection_closed_under_the_next_request_is_retried_on_a_new_one() {
+    // The first answer keeps its connection and the server drops it when the second request
+    // arrives on it, as llama.cpp's server does after a stream.
+    let server = serve(vec![
+        openai_answer().then_close_when_reused(),
+        openai_answer(),
+    ])
+    .await;
+    let backend = OpenAiBackend::new(config(&server)).unwrap();
+    let first = complete(&backend, request(true)).await.unwrap();
+    let second = complete(&backend, request(true)).await.unwrap();
+    assert_eq!(normalise(&first), normalise(&second));
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the request the server dropped, then its retry"
+    );
+    assert_eq!(requests[1].body, requests[2].body);
+}
+
+#[tokio::test]
+async fn a_backend_that_closes_without_answering_is_retried_once_and_reported_as_up() {
+    // The pooled connection is dropped under the request, and the new one too; the third
+    // answer is there to show that no further attempt is made.
+    let server = serve(vec![
+        openai_answer().then_close_when_reused(),
+        Reply::hang_up(),
+        openai_answer(),
+    ])
+    .await;
+    let backend = OpenAiBackend::new(config(&server)).unwrap();
+    complete(&backend, request(true)).await.unwrap();
+    let error = complete(&backend, request(true)).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            BackendError::Connect {
+                failure: ConnectionFailure::ClosedBeforeAnswer,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("closed the connection before answering")
+            && message.contains("connection closed before message completed"),
+        "{message}"
+    );
+    assert_eq!(error.http_status(), 502);
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn the_content_type_decides_between_a_stream_and_a_whole_answer() {
+    type Make = fn(BackendConfig) -> Box<dyn Backend>;
+    let cases: [(Make, &str, &str, &str); 3] = [
+        (
+            |config| Box::new(OpenAiBackend::new(config).unwrap()),
+            "openai_parallel.sse",
+            "text/event-stream",
+            "openai_parallel.json",
+        ),
+        (
+            |config| Box::new(AnthropicBackend::new(config).unwrap()),
+            "anthropic_tools.sse",
+            "text/event-stream; charset=utf-8",
+            "anthropic_tools.json",
+        ),
+        (
+            |config| Box::new(OllamaBackend::new(config).unwrap()),
+            "ollama_tools.ndjson",
+            "application/x-ndjson",
+            "ollama_tools.json",
+        ),
+    ];
+    for (make, stream_fixture, stream_type, json_fixture) in cases {
+        // A server that ignores `stream: true`, then one that streams unasked.
+        let server = serve(vec![
+            Reply::ok(
+                "application/json; charset=utf-8",
+                fixture(json_fixture),
+                Chunking::Bytes,
+            ),
+            Reply::ok(stream_type, fixture(stream_fixture), Chunking::Bytes),
+        ])
+        .await;
+        let backend = make(config(&server));
+        let whole_for_stream = complete(backend.as_ref(), request(true)).await.unwrap();
+        let stream_for_whole = complete(backend.as_ref(), request(false)).await.unwrap();
+        assert!(!whole_for_stream.tool_calls.is_empty(), "{json_fixture}");
+        assert_eq!(
+            normalise(&whole_for_stream),
+            normalise(&stream_for_whole),
+            "{json_fixture}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_whole_answer_past_the_limit_is_refused_by_name() {
+    let server = serve(vec![Reply::ok(
+        "application/json",
+        fixture("openai_parallel.json"),
+        Chunking::Bytes,
+    )])
+    .await;
+    let mut config = config(&server);
+    config.max_body_bytes = 100;
+    let error = complete(&OpenAiBackend::new(config).unwrap(), request(false))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, BackendError::Decode(_)), "{error:?}");
+    assert!(
+        error.to_string().contains("longer than the 100 bytes"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

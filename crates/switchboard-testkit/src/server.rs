@@ -1,4 +1,6 @@
-//! The scripted server: one reply per connection, in order, over chunked HTTP/1.1.
+//! The scripted server: one reply per connection, in order, over chunked HTTP/1.1; a reply
+//! can also keep its connection and drop it under the next request, as servers that close
+//! idle keep-alive connections do.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,6 +33,13 @@ pub struct Reply {
     /// Send this many chunks, then wait for the gate to open before sending the rest: lets a
     /// test prove something happened while the stream was still open.
     pub gate: Option<(usize, Arc<tokio::sync::Notify>)>,
+    /// Announce `connection: keep-alive` and keep the connection after the answer; when the
+    /// client sends its next request on it, read that request and close without answering:
+    /// what a client sees when it reuses a connection the server had just let go (llama.cpp's
+    /// server closes its connection after each stream).
+    pub close_when_reused: bool,
+    /// Read the request and close the connection without a byte of answer.
+    pub hang_up: bool,
 }
 
 impl Reply {
@@ -43,7 +52,23 @@ impl Reply {
             delay_before_body: None,
             drop_connection: false,
             gate: None,
+            close_when_reused: false,
+            hang_up: false,
         }
+    }
+
+    /// A connection closed as soon as the request is read: no status, no byte.
+    pub fn hang_up() -> Self {
+        Self {
+            hang_up: true,
+            ..Self::ok("text/plain", "", Chunking::Whole)
+        }
+    }
+
+    /// The same reply on a connection the server closes under the client's next request.
+    pub fn then_close_when_reused(mut self) -> Self {
+        self.close_when_reused = true;
+        self
     }
 
     /// A JSON body with this status (errors, non-streaming answers).
@@ -130,39 +155,21 @@ async fn answer(
     hung_up: Arc<std::sync::atomic::AtomicUsize>,
 ) {
     socket.set_nodelay(true).unwrap();
-    let mut request = Vec::new();
-    let mut buffer = [0u8; 8192];
-    let head_end = loop {
-        let Ok(read) = socket.read(&mut buffer).await else {
-            return;
-        };
-        if read == 0 {
-            return;
-        }
-        request.extend_from_slice(&buffer[..read]);
-        if let Some(at) = request.windows(4).position(|window| window == b"\r\n\r\n") {
-            break at + 4;
-        }
+    let Some(request) = read_request(&mut socket).await else {
+        return;
     };
-    let head = String::from_utf8_lossy(&request[..head_end]).to_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .map_or(0, |value| value.trim().parse().unwrap());
-    while request.len() < head_end + length {
-        let Ok(read) = socket.read(&mut buffer).await else {
-            return;
-        };
-        if read == 0 {
-            return;
-        }
-        request.extend_from_slice(&buffer[..read]);
+    log.lock().unwrap().push(request);
+    if reply.hang_up {
+        return;
     }
-    let body = serde_json::from_slice(&request[head_end..head_end + length]).unwrap_or(Value::Null);
-    log.lock().unwrap().push(Captured { head, body });
 
+    let connection = if reply.close_when_reused {
+        "keep-alive"
+    } else {
+        "close"
+    };
     let mut response = format!(
-        "HTTP/1.1 {} Scripted\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
+        "HTTP/1.1 {} Scripted\r\ntransfer-encoding: chunked\r\nconnection: {connection}\r\n",
         reply.status
     );
     for (name, value) in &reply.headers {
@@ -212,5 +219,40 @@ async fn answer(
     if !reply.drop_connection {
         let _ = socket.write_all(b"0\r\n\r\n").await;
     }
+    if reply.close_when_reused
+        && let Some(request) = read_request(&mut socket).await
+    {
+        log.lock().unwrap().push(request);
+    }
     let _ = socket.shutdown().await;
+}
+
+/// Reads one request (head and `content-length` body); `None` when the client closed first.
+async fn read_request(socket: &mut TcpStream) -> Option<Captured> {
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let head_end = loop {
+        let read = socket.read(&mut buffer).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        request.extend_from_slice(&buffer[..read]);
+        if let Some(at) = request.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&request[..head_end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .map_or(0, |value| value.trim().parse().unwrap());
+    while request.len() < head_end + length {
+        let read = socket.read(&mut buffer).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        request.extend_from_slice(&buffer[..read]);
+    }
+    let body = serde_json::from_slice(&request[head_end..head_end + length]).unwrap_or(Value::Null);
+    Some(Captured { head, body })
 }

@@ -15,6 +15,8 @@ use clap::{Parser, Subcommand};
     about = "Tool-calling runtime and OpenAI-compatible gateway"
 )]
 struct Cli {
+    #[command(flatten)]
+    characters: commands::check::CharactersDir,
     #[command(subcommand)]
     command: Command,
 }
@@ -38,12 +40,12 @@ fn main() -> ExitCode {
         Command::Validate(args) => commands::validate::run(args),
         Command::CheckArgs(args) => commands::check_args::run(args),
         Command::Parse(args) => commands::parse::run(args),
-        Command::Check(args) => commands::check::run(args),
-        Command::Call(args) => commands::call::run(args),
-        Command::Prompt(args) => commands::prompt::run(args),
+        Command::Check(args) => commands::check::run(args, &cli.characters),
+        Command::Call(args) => commands::call::run(args, &cli.characters),
+        Command::Prompt(args) => commands::prompt::run(args, &cli.characters),
         Command::Decode(args) => commands::decode::run(args),
-        Command::Chat(args) => commands::chat::run(args),
-        Command::Serve(args) => commands::serve::run(args),
+        Command::Chat(args) => commands::chat::run(args, &cli.characters),
+        Command::Serve(args) => commands::serve::run(args, &cli.characters),
     };
     match outcome {
         Ok(code) => code,

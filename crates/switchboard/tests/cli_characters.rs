@@ -127,3 +127,31 @@ fn prompt_prints_a_new_conversations_system_prompt() {
     );
     assert!(stdout.contains("\n5. "), "{stdout}");
 }
+
+#[test]
+fn the_characters_flag_works_before_the_subcommand_too() {
+    let dir = repo_path("crates/switchboard-characters/tests/fixtures/runtime");
+    let dir = dir.to_str().unwrap();
+    // `toolbox` exists only there, so each command proves it read the flag.
+    for args in [
+        ["--characters", dir, "call", "toolbox", "spin"],
+        ["call", "--characters", dir, "toolbox", "spin"],
+        ["call", "toolbox", "spin", "--characters", dir],
+    ] {
+        let output = switchboard(&args);
+        assert_eq!(
+            text(&output.stdout),
+            "Error: Tool execution timed out (exceeded 100ms)\n",
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+    }
+    let output = switchboard(&["--characters", dir, "check"]);
+    assert!(
+        text(&output.stdout).contains(&format!("{dir}: ")),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = switchboard(&["--characters", dir, "prompt", "toolbox"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+}

@@ -127,6 +127,74 @@ async fn a_backend_error_is_reported_and_the_chat_goes_on() {
 }
 
 #[tokio::test]
+async fn a_chat_whose_every_reply_failed_exits_1() {
+    let refused = || {
+        switchboard_testkit::Reply::json(
+            400,
+            &serde_json::json!({"error": {"message": "context too long"}}),
+        )
+    };
+    let server = ScriptedServer::start(vec![refused(), refused()]).await;
+    let output = chat(
+        &["narrator", "--backend", &server.base, "--model", "scripted"],
+        "one\ntwo\n",
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.matches("context too long").count(),
+        2,
+        "both errors are shown: {stderr}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_chat_with_nothing_sent_exits_0() {
+    let server = ScriptedServer::start(Vec::new()).await;
+    let output = chat(
+        &["narrator", "--backend", &server.base, "--model", "scripted"],
+        "/history\n",
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// llama.cpp's server closes its connection after each streamed answer while announcing
+/// keep-alive: the second line goes out on that connection and must still get its reply.
+#[tokio::test]
+async fn a_server_that_closes_kept_connections_still_answers_every_line() {
+    let answer = |text: &str| {
+        OpenAiScript::new()
+            .text(text)
+            .finish("stop", 5, 2)
+            .reply()
+            .then_close_when_reused()
+    };
+    let server = ScriptedServer::start(vec![answer("First."), answer("Second.")]).await;
+    let output = chat(
+        &["narrator", "--backend", &server.base, "--model", "scripted"],
+        "one\ntwo\n",
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "First.\nSecond.\n");
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "the second message, dropped on the kept connection, then again"
+    );
+}
+
+#[tokio::test]
 async fn no_backend_is_one_clear_line() {
     let output = chat(&["narrator", "--model", "m"], "hello\n").await;
     assert_eq!(output.status.code(), Some(2));

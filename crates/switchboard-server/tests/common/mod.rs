@@ -1,11 +1,14 @@
 //! What the gateway's behaviour tests share: a gateway started in-process in front of
 //! scripted backends on loopback, a real HTTP client, and a reader that turns an SSE answer
 //! back into one answer (checking the chunk protocol on the way) so it can be compared with
-//! the non-streamed body for the same backend output.
+//! the non-streamed body for the same backend output; and the official `openai` Python SDK
+//! as a client (tests/sdk/client.py).
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
 
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -359,4 +362,47 @@ pub fn sent(server: &switchboard_testkit::ScriptedServer, index: usize) -> Value
         .unwrap_or_else(|| panic!("the backend got {} requests", requests.len()))
         .body
         .clone()
+}
+
+/// Runs `tests/sdk/client.py BASE CASE` (with `input` as JSON on its standard input) and
+/// returns the JSON it printed. A missing SDK fails the test with the way to install it:
+/// these tests never pass by skipping.
+pub async fn sdk_client(base: String, case: &'static str, input: Option<&Value>) -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/client.py");
+    let input = input.map(Value::to_string).unwrap_or_default();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg(&base)
+            .arg(case)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        // A script that fails at once may not read its input: the pipe can be closed.
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        child.wait_with_output()
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|error| {
+        panic!("cannot run python3 ({error}); these tests need Python 3 with the openai SDK: run scripts/test")
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.code() == Some(3) {
+        panic!(
+            "the official openai Python SDK is not installed; run scripts/test (it installs tests/requirements.txt)\n{stderr}"
+        );
+    }
+    assert!(
+        output.status.success(),
+        "client.py {case} failed ({}):\n{stderr}",
+        output.status
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "client.py {case} printed no JSON ({error}):\n{}\n{stderr}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
 }

@@ -10,6 +10,9 @@ Cases:
   prompted    the "hermes" route (prompted tool calling): a whole answer, then streamed
               without include_usage
   bad-request requests the gateway must refuse with 400, as the SDK surfaces them
+  request     the request read as JSON from standard input (model, messages, tools and any
+              other fields), whole and then streamed with include_usage: the real-backend
+              suite's case
 
 Exit status 3 means the SDK is not installed (the Rust test then says to run scripts/test).
 """
@@ -60,14 +63,14 @@ def summary(completion):
     }
 
 
-def streamed(client, model, include_usage):
+def streamed(client, request, include_usage):
     """Streams through the SDK's own helper and accumulator; also reports the raw tool-call
     deltas so the test can check their shape (first delta per call, later ones)."""
     options = {"stream_options": {"include_usage": True}} if include_usage else {}
     deltas = []
     chunks = 0
     last_chunk = None
-    with client.chat.completions.stream(model=model, messages=MESSAGES, tools=TOOLS, **options) as stream:
+    with client.chat.completions.stream(**request, **options) as stream:
         for event in stream:
             if event.type != "chunk":
                 continue
@@ -97,9 +100,9 @@ def streamed(client, model, include_usage):
     }
 
 
-def tool_calls(client, model, include_usage):
-    whole = client.chat.completions.create(model=model, messages=MESSAGES, tools=TOOLS)
-    return {"whole": summary(whole), "streamed": streamed(client, model, include_usage)}
+def tool_calls(client, request, include_usage):
+    whole = client.chat.completions.create(**request)
+    return {"whole": summary(whole), "streamed": streamed(client, request, include_usage)}
 
 
 def refusal(label, ask):
@@ -146,11 +149,14 @@ def bad_requests(client):
 
 def main():
     base_url, case = sys.argv[1], sys.argv[2]
-    client = OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0, timeout=30)
+    # A real model on two shared cores can take a while; scripted backends answer at once.
+    client = OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0, timeout=300)
     if case == "native":
-        result = tool_calls(client, "native", include_usage=True)
+        result = tool_calls(client, {"model": "native", "messages": MESSAGES, "tools": TOOLS}, include_usage=True)
     elif case == "prompted":
-        result = tool_calls(client, "hermes", include_usage=False)
+        result = tool_calls(client, {"model": "hermes", "messages": MESSAGES, "tools": TOOLS}, include_usage=False)
+    elif case == "request":
+        result = tool_calls(client, json.load(sys.stdin), include_usage=True)
     elif case == "bad-request":
         result = bad_requests(client)
     else:

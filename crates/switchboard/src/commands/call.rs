@@ -17,13 +17,11 @@ pub struct Args {
     tool: String,
     /// The arguments, as the model would write them (a JSON object); none means `{}`.
     arguments: Option<String>,
-    #[command(flatten)]
-    characters: CharactersDir,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let character = find_character(&args.characters.dir, &args.character)?;
+    let character = find_character(characters.path(), &args.character)?;
     let call = ToolCall {
         id: "call_cli".to_owned(),
         name: args.tool,

@@ -15,14 +15,17 @@ use super::backend::BackendArgs;
 use super::check::{CharactersDir, find_character, init_character_logs, runtime};
 
 /// Chat with a character in the terminal.
+///
+/// Exit status: 0 when the chat ends (end of input, /quit) after at least one reply, or
+/// without any message sent; 1 when messages were sent and every one of them failed (no
+/// reply came back: the backend or the conversation reported an error; a reply stopped with
+/// Ctrl-C counts neither way); 2 when the chat cannot start (unknown character, no backend).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The character: its CHARACTER_NAME or file stem (case-insensitive).
     character: String,
     #[command(flatten)]
     backend: BackendArgs,
-    #[command(flatten)]
-    characters: CharactersDir,
     /// Tool rounds per message before the model must answer in words.
     #[arg(long, default_value_t = 4)]
     max_tool_rounds: usize,
@@ -31,9 +34,9 @@ pub struct Args {
 const HELP: &str =
     "commands: /reset (new conversation), /history, /prompt, /quit; Ctrl-C stops a reply";
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let character = find_character(&args.characters.dir, &args.character)?;
+    let character = find_character(characters.path(), &args.character)?;
     let (backend, model) = args.backend.connect()?;
     let interactive = std::io::stdin().is_terminal();
     let style = Style {
@@ -68,6 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        let (mut replies, mut failures) = (0_usize, 0_usize);
         loop {
             if interactive {
                 eprint!("you> ");
@@ -107,8 +111,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             tokio::select! {
                 outcome = conversation.send(line, &mut show) => {
                     println!();
-                    if let Err(error) = outcome {
-                        eprintln!("{}", style.error(&format!("error: {error}")));
+                    match outcome {
+                        Ok(_) => replies += 1,
+                        Err(error) => {
+                            failures += 1;
+                            eprintln!("{}", style.error(&format!("error: {error}")));
+                        }
                     }
                 }
                 _ = tokio::signal::ctrl_c() => {
@@ -117,7 +125,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        anyhow::Ok(ExitCode::SUCCESS)
+        // A script piping lines into a chat must be able to tell that nothing came back.
+        anyhow::Ok(if failures > 0 && replies == 0 {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        })
     })
 }
 

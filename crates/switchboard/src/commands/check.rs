@@ -16,26 +16,35 @@ pub struct Args {
     /// Directory to check (overrides --characters).
     #[arg(value_name = "DIR")]
     directory: Option<PathBuf>,
-    #[command(flatten)]
-    characters: CharactersDir,
 }
 
-/// Where characters are loaded from.
+/// Where characters are loaded from: a flag of the whole command line, given before or
+/// after the subcommand, since every command that loads characters reads it.
 #[derive(Debug, clap::Args)]
 pub struct CharactersDir {
-    /// Directory of character files (*.js).
+    /// Directory of character files (*.js) for the commands that load characters
+    /// [default: characters; for serve, its configuration's].
     #[arg(
         long = "characters",
         env = "SWITCHBOARD_CHARACTERS",
-        default_value = "characters",
-        value_name = "DIR"
+        value_name = "DIR",
+        global = true
     )]
-    pub dir: PathBuf,
+    pub dir: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+impl CharactersDir {
+    /// The directory given, or `characters` in the current directory.
+    pub fn path(&self) -> &Path {
+        self.dir.as_deref().unwrap_or(Path::new("characters"))
+    }
+}
+
+pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let dir = args.directory.unwrap_or(args.characters.dir);
+    let dir = args
+        .directory
+        .unwrap_or_else(|| characters.path().to_owned());
     let loaded = load_characters(&dir, &LoadOptions::default());
     print_table(&loaded);
     for rejection in &loaded.rejections {

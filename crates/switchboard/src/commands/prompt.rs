@@ -10,13 +10,11 @@ use super::check::{CharactersDir, find_character, init_character_logs, runtime};
 pub struct Args {
     /// The character: its CHARACTER_NAME or file stem (case-insensitive).
     character: String,
-    #[command(flatten)]
-    characters: CharactersDir,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let character = find_character(&args.characters.dir, &args.character)?;
+    let character = find_character(characters.path(), &args.character)?;
     let session = runtime()?.block_on(character.start_conversation())?;
     println!("{}", session.system_prompt());
     Ok(ExitCode::SUCCESS)

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use switchboard_server::{AppState, Config, shutdown_signal};
 
-use super::check::{init_character_logs, runtime};
+use super::check::{CharactersDir, init_character_logs, runtime};
 
 /// Serve OpenAI-compatible chat completions with tool calling, and the characters.
 #[derive(Debug, clap::Args)]
@@ -22,9 +22,6 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, env = "SWITCHBOARD_LISTEN", value_name = "ADDR")]
     listen: Option<SocketAddr>,
-    /// Directory of character files.
-    #[arg(long, env = "SWITCHBOARD_CHARACTERS", value_name = "DIR")]
-    characters: Option<PathBuf>,
     /// The route characters talk through.
     #[arg(long, env = "SWITCHBOARD_CHARACTER_ROUTE", value_name = "ROUTE")]
     character_route: Option<String>,
@@ -39,9 +36,9 @@ pub struct Args {
     shutdown_grace_secs: Option<u64>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let config = load_config(&args)?;
+    let config = load_config(&args, characters)?;
     runtime()?.block_on(async move {
         let env = |name: &str| {
             std::env::var(name)
@@ -62,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn load_config(args: &Args) -> anyhow::Result<Config> {
+fn load_config(args: &Args, characters: &CharactersDir) -> anyhow::Result<Config> {
     let default_file = Path::new("switchboard.toml");
     let mut config = match &args.config {
         Some(path) => Config::from_file(path)?,
@@ -76,8 +73,8 @@ fn load_config(args: &Args) -> anyhow::Result<Config> {
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
-    if let Some(characters) = &args.characters {
-        config.characters.clone_from(characters);
+    if let Some(dir) = &characters.dir {
+        config.characters.clone_from(dir);
     }
     if args.character_route.is_some() {
         config.character_route.clone_from(&args.character_route);
