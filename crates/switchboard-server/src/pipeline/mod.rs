@@ -9,6 +9,7 @@ mod collect;
 mod completion;
 mod finisher;
 mod prompted;
+mod repair;
 pub mod tool_checks;
 mod tools;
 
