@@ -20,6 +20,10 @@ pub struct Config {
     /// The route characters talk through; the first native route when absent.
     #[serde(default)]
     pub character_route: Option<String>,
+    /// Most tokens a character's reply may take, tool rounds included; a client's smaller
+    /// `max_tokens` lowers it.
+    #[serde(default = "default_character_max_tokens")]
+    pub character_max_tokens: u32,
     /// Largest request body accepted, in bytes.
     #[serde(default = "default_body_limit")]
     pub max_body_bytes: usize,
@@ -102,6 +106,10 @@ fn default_listen() -> SocketAddr {
 
 fn default_characters() -> PathBuf {
     PathBuf::from("characters")
+}
+
+fn default_character_max_tokens() -> u32 {
+    4096
 }
 
 fn default_body_limit() -> usize {
@@ -192,6 +200,7 @@ impl Config {
             listen: default_listen(),
             characters: default_characters(),
             character_route: None,
+            character_max_tokens: default_character_max_tokens(),
             default_route: None,
             max_body_bytes: default_body_limit(),
             request_timeout_secs: default_request_timeout(),
@@ -262,6 +271,9 @@ impl Config {
                     route.model
                 ));
             }
+        }
+        if self.character_max_tokens == 0 {
+            problems.push("character_max_tokens must be at least 1".to_owned());
         }
         if let Some(name) = &self.character_route
             && !self.routes.iter().any(|route| &route.name == name)
