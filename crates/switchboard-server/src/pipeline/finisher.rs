@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use switchboard_tools::{ToolCall, Toolset};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
-use super::tool_checks::{ToolCallProblem, check_call, rejection};
+use super::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
 use crate::config::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::CallIds;
@@ -72,6 +72,9 @@ pub struct Finisher {
     /// Calls released so far, kept only when `repair` may need them for the model's history.
     released: Vec<ToolCall>,
     held_back: Vec<HeldBack>,
+    /// Under `repair`, the broken calls a second try is asked to replace, and how many calls
+    /// had been sent when it was asked: a second try without calls replaced nothing.
+    unrepaired: Option<(Vec<ToolCall>, usize)>,
     problems: Vec<ToolCallProblem>,
     usage: Option<Usage>,
     reason: Option<FinishReason>,
@@ -96,6 +99,7 @@ impl Finisher {
             sent: 0,
             released: Vec::new(),
             held_back: Vec::new(),
+            unrepaired: None,
             problems: Vec::new(),
             usage: None,
             reason: None,
@@ -166,7 +170,8 @@ impl Finisher {
     /// Under the `repair` policy, once the answer has ended: the calls that broke the
     /// request's tools, unless the length limit cut the answer (asking again under the same
     /// limit would be cut again). The finisher then takes the model's second try as the rest
-    /// of this answer, and reports what is still wrong with it as `report` does.
+    /// of this answer, and reports what is still wrong with it as `report` does; a second
+    /// try without calls leaves the broken calls to be reported.
     pub fn take_broken(&mut self) -> Option<Broken> {
         if self.policy != ToolCallPolicy::Repair
             || self.held_back.is_empty()
@@ -186,6 +191,7 @@ impl Finisher {
                 None => self.release(held.call, None, &mut released),
             }
         }
+        self.unrepaired = Some((broken.clone(), self.sent));
         Some(Broken {
             made,
             broken,
@@ -214,6 +220,16 @@ impl Finisher {
         }
         for held in std::mem::take(&mut self.held_back) {
             self.release(held.call, held.problem, &mut out);
+        }
+        if let Some((broken, sent)) = self.unrepaired.take()
+            && self.sent == sent
+        {
+            // The second try made no call: the broken ones are what the model asked for,
+            // reported as `report` does.
+            for call in broken {
+                let problem = recheck(self.sent, &call, &self.tools);
+                self.release(call, problem, &mut out);
+            }
         }
         if !self.problems.is_empty() {
             out.push(Output::Problems(std::mem::take(&mut self.problems)));
@@ -503,6 +519,31 @@ mod tests {
                 StreamEvent::Usage(Usage::new(22, 9))
             ]
         );
+    }
+
+    #[test]
+    fn a_second_try_without_calls_leaves_the_broken_call_reported() {
+        let mut finisher = finisher(ToolCallPolicy::Repair);
+        push_all(&mut finisher, call(0, "ping", "{}"));
+        push_all(&mut finisher, call(1, "pong", "{}"));
+        finisher.push(StreamEvent::Finish(FinishReason::ToolCalls));
+        let broken = finisher.take_broken().unwrap();
+        assert_eq!(broken.broken.len(), 1);
+        let mut out = push_all(
+            &mut finisher,
+            [
+                StreamEvent::TextDelta("I cannot.".into()),
+                StreamEvent::Finish(FinishReason::Stop),
+            ],
+        );
+        out.extend(finisher.finish().unwrap());
+        let events = events(&out);
+        assert!(
+            matches!(&events[1], StreamEvent::ToolCallStart { index: 1, name, .. } if name == "pong"),
+            "{events:?}"
+        );
+        assert_eq!(problems(&out), [(1, "unknown_tool_call")]);
+        assert_eq!(events[4], StreamEvent::Finish(FinishReason::ToolCalls));
     }
 
     #[test]
