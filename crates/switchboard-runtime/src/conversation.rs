@@ -9,7 +9,9 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use switchboard_providers::{Backend, BackendError};
 use switchboard_tools::{Message, ToolCall, ToolResult};
-use switchboard_wire::{ChatRequest, CollectError, Collector, StreamEvent, ToolChoice, Usage};
+use switchboard_wire::{
+    ChatRequest, CollectError, Collector, FinishReason, StreamEvent, ToolChoice, Usage,
+};
 
 use crate::events::TurnEvent;
 use crate::executor::ToolExecutor;
@@ -24,6 +26,11 @@ pub struct ConversationOptions {
     pub max_tool_rounds: usize,
     /// Messages kept in history (oldest turns are dropped whole).
     pub max_history: usize,
+    /// Tokens the model may write in one turn, across all its tool rounds: each request asks
+    /// for what is left, and the turn ends with [`FinishReason::Length`] when nothing is.
+    /// Counted from the usage the backend reports (a backend that reports none leaves every
+    /// request the whole budget, so `max_tool_rounds` still bounds the turn).
+    pub max_tokens: Option<u32>,
 }
 
 impl Default for ConversationOptions {
@@ -31,6 +38,7 @@ impl Default for ConversationOptions {
         Self {
             max_tool_rounds: 4,
             max_history: 100,
+            max_tokens: None,
         }
     }
 }
@@ -45,13 +53,29 @@ pub enum TurnError {
 }
 
 /// What one turn did, for logs and metrics.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TurnSummary {
     pub reply: String,
     pub tool_rounds: usize,
     pub tool_calls: usize,
     pub usage: Usage,
     pub time_to_first_token: Option<Duration>,
+    /// Why the turn ended: the last answer's reason, or `Length` when a length limit (the
+    /// backend's or the turn's `max_tokens`) cut it.
+    pub finish_reason: FinishReason,
+}
+
+impl Default for TurnSummary {
+    fn default() -> Self {
+        Self {
+            reply: String::new(),
+            tool_rounds: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+            time_to_first_token: None,
+            finish_reason: FinishReason::Stop,
+        }
+    }
 }
 
 /// A system prompt, tools, a backend, a model and the history between them.
@@ -122,6 +146,14 @@ impl Conversation {
         let mut summary = TurnSummary::default();
         let definitions = self.tools.definitions();
         let outcome = loop {
+            let budget = self
+                .options
+                .max_tokens
+                .map(|max| u64::from(max).saturating_sub(summary.usage.completion_tokens));
+            if budget == Some(0) {
+                summary.finish_reason = FinishReason::Length;
+                break Ok(());
+            }
             let with_tools =
                 !definitions.is_empty() && summary.tool_rounds < self.options.max_tool_rounds;
             on_event(TurnEvent::Round {
@@ -131,6 +163,7 @@ impl Conversation {
             // Every request respects the bound, not only the end of the turn.
             self.history.trim();
             let mut request = ChatRequest::new(self.model.clone(), self.messages());
+            request.max_tokens = budget.map(|left| u32::try_from(left).unwrap_or(u32::MAX));
             if with_tools {
                 request.tools = definitions.clone();
                 request.tool_choice = Some(ToolChoice::Auto);
@@ -151,7 +184,10 @@ impl Conversation {
                     .push(Message::tool(result.call_id, result.content));
             }
             summary.reply.push_str(&round.text);
-            if !has_calls {
+            // A cut answer ends the turn even after calls: the limit is reached, and a call
+            // cut short ran only to tell the model its arguments were incomplete.
+            if !has_calls || round.finish == FinishReason::Length {
+                summary.finish_reason = round.finish;
                 break Ok(());
             }
             summary.tool_rounds += 1;
@@ -252,6 +288,7 @@ impl Conversation {
             reasoning: response.reasoning_content,
             calls: response.tool_calls,
             results,
+            finish: response.finish_reason,
         })
     }
 
@@ -295,4 +332,5 @@ struct Round {
     reasoning: Option<String>,
     calls: Vec<ToolCall>,
     results: Vec<ToolResult>,
+    finish: FinishReason,
 }

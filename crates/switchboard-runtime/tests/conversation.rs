@@ -12,6 +12,7 @@ use switchboard_characters::{LoadOptions, load_characters};
 use switchboard_providers::{BackendConfig, BackendError, OpenAiBackend};
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnError, TurnEvent};
 use switchboard_testkit::{OpenAiScript, Reply, ScriptedServer};
+use switchboard_wire::FinishReason;
 
 /// Log lines written by tracing during a test, including the characters' console output.
 #[derive(Clone, Default)]
@@ -488,4 +489,68 @@ async fn history_is_bounded_by_whole_turns() {
     // the oldest turns went whole: the request starts with the system prompt and a user turn
     assert_eq!(roles(last)[..2], ["system", "user"]);
     assert_eq!(last["messages"][1]["content"], "turn 3");
+}
+
+#[tokio::test]
+async fn max_tokens_bounds_the_whole_turn_across_tool_rounds() {
+    let call = || {
+        OpenAiScript::new()
+            .tool_call(
+                "call_door",
+                "log_story_event",
+                &["{\"event\": \"The door opened\"}"],
+            )
+            .finish("tool_calls", 50, 20)
+            .reply()
+    };
+    let cut = OpenAiScript::new()
+        .text("The hall is long and")
+        .finish("length", 80, 10)
+        .reply();
+    let server = ScriptedServer::start(vec![call(), cut, call()]).await;
+    let options = ConversationOptions {
+        max_tokens: Some(30),
+        ..ConversationOptions::default()
+    };
+    let mut conversation = conversation_with("narrator", &server, options.clone()).await;
+    let (_, mut sink) = collect();
+    let summary = conversation
+        .send("I open the door.", &mut sink)
+        .await
+        .unwrap();
+    assert_eq!(summary.finish_reason, FinishReason::Length);
+    assert_eq!(summary.reply, "The hall is long and");
+    let asked: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|request| request.body["max_tokens"].clone())
+        .collect();
+    assert_eq!(
+        asked,
+        [json!(30), json!(10)],
+        "each request asks for what is left"
+    );
+
+    // A budget spent by the tool round ends the turn without another request.
+    let options = ConversationOptions {
+        max_tokens: Some(20),
+        ..options
+    };
+    let mut conversation = conversation_with("narrator", &server, options).await;
+    let (_, mut sink) = collect();
+    let summary = conversation
+        .send("I open the door.", &mut sink)
+        .await
+        .unwrap();
+    assert_eq!(summary.finish_reason, FinishReason::Length);
+    assert_eq!(summary.tool_calls, 1);
+    assert_eq!(server.requests().len(), 3);
+    let history = conversation.history().messages();
+    assert!(
+        matches!(
+            history.last(),
+            Some(switchboard_tools::Message::Tool { .. })
+        ),
+        "the call that ran keeps its result: {history:?}"
+    );
 }

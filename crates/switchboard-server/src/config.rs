@@ -20,6 +20,10 @@ pub struct Config {
     /// The route characters talk through; the first native route when absent.
     #[serde(default)]
     pub character_route: Option<String>,
+    /// Most tokens a character's reply may take, tool rounds included; a client's smaller
+    /// `max_tokens` lowers it.
+    #[serde(default = "default_character_max_tokens")]
+    pub character_max_tokens: u32,
     /// Largest request body accepted, in bytes.
     #[serde(default = "default_body_limit")]
     pub max_body_bytes: usize,
@@ -54,13 +58,21 @@ pub struct RouteConfig {
     pub api_key_env: Option<String>,
     #[serde(default)]
     pub tool_calling: ToolCalling,
-    /// Parser family for prompted tool calling; chosen from the model name when absent.
+    /// The model's tool-call markup family (a parser name such as `hermes`): what prompted
+    /// routes ask the model to write, and what native routes recover calls from. Chosen
+    /// from the model name when absent.
     #[serde(default)]
     pub format: Option<String>,
+    /// Native routes: tool calls the model wrote as text in its family's markup (a server
+    /// whose parser or template did not match) become tool calls. On where the family is
+    /// known; `false` turns it off.
+    #[serde(default)]
+    pub recover_text_calls: Option<bool>,
     /// What to do when the model's tool call breaks the request's tools.
     #[serde(default)]
     pub tool_call_errors: ToolCallPolicy,
-    /// Request fields we do not model (e.g. `reasoning_effort`) forwarded to this backend.
+    /// Vendor extensions forwarded to this OpenAI-compatible backend (`chat_template_kwargs`,
+    /// `top_k`, …); the OpenAI API's own fields are always forwarded.
     #[serde(default)]
     pub forward_fields: Vec<String>,
 }
@@ -83,6 +95,9 @@ pub enum ToolCallPolicy {
     Report,
     /// Answer with an error instead of the call.
     Reject,
+    /// Ask the model once more, showing it the broken call and what is wrong with it, and
+    /// pass on the corrected calls; what is still wrong after that is reported.
+    Repair,
 }
 
 fn default_listen() -> SocketAddr {
@@ -91,6 +106,10 @@ fn default_listen() -> SocketAddr {
 
 fn default_characters() -> PathBuf {
     PathBuf::from("characters")
+}
+
+fn default_character_max_tokens() -> u32 {
+    4096
 }
 
 fn default_body_limit() -> usize {
@@ -181,6 +200,7 @@ impl Config {
             listen: default_listen(),
             characters: default_characters(),
             character_route: None,
+            character_max_tokens: default_character_max_tokens(),
             default_route: None,
             max_body_bytes: default_body_limit(),
             request_timeout_secs: default_request_timeout(),
@@ -242,6 +262,18 @@ impl Config {
                     "{place}.format: unknown parser family \"{format}\""
                 ));
             }
+            if route.recover_text_calls == Some(true)
+                && route.format.is_none()
+                && switchboard_parsers::family_for_model(&route.model).is_none()
+            {
+                problems.push(format!(
+                    "{place}.recover_text_calls: no markup family is known for model \"{}\"; name one with `format`",
+                    route.model
+                ));
+            }
+        }
+        if self.character_max_tokens == 0 {
+            problems.push("character_max_tokens must be at least 1".to_owned());
         }
         if let Some(name) = &self.character_route
             && !self.routes.iter().any(|route| &route.name == name)
@@ -277,6 +309,7 @@ impl RouteConfig {
             api_key_env: (!api_key_env.is_empty()).then(|| api_key_env.into()),
             tool_calling: ToolCalling::Native,
             format: None,
+            recover_text_calls: None,
             tool_call_errors: ToolCallPolicy::Report,
             forward_fields: Vec::new(),
         }

@@ -196,3 +196,58 @@ async fn a_character_turn_is_bound_by_the_request_timeout() {
     assert_eq!(error["code"], "request_timeout");
     gateway.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn max_tokens_bounds_the_whole_character_turn_and_a_cut_reply_is_length() {
+    let [call, _] = narrator_turn();
+    let cut = OpenAiScript::new()
+        .text("The door ")
+        .text("creaks")
+        .finish("length", 150, 10)
+        .reply();
+    let backend = ScriptedServer::start(vec![call.clone(), cut.clone(), call, cut]).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let mut body = request("character/narrator", "I search the old desk.");
+    body["max_tokens"] = json!(30);
+    let whole = post(&gateway, &body).await;
+    assert_eq!(whole.status, 200, "{}", whole.text);
+    let whole = summary(&whole.json());
+    let streamed = post_stream(&gateway, &streaming(body)).await;
+    assert!(streamed.done, "{}", streamed.text);
+    assert_eq!(whole, accumulate(&streamed.chunks));
+    assert_eq!(whole["finish_reason"], "length", "{whole}");
+    assert_eq!(whole["content"], "The door creaks");
+    // The tool round took 20 of the 30 tokens; the reply after it may take what is left.
+    let asked: Vec<Value> = backend
+        .requests()
+        .iter()
+        .map(|request| request.body["max_tokens"].clone())
+        .collect();
+    assert_eq!(asked, [json!(30), json!(10), json!(30), json!(10)]);
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn character_max_tokens_caps_every_character_reply() {
+    let words = || {
+        OpenAiScript::new()
+            .text("Quiet.")
+            .finish("stop", 5, 2)
+            .reply()
+    };
+    let backend = ScriptedServer::start(vec![words(), words()]).await;
+    let gateway = start(
+        "character_max_tokens = 25",
+        &[route("qwen", "openai", &backend.base, "")],
+    )
+    .await;
+    let mut body = request("character/narrator", "Listen.");
+    assert_eq!(post(&gateway, &body).await.status, 200);
+    body["max_tokens"] = json!(1000);
+    let answer = post(&gateway, &body).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(answer.json()["choices"][0]["finish_reason"], "stop");
+    assert_eq!(sent(&backend, 0)["max_tokens"], 25);
+    assert_eq!(sent(&backend, 1)["max_tokens"], 25);
+    gateway.stop().await.unwrap();
+}

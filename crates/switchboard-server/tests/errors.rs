@@ -407,3 +407,220 @@ async fn an_unreachable_backend_is_a_502() {
     }
     gateway.stop().await.unwrap();
 }
+
+/// The same request asked for whole and streamed through `gateway`; the agreed summary.
+async fn whole_and_streamed(gateway: &switchboard_server::RunningGateway, body: &Value) -> Value {
+    let whole = post(gateway, body).await;
+    assert_eq!(whole.status, 200, "{}", whole.text);
+    let streamed = post_stream(gateway, &streaming(body.clone())).await;
+    assert!(streamed.done, "{}", streamed.text);
+    let whole = summary(&whole.json());
+    assert_eq!(
+        without_ids(whole.clone()),
+        without_ids(accumulate(&streamed.chunks)),
+        "streamed and whole answers differ"
+    );
+    whole
+}
+
+fn error_codes(answer: &Value) -> Vec<(u64, String)> {
+    answer["tool_call_errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|error| {
+            (
+                error["index"].as_u64().unwrap(),
+                error["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_cut_by_the_length_limit_finishes_with_length_under_every_policy() {
+    let openai = OpenAiScript::new()
+        .text("Checking. ")
+        .tool_call(GOOD_ID, "get_weather", &["{\"city\": ", "\"Par"])
+        .finish("length", 10, 8);
+    let anthropic = AnthropicScript::new(10)
+        .text("Checking. ")
+        .tool_use("toolu_01", "get_weather", &["{\"city\": ", "\"Par"])
+        .finish("max_tokens", 8);
+    for (provider, reply) in [("openai", openai.reply()), ("anthropic", anthropic.reply())] {
+        for policy in ["report", "reject", "repair"] {
+            let backend = ScriptedServer::start(vec![reply.clone(), reply.clone()]).await;
+            let gateway = one_route(
+                provider,
+                &backend.base,
+                &format!("tool_call_errors = \"{policy}\""),
+            )
+            .await;
+            let mut body = with_tools("qwen", "Weather in Paris?");
+            body["max_tokens"] = json!(8);
+            let answer = whole_and_streamed(&gateway, &body).await;
+            let context = format!("{provider}, {policy}: {answer}");
+            assert_eq!(answer["finish_reason"], "length", "{context}");
+            assert_eq!(answer["content"], "Checking. ", "{context}");
+            assert_eq!(
+                answer["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Par",
+                "the call is passed on unchanged: {context}"
+            );
+            assert_eq!(
+                error_codes(&answer),
+                [(0, "malformed_tool_arguments".to_owned())],
+                "{context}"
+            );
+            assert_eq!(
+                backend.requests().len(),
+                2,
+                "no second try under the same limit: {context}"
+            );
+            assert_eq!(sent(&backend, 0)["max_tokens"], 8, "{context}");
+            gateway.stop().await.unwrap();
+        }
+    }
+}
+
+/// A model that gets the city's type wrong, then right once it reads the error.
+fn wrong_then_fixed() -> [OpenAiScript; 2] {
+    [
+        OpenAiScript::new()
+            .text("Let me check. ")
+            .tool_call(GOOD_ID, "get_weather", &["{\"city\": ", "7}"])
+            .finish("tool_calls", 10, 6),
+        OpenAiScript::new()
+            .text("Sorry, the city is a name. ")
+            .tool_call("", "get_weather", &["{\"city\": \"Paris\"}"])
+            .finish("tool_calls", 30, 7),
+    ]
+}
+
+#[tokio::test]
+async fn repair_asks_once_more_and_passes_on_only_the_corrected_call() {
+    const REPAIR: &str = "tool_call_errors = \"repair\"";
+    let [wrong, fixed] = wrong_then_fixed();
+    let replies = vec![wrong.reply(), fixed.reply(), wrong.reply(), fixed.reply()];
+    let backend = ScriptedServer::start(replies).await;
+    let gateway = one_route("openai", &backend.base, REPAIR).await;
+    let answer = whole_and_streamed(&gateway, &with_tools("qwen", "Weather in Paris?")).await;
+    assert_eq!(
+        answer["content"], "Let me check. ",
+        "the second try's words are not said again: {answer}"
+    );
+    let calls = answer["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{answer}");
+    assert_eq!(calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
+    assert_ne!(calls[0]["id"], GOOD_ID, "the broken call is not passed on");
+    assert_eq!(answer["tool_call_errors"], Value::Null, "{answer}");
+    assert_eq!(answer["finish_reason"], "tool_calls");
+    assert_eq!(
+        answer["usage"],
+        json!({"prompt_tokens": 40, "completion_tokens": 13, "total_tokens": 53}),
+        "both requests are paid for"
+    );
+    // The second try shows the model its answer and the error its call got, as a tool result.
+    let retry = sent(&backend, 1);
+    let messages = retry["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{retry}");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["content"], "Let me check. ");
+    assert_eq!(
+        messages[1]["tool_calls"][0]["function"]["arguments"],
+        "{\"city\": 7}"
+    );
+    let bad_id = messages[1]["tool_calls"][0]["id"].clone();
+    assert_eq!(messages[2]["role"], "tool");
+    assert_eq!(messages[2]["tool_call_id"], bad_id);
+    assert!(
+        messages[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: Invalid parameters - /city: expected string"),
+        "{retry}"
+    );
+    assert_eq!(retry["tools"], sent(&backend, 0)["tools"]);
+    gateway.stop().await.unwrap();
+
+    // A good first answer is passed on as it is, with one request.
+    let good = OpenAiScript::new()
+        .tool_call(GOOD_ID, "get_weather", &["{\"city\": \"Oslo\"}"])
+        .finish("tool_calls", 1, 1);
+    let backend = ScriptedServer::start(vec![good.reply(), good.reply()]).await;
+    let gateway = one_route("openai", &backend.base, REPAIR).await;
+    let answer = whole_and_streamed(&gateway, &with_tools("qwen", "x")).await;
+    assert_eq!(answer["tool_calls"][0]["id"], GOOD_ID);
+    assert_eq!(backend.requests().len(), 2);
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn repair_reports_a_call_still_broken_after_the_second_try() {
+    let [wrong, _] = wrong_then_fixed();
+    let unknown = OpenAiScript::new()
+        .tool_call("", "get_forecast", &["{\"city\": \"Paris\"}"])
+        .finish("tool_calls", 30, 7);
+    let replies = vec![
+        wrong.reply(),
+        unknown.reply(),
+        wrong.reply(),
+        unknown.reply(),
+    ];
+    let backend = ScriptedServer::start(replies).await;
+    let gateway = one_route("openai", &backend.base, "tool_call_errors = \"repair\"").await;
+    let answer = whole_and_streamed(&gateway, &with_tools("qwen", "Weather in Paris?")).await;
+    assert_eq!(
+        answer["tool_calls"][0]["function"]["name"], "get_forecast",
+        "the second try's call, as report passes calls: {answer}"
+    );
+    assert_eq!(error_codes(&answer), [(0, "unknown_tool_call".to_owned())]);
+    assert_eq!(answer["finish_reason"], "tool_calls");
+    assert_eq!(backend.requests().len(), 4, "one second try per answer");
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn repair_works_on_prompted_routes_in_the_family_markup() {
+    let wrong = OpenAiScript::new()
+        .text(
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": 7}}\n</tool_call>",
+        )
+        .finish("stop", 10, 6);
+    let fixed = OpenAiScript::new()
+        .text("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>")
+        .finish("stop", 30, 7);
+    let replies = vec![wrong.reply(), fixed.reply(), wrong.reply(), fixed.reply()];
+    let backend = ScriptedServer::start(replies).await;
+    let gateway = one_route(
+        "openai",
+        &backend.base,
+        "tool_calling = \"prompted\"\nformat = \"hermes\"\ntool_call_errors = \"repair\"",
+    )
+    .await;
+    let answer = whole_and_streamed(&gateway, &with_tools("qwen", "Weather in Paris?")).await;
+    let arguments = answer["tool_calls"][0]["function"]["arguments"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(arguments).unwrap(),
+        json!({"city": "Paris"}),
+        "{answer}"
+    );
+    assert_eq!(answer["tool_call_errors"], Value::Null, "{answer}");
+    let retry = sent(&backend, 1);
+    let messages = retry["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(
+        last["role"], "user",
+        "results are a user turn in markup: {retry}"
+    );
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("Error: Invalid parameters - /city"),
+        "{retry}"
+    );
+    assert!(retry.get("tools").is_none(), "{retry}");
+    gateway.stop().await.unwrap();
+}

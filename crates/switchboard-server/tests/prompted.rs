@@ -1,6 +1,7 @@
 //! Prompted tool calling through the gateway: the backend model gets the tools in its system
 //! prompt and the history in the family's markup, and its text comes back as proper tool
-//! calls, streamed or not, with `tool_choice` enforced by one corrective retry.
+//! calls, streamed or not, with `tool_choice` enforced by one corrective retry. Native routes
+//! read the same markup back out of text their backend failed to parse.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -14,6 +15,8 @@ use switchboard_testkit::{Chunking, OpenAiScript, Reply, ScriptedServer};
 
 const HERMES: &str = "tool_calling = \"prompted\"\nformat = \"hermes\"";
 const JSON_FORMAT: &str = "tool_calling = \"prompted\"\nformat = \"json\"";
+/// A native route whose model writes Hermes markup.
+const NATIVE_HERMES: &str = "format = \"hermes\"";
 
 /// The model's text as streamed content deltas of `piece` characters each.
 fn says(text: &str, piece: usize) -> OpenAiScript {
@@ -165,12 +168,18 @@ async fn markup_becomes_tool_calls_and_the_text_before_it_content() {
 
 #[tokio::test]
 async fn content_streams_before_the_call_begins() {
+    for route in [HERMES, NATIVE_HERMES] {
+        content_streams_before_the_call_on(route).await;
+    }
+}
+
+async fn content_streams_before_the_call_on(route: &str) {
     let gate = Arc::new(tokio::sync::Notify::new());
     let mut reply = says(&format!("Checking the sky. {}", weather_call("Oslo")), 6).reply();
     // Three content deltas go out, then the backend waits until the client has seen them.
     reply.gate = Some((3, Arc::clone(&gate)));
     let backend = ScriptedServer::start(vec![reply]).await;
-    let gateway = one_route("openai", &backend.base, HERMES).await;
+    let gateway = one_route("openai", &backend.base, route).await;
     let mut response = client()
         .post(format!("{}/v1/chat/completions", gateway.base_url()))
         .json(&streaming(with_tools("qwen", "Weather?")))
@@ -192,7 +201,7 @@ async fn content_streams_before_the_call_begins() {
     .await;
     assert!(
         early.is_ok(),
-        "content was held back until the model finished: {seen}"
+        "{route}: content was held back until the model finished: {seen}"
     );
     gate.notify_one();
     while let Some(bytes) = response.chunk().await.unwrap() {
@@ -444,4 +453,114 @@ async fn the_json_format_works_the_same_way() {
     .await;
     assert_eq!(answer["content"], "Just text, {not a call}.");
     assert_eq!(answer["finish_reason"], "stop");
+}
+
+#[tokio::test]
+async fn native_routes_recover_calls_written_as_text() {
+    let text = format!("I'll check.\n{}", weather_call("Paris"));
+    for piece in [1, 7, 1000] {
+        for chunking in [Chunking::Bytes, Chunking::PerEvent("\n\n"), Chunking::Whole] {
+            let (answer, backend) = both_ways(
+                NATIVE_HERMES,
+                says(&text, piece).reply_in(chunking),
+                &with_tools("qwen", "Weather in Paris?"),
+            )
+            .await;
+            assert_eq!(answer["content"], "I'll check.", "{answer}");
+            let calls = answer["tool_calls"].as_array().unwrap();
+            assert_eq!(calls.len(), 1, "{answer}");
+            assert_eq!(calls[0]["function"]["name"], "get_weather");
+            let arguments: Value =
+                serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(arguments, json!({"city": "Paris"}));
+            assert_eq!(answer["finish_reason"], "tool_calls");
+            // Still a native route: the tools go to the backend as tools.
+            let sent = sent(&backend, 0);
+            assert_eq!(sent["tools"][0]["function"]["name"], "get_weather");
+            assert_eq!(sent["messages"].as_array().unwrap().len(), 1, "{sent}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_family_comes_from_the_model_name_and_recoveries_are_counted() {
+    let backend = ScriptedServer::start(vec![says(&weather_call("Rome"), 9).reply()]).await;
+    let route = format!(
+        "[[route]]\nname = \"local-qwen\"\nprovider = \"openai\"\nurl = \"{}\"\nmodel = \"Qwen/Qwen2.5-7B-Instruct\"\n",
+        backend.base
+    );
+    let gateway = start("", &[route]).await;
+    let answer = post(&gateway, &with_tools("local-qwen", "Weather in Rome?")).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let answer = summary(&answer.json());
+    assert_eq!(
+        answer["tool_calls"][0]["function"]["name"], "get_weather",
+        "{answer}"
+    );
+    let metrics = get(&gateway, "/metrics").await.text;
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line == "gateway_recovered_tool_calls_total{route=\"local-qwen\"} 1"),
+        "{metrics}"
+    );
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn recovery_is_off_with_false_or_tool_choice_none_and_native_calls_pass_as_they_are() {
+    let text = format!("I'll check.\n{}", weather_call("Paris"));
+    let (answer, _) = both_ways(
+        "format = \"hermes\"\nrecover_text_calls = false",
+        says(&text, 5).reply(),
+        &with_tools("qwen", "Weather in Paris?"),
+    )
+    .await;
+    assert_eq!(answer["content"], text.as_str(), "{answer}");
+    assert_eq!(answer["tool_calls"], json!([]));
+    assert_eq!(answer["finish_reason"], "stop");
+    let mut none = with_tools("qwen", "Weather in Paris?");
+    none["tool_choice"] = json!("none");
+    let (answer, _) = both_ways(NATIVE_HERMES, says(&text, 5).reply(), &none).await;
+    assert_eq!(answer["content"], text.as_str(), "{answer}");
+    // A backend that parses calls itself: its calls pass as they are, and the text before
+    // them is content.
+    let native = OpenAiScript::new()
+        .text("Checking <the> sky. ")
+        .tool_call(
+            "call_abcdefghijklmnopqrstuvwx",
+            "get_weather",
+            &["{\"city\": ", "\"Oslo\"}"],
+        )
+        .finish("tool_calls", 10, 5);
+    let (answer, _) = both_ways(
+        NATIVE_HERMES,
+        native.reply(),
+        &with_tools("qwen", "Weather in Oslo?"),
+    )
+    .await;
+    assert_eq!(answer["content"], "Checking <the> sky. ", "{answer}");
+    assert_eq!(
+        answer["tool_calls"],
+        json!([{"id": "call_abcdefghijklmnopqrstuvwx", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}])
+    );
+}
+
+#[tokio::test]
+async fn recover_text_calls_without_a_known_family_is_a_configuration_error() {
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\n{}",
+        route(
+            "qwen",
+            "openai",
+            "http://127.0.0.1:1",
+            "recover_text_calls = true"
+        )
+    );
+    let error = switchboard_server::Config::from_toml(&text).unwrap_err();
+    assert!(
+        error.contains("recover_text_calls") && error.contains("format"),
+        "{error}"
+    );
 }

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use switchboard_testkit::{OpenAiScript, ScriptedServer};
+use switchboard_testkit::{OllamaScript, OpenAiScript, ScriptedServer};
 
 fn call(id: &str) -> Value {
     json!({"id": id, "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}})
@@ -258,6 +258,9 @@ async fn bodies_that_are_not_requests_are_400s_never_500s() {
         ("max_tokens", json!(5_000_000_000u64)),
         ("stop", json!(5)),
         ("stop", json!(["END", 5])),
+        ("seed", json!(1.5e300)),
+        ("top_k", json!(-1)),
+        ("n", json!(2)),
     ] {
         let error = post(&gateway, &with(field, value)).await.error(400);
         assert_eq!(error["param"], field, "{error}");
@@ -311,10 +314,52 @@ async fn an_unknown_model_is_404() {
     gateway.stop().await.unwrap();
 }
 
+/// A request with the OpenAI API's standard fields, a vendor extension and an unknown field.
+fn with_every_field(model: &str) -> Value {
+    let mut body = request(model, "hi");
+    for (field, value) in [
+        ("frequency_penalty", json!(0.5)),
+        ("presence_penalty", json!(0.25)),
+        ("logit_bias", json!({"50256": -100})),
+        ("logprobs", json!(true)),
+        ("top_logprobs", json!(2)),
+        ("user", json!("user-7")),
+        ("metadata", json!({"team": "a"})),
+        ("service_tier", json!("auto")),
+        ("seed", json!(7)),
+        ("reasoning_effort", json!("high")),
+        ("response_format", json!({"type": "json_object"})),
+        ("top_k", json!(40)),
+        ("chat_template_kwargs", json!({"enable_thinking": false})),
+        ("vendor_extension", json!({"x": 1})),
+    ] {
+        body[field] = value;
+    }
+    body
+}
+
+const STANDARD: &[&str] = &[
+    "frequency_penalty",
+    "presence_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "metadata",
+    "service_tier",
+    "seed",
+    "reasoning_effort",
+    "response_format",
+];
+
 #[tokio::test]
-async fn unknown_fields_are_accepted_and_forwarded_only_when_the_route_names_them() {
+async fn standard_fields_are_forwarded_and_vendor_extensions_only_when_the_route_names_them() {
     let answer = || OpenAiScript::new().text("ok").finish("stop", 1, 1).reply();
     let backend = ScriptedServer::start(vec![answer(), answer()]).await;
+    let ollama = ScriptedServer::start(vec![
+        OllamaScript::new().text("ok").finish("stop", 1, 1).reply(),
+    ])
+    .await;
     let gateway = start(
         "",
         &[
@@ -323,25 +368,48 @@ async fn unknown_fields_are_accepted_and_forwarded_only_when_the_route_names_the
                 "forwarding",
                 "openai",
                 &backend.base,
-                "forward_fields = [\"reasoning_effort\"]",
+                "forward_fields = [\"chat_template_kwargs\", \"top_k\"]",
             ),
+            route("local", "ollama", &ollama.base, ""),
         ],
     )
     .await;
-    for model in ["plain", "forwarding"] {
-        let mut body = request(model, "hi");
-        body["reasoning_effort"] = json!("high");
-        body["vendor_extension"] = json!({"x": 1});
-        let answer = post(&gateway, &body).await;
+    for model in ["plain", "forwarding", "local"] {
+        let answer = post(&gateway, &with_every_field(model)).await;
         assert_eq!(answer.status, 200, "{}", answer.text);
         assert_eq!(answer.json()["choices"][0]["message"]["content"], "ok");
     }
     let plain = sent(&backend, 0);
     let forwarding = sent(&backend, 1);
-    assert!(plain.get("reasoning_effort").is_none(), "{plain}");
-    assert!(plain.get("vendor_extension").is_none(), "{plain}");
-    assert_eq!(forwarding["reasoning_effort"], "high", "{forwarding}");
+    let body = with_every_field("plain");
+    for field in STANDARD {
+        assert_eq!(plain[field], body[field], "{field}: {plain}");
+        assert_eq!(forwarding[field], body[field], "{field}: {forwarding}");
+    }
+    for extension in ["top_k", "chat_template_kwargs", "vendor_extension"] {
+        assert!(plain.get(extension).is_none(), "{extension}: {plain}");
+    }
+    assert_eq!(forwarding["top_k"], 40);
+    assert_eq!(
+        forwarding["chat_template_kwargs"],
+        json!({"enable_thinking": false})
+    );
     assert!(forwarding.get("vendor_extension").is_none(), "{forwarding}");
     assert_eq!(plain["model"], BACKEND_MODEL);
+    // Ollama gets its own names for what it has, and nothing it would not understand.
+    let local = sent(&ollama, 0);
+    assert_eq!(local["options"]["seed"], 7, "{local}");
+    assert_eq!(local["options"]["top_k"], 40, "{local}");
+    assert_eq!(local["options"]["presence_penalty"], 0.25, "{local}");
+    assert_eq!(local["format"], "json", "{local}");
+    assert_eq!(local["think"], true, "{local}");
+    for absent in [
+        "user",
+        "logit_bias",
+        "chat_template_kwargs",
+        "vendor_extension",
+    ] {
+        assert!(local.get(absent).is_none(), "{absent}: {local}");
+    }
     gateway.stop().await.unwrap();
 }

@@ -21,5 +21,5 @@ mod sse;
 pub use decoder::{Format, StreamDecoder, decode_body};
 pub use error::{BodyError, ConvertError, DecodeError, DecodeErrorKind, EncodeError};
 pub use event::{FinishReason, StreamEvent, Usage};
-pub use request::{ChatRequest, ToolChoice};
+pub use request::{ChatRequest, REASONING_EFFORTS, ToolChoice};
 pub use response::{ChatResponse, CollectError, Collector, collect};

@@ -30,7 +30,8 @@ pub struct ChatRequest {
     /// only changes when they arrive.
     pub stream: bool,
     /// Fields of an OpenAI request this model does not name (`logit_bias`, `user`, …).
-    /// Only OpenAI-format backends receive them: the other formats would reject them.
+    /// OpenAI-format backends receive them as they are; the other formats translate the
+    /// OpenAI API's own fields where they have a counterpart and drop the rest.
     pub extra: Map<String, Value>,
 }
 
@@ -44,6 +45,16 @@ impl ChatRequest {
             ..Self::default()
         }
     }
+}
+
+/// OpenAI's `reasoning_effort` levels, least to most.
+pub const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
+
+/// Notes a request field a backend format has no counterpart for. Dropping is the only
+/// choice (the backend would refuse an unknown field), and an operator debugging an answer
+/// can see it.
+pub(crate) fn dropped(format: &str, field: &str, why: &str) {
+    tracing::debug!(format, field, "request field not sent: {why}");
 }
 
 /// Whether and which tool the model must call.

@@ -416,3 +416,156 @@ fn anthropic_encoders_rewrite_unsafe_ids() {
     assert!(is_anthropic_safe(id), "{id}");
     assert_eq!(ids.from_anthropic(id), "functions.get_weather:0");
 }
+
+/// A request with every OpenAI field beyond the messages and tools.
+fn with_standard_fields() -> ChatRequest {
+    let mut request = conversation();
+    request.tool_choice = None;
+    request.parallel_tool_calls = None;
+    request.max_tokens = None;
+    request.top_k = Some(40);
+    request.seed = Some(7);
+    request.reasoning_effort = Some("high".into());
+    request.response_format = Some(json!({"type": "json_schema", "json_schema": {
+        "name": "weather", "schema": {"type": "object", "properties": {"c": {"type": "number"}}}}}));
+    for (field, value) in [
+        ("user", json!("user-7")),
+        ("frequency_penalty", json!(0.5)),
+        ("presence_penalty", json!(-0.5)),
+        ("logit_bias", json!({"50256": -100})),
+        ("logprobs", json!(true)),
+        ("top_logprobs", json!(2)),
+        ("metadata", json!({"team": "a"})),
+        ("service_tier", json!("default")),
+    ] {
+        request.extra.insert(field.into(), value);
+    }
+    request
+}
+
+#[test]
+fn standard_fields_translate_to_anthropic_or_are_dropped() {
+    let request = with_standard_fields();
+    let wire = serde_json::to_value(anthropic::build_request(&request, &mut IdMap::new()).unwrap())
+        .unwrap();
+    assert_eq!(
+        wire["thinking"],
+        json!({"type": "enabled", "budget_tokens": 16384})
+    );
+    assert_eq!(
+        wire["max_tokens"],
+        16384 + 4096,
+        "the answer keeps its room beside the thinking"
+    );
+    assert_eq!(
+        wire["output_config"],
+        json!({"format": {"type": "json_schema", "schema": {"type": "object", "properties": {"c": {"type": "number"}}}}})
+    );
+    assert_eq!(wire["metadata"], json!({"user_id": "user-7"}));
+    assert_eq!(wire["service_tier"], "standard_only");
+    for absent in [
+        "seed",
+        "temperature",
+        "top_k",
+        "frequency_penalty",
+        "presence_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "user",
+        "reasoning_effort",
+        "response_format",
+    ] {
+        assert!(wire.get(absent).is_none(), "{absent}: {wire}");
+    }
+    assert_eq!(
+        wire["top_p"],
+        json!(null),
+        "top_p 0.9 is below what thinking allows"
+    );
+
+    // Without thinking, sampling is sent as asked.
+    let mut plain = with_standard_fields();
+    plain.reasoning_effort = Some("none".into());
+    let wire =
+        serde_json::to_value(anthropic::build_request(&plain, &mut IdMap::new()).unwrap()).unwrap();
+    assert!(wire.get("thinking").is_none(), "{wire}");
+    assert_eq!(
+        (wire["top_k"].clone(), wire["temperature"].clone()),
+        (json!(40), json!(0.5))
+    );
+    // A client's limit bounds thinking too; too small a limit or a forced call means none.
+    for (max_tokens, choice, thinking) in [
+        (
+            Some(5000),
+            None,
+            json!({"type": "enabled", "budget_tokens": 2500}),
+        ),
+        (Some(1500), None, Value::Null),
+        (None, Some(ToolChoice::Required), Value::Null),
+    ] {
+        let mut limited = with_standard_fields();
+        limited.max_tokens = max_tokens;
+        limited.tool_choice = choice;
+        let wire =
+            serde_json::to_value(anthropic::build_request(&limited, &mut IdMap::new()).unwrap())
+                .unwrap();
+        assert_eq!(wire["thinking"], thinking, "{max_tokens:?}");
+        if let Some(max_tokens) = max_tokens {
+            assert_eq!(wire["max_tokens"], max_tokens);
+        }
+    }
+}
+
+#[test]
+fn standard_fields_translate_to_ollama_or_are_dropped() {
+    let request = with_standard_fields();
+    let wire = serde_json::to_value(ollama::build_request(&request).unwrap()).unwrap();
+    let options = &wire["options"];
+    assert_eq!(
+        (
+            options["top_k"].clone(),
+            options["seed"].clone(),
+            options["frequency_penalty"].clone(),
+            options["presence_penalty"].clone()
+        ),
+        (json!(40), json!(7), json!(0.5), json!(-0.5))
+    );
+    assert_eq!(
+        wire["format"],
+        json!({"type": "object", "properties": {"c": {"type": "number"}}})
+    );
+    assert_eq!(wire["think"], true);
+    for absent in [
+        "user",
+        "metadata",
+        "service_tier",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "seed",
+        "reasoning_effort",
+        "response_format",
+    ] {
+        assert!(wire.get(absent).is_none(), "{absent}: {wire}");
+    }
+    let mut gpt_oss = with_standard_fields();
+    gpt_oss.model = "gpt-oss:20b".into();
+    gpt_oss.response_format = Some(json!({"type": "json_object"}));
+    gpt_oss.reasoning_effort = Some("xhigh".into());
+    let wire = serde_json::to_value(ollama::build_request(&gpt_oss).unwrap()).unwrap();
+    assert_eq!(
+        (wire["think"].clone(), wire["format"].clone()),
+        (json!("high"), json!("json"))
+    );
+    gpt_oss.reasoning_effort = Some("none".into());
+    let wire = serde_json::to_value(ollama::build_request(&gpt_oss).unwrap()).unwrap();
+    assert_eq!(wire["think"], false);
+    // What Ollama reads back is the same request, minus the fields it has no place for.
+    let back = ollama::parse_request(
+        serde_json::from_value(wire).unwrap(),
+        &mut IdSource::seeded(0),
+    )
+    .unwrap();
+    assert_eq!((back.seed, back.top_k), (Some(7), Some(40)));
+}

@@ -1,6 +1,8 @@
 //! `character/<name>` routes: the gateway plays the character itself, with its system
 //! prompt and its tools (the conversation loop), and streams the character's words. A
-//! client's own tools make no sense here and are refused.
+//! client's own tools make no sense here and are refused. The client's `max_tokens`, under
+//! the gateway's `character_max_tokens`, bounds the whole turn with its tool rounds: the
+//! client asked for one reply, however many requests it takes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use switchboard_characters::Character;
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
 use switchboard_tools::{Content, Message};
-use switchboard_wire::{ChatRequest, FinishReason, StreamEvent};
+use switchboard_wire::{ChatRequest, StreamEvent};
 use tokio::sync::mpsc;
 
 use super::completion::{Outputs, backend_error};
@@ -39,14 +41,27 @@ pub fn split_request(request: &ChatRequest) -> Result<(String, Vec<Message>), Ap
     }
 }
 
-/// Runs one turn with the character and reports its words as outputs.
-pub fn start(
-    character: Arc<Character>,
-    route: Arc<Route>,
-    text: String,
-    history: Vec<Message>,
-    timeout: Duration,
-) -> Outputs {
+/// One turn asked of a character.
+#[derive(Debug)]
+pub struct Turn {
+    /// The user's new message.
+    pub text: String,
+    pub history: Vec<Message>,
+    /// Tokens the whole turn may take, tool rounds included: the client's `max_tokens`
+    /// under the gateway's `character_max_tokens`.
+    pub max_tokens: u32,
+    pub timeout: Duration,
+}
+
+/// Runs one turn with the character and reports its words as outputs; `length` when the
+/// turn ran out of tokens.
+pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Outputs {
+    let Turn {
+        text,
+        history,
+        max_tokens,
+        timeout,
+    } = turn;
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let turn = async {
@@ -67,7 +82,10 @@ pub fn start(
                 tools,
                 Arc::clone(&route.backend),
                 route.model.clone(),
-                ConversationOptions::default(),
+                ConversationOptions {
+                    max_tokens: Some(max_tokens),
+                    ..ConversationOptions::default()
+                },
             )
             .with_history(history);
             let events = sender.clone();
@@ -97,7 +115,9 @@ pub fn start(
                             "backend_bad_answer",
                         ),
                     })?;
-            let _ = sender.send(Ok(Output::Event(StreamEvent::Finish(FinishReason::Stop))));
+            let _ = sender.send(Ok(Output::Event(StreamEvent::Finish(
+                summary.finish_reason,
+            ))));
             let _ = sender.send(Ok(Output::Event(StreamEvent::Usage(summary.usage))));
             Ok::<(), ApiError>(())
         };

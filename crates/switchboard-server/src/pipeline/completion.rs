@@ -1,5 +1,6 @@
 //! One answer from a backend route, as a channel of outputs: the native path hands the
-//! backend's events through the finisher; the prompted path parses the model's text first.
+//! backend's events through the finisher (recovering calls written as text where the
+//! route's markup family is known); the prompted path parses the model's text first.
 //! A streaming response and a whole one read the same channel, so they cannot disagree.
 
 use std::sync::Arc;
@@ -7,16 +8,19 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use futures::StreamExt;
-use switchboard_parsers::{ToolRequirement, parser};
+use switchboard_parsers::{Family, ParseEvent, ToolRequirement, parser};
 use switchboard_providers::BackendError;
 use switchboard_tools::{Message, Toolset};
-use switchboard_wire::{ChatRequest, StreamEvent};
+use switchboard_wire::{ChatRequest, Format, StreamEvent};
 use tokio::sync::mpsc;
 
 use super::finisher::{Finisher, Output};
 use super::prompted::{
-    Parsed, from_parse_event, requirement, retry_messages, rewrite_messages, satisfies,
+    Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
+    satisfies,
 };
+use super::repair::retry_messages;
+use crate::config::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::CallIds;
 use crate::upstream::Route;
@@ -58,9 +62,23 @@ pub fn start(completion: Completion) -> Outputs {
     receiver
 }
 
-/// The backend's request: the client's, aimed at the route's model, with only the extra
-/// fields the route forwards. Backends are always asked to stream: the answer arrives the
-/// same either way, and a stream lets the client's stream start early.
+/// Fields of the OpenAI API that `ChatRequest` keeps in `extra`: forwarded to every
+/// backend (the Anthropic and Ollama conversions translate them or drop them).
+const OPENAI_FIELDS: &[&str] = &[
+    "frequency_penalty",
+    "presence_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "metadata",
+    "service_tier",
+];
+
+/// The backend's request: the client's, aimed at the route's model, with the OpenAI API's
+/// fields and the vendor extensions the route forwards. Backends are always asked to
+/// stream: the answer arrives the same either way, and a stream lets the client's stream
+/// start early.
 fn backend_request(
     completion: &Completion,
     messages: Vec<Message>,
@@ -71,9 +89,14 @@ fn backend_request(
     request.model = route.model.clone();
     request.messages = messages;
     request.stream = true;
+    let forwarded = |field: &str| route.forward_fields.iter().any(|named| named == field);
     request
         .extra
-        .retain(|field, _| route.forward_fields.contains(field));
+        .retain(|field, _| OPENAI_FIELDS.contains(&field.as_str()) || forwarded(field));
+    // `top_k` is native to Anthropic and Ollama, an extension OpenAI's own API refuses.
+    if route.format == Format::OpenAi && !forwarded("top_k") {
+        request.top_k = None;
+    }
     if !with_tools {
         request.tools = Vec::new();
         request.tool_choice = None;
@@ -110,83 +133,70 @@ pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError>
 /// Both paths: native routes pass the backend's events through; prompted routes parse the
 /// model's text first. `tool_choice: required` or a named function is enforced on both
 /// (backends that ignore it exist): nothing reaches the client until a satisfying call
-/// appears, one retry follows an answer without one, then an error.
+/// appears, one retry follows an answer without one, then an error. Under the `repair`
+/// policy an answer with a broken call is followed by one more request (see `repair`).
 async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError> {
     let request = &completion.request;
-    let family = completion.route.prompted;
+    let route = &completion.route;
+    let family = route.prompted;
     let requirement =
         requirement(request.tool_choice.as_ref()).filter(|_| !request.tools.is_empty());
     let parallel = request.parallel_tool_calls != Some(false);
-    let mut messages = match family {
-        Some(family) => rewrite_messages(
-            family,
-            &request.messages,
-            &request.tools,
-            requirement.as_ref(),
-            parallel,
-        ),
-        None => request.messages.clone(),
+    let rewrite = |messages: &[Message], requirement: Option<&ToolRequirement>| match family {
+        Some(family) => rewrite_messages(family, messages, &request.tools, requirement, parallel),
+        None => messages.to_vec(),
     };
+    let mut messages = rewrite(&request.messages, requirement.as_ref());
+    // The markup read out of the model's text: the prompted family, or on a native route
+    // the family whose calls are recovered from text. No tools asked for, nothing to read.
+    let markup = family.or(route.recover).filter(|_| requirement.is_some());
     let enforced = requirement
         .clone()
         .filter(|requirement| *requirement != ToolRequirement::Auto);
     let attempts = if enforced.is_some() { 2 } else { 1 };
     let mut usage = None;
     for attempt in 1..=attempts {
-        // Only prompted routes cap the calls themselves; native backends get the flag.
-        let max_calls = (family.is_some() && !parallel).then_some(1);
+        // Native backends get the flag; where we parse calls ourselves we cap them.
+        let max_calls = (markup.is_some() && !parallel).then_some(1);
         let mut finisher = Finisher::new(
             call_ids(completion),
             completion.tools.clone(),
-            completion.route.policy,
-            family.is_some(),
+            route.policy,
+            markup.is_some(),
             max_calls,
         );
         if let Some(earlier) = usage {
             finisher.add_usage(earlier);
         }
-        let mut gate = Gate {
-            requirement: enforced.clone(),
-            held: Vec::new(),
+        let mut round = Round {
+            completion,
+            sender,
+            markup,
+            finisher,
+            gate: Gate {
+                requirement: enforced.clone(),
+                held: Vec::new(),
+            },
         };
-        let mut parser = family
-            .filter(|_| requirement.is_some())
-            .map(|family| parser(family, &request.tools));
-        let mut text = String::new();
-        let mut events = completion
-            .route
-            .backend
-            .chat(backend_request(
-                completion,
-                messages.clone(),
-                family.is_none(),
-            ))
-            .await
-            .map_err(backend_error)?;
-        while let Some(event) = events.next().await {
-            let outputs = match (event.map_err(backend_error)?, parser.as_mut()) {
-                (StreamEvent::TextDelta(delta), Some(parser)) => {
-                    text.push_str(&delta);
-                    through(&mut finisher, parser.feed(&delta))?
-                }
-                (event, _) => finisher.push(event)?,
-            };
-            send(sender, gate.pass(outputs)).await?;
+        let words = round.stream(&messages, Shown::Everything).await?;
+        if let Some(broken) = round.finisher.take_broken() {
+            round.deliver(broken.released.clone()).await?;
+            tracing::info!(route = %route.name, broken = broken.broken.len(), "the model's tool call breaks the request's tools; asking once more");
+            let retry = retry_messages(words.shown, &broken, &completion.tools);
+            let mut repaired = messages.clone();
+            repaired.extend(rewrite(&retry, None));
+            round.stream(&repaired, Shown::CallsOnly).await?;
         }
-        if let Some(parser) = parser.as_mut() {
-            let outputs = through(&mut finisher, parser.finish())?;
-            send(sender, gate.pass(outputs)).await?;
+        if round.gate.is_open() {
+            return send(sender, round.finisher.finish()?).await;
         }
-        if gate.is_open() {
-            return send(sender, finisher.finish()?).await;
-        }
-        usage = finisher.usage();
+        usage = round.finisher.usage();
         if attempt < attempts
             && let Some(enforced) = &enforced
         {
-            tracing::info!(route = %completion.route.name, "the model made no required tool call; asking once more");
+            tracing::info!(route = %route.name, "the model made no required tool call; asking once more");
             if let Some(family) = family {
-                messages.extend(retry_messages(family, enforced, text));
+                messages.extend(prompted_retry(family, enforced, words.raw));
             }
         }
     }
@@ -201,22 +211,120 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
     ))
 }
 
-/// Parser events through the finisher.
-fn through(
-    finisher: &mut Finisher,
-    events: Vec<switchboard_parsers::ParseEvent>,
-) -> Result<Vec<Output>, ApiError> {
-    let mut outputs = Vec::new();
-    for event in events {
-        match from_parse_event(event) {
-            Parsed::Event(event) => outputs.extend(finisher.push(event)?),
-            Parsed::Withdraw { index, text } => {
-                finisher.withdraw(index);
-                outputs.extend(finisher.push(StreamEvent::TextDelta(text))?);
+/// Which of the model's words reach the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    Everything,
+    /// A second try's calls only: its words were said already, in the first answer.
+    CallsOnly,
+}
+
+/// The text of one backend answer: as the model wrote it (kept for prompted routes, whose
+/// retries show it to the model) and as the client saw it (kept for `repair`).
+#[derive(Debug, Default)]
+struct Words {
+    raw: String,
+    shown: String,
+}
+
+/// One answer on its way to the client, over one or more backend requests.
+struct Round<'a> {
+    completion: &'a Completion,
+    sender: &'a Sender,
+    markup: Option<Family>,
+    finisher: Finisher,
+    gate: Gate,
+}
+
+impl Round<'_> {
+    /// Sends one backend request and passes its answer through the parser (if any), the
+    /// finisher and the gate to the client.
+    async fn stream(&mut self, messages: &[Message], shown: Shown) -> Result<Words, ApiError> {
+        let route = &self.completion.route;
+        let native = route.prompted.is_none();
+        let mut parser = self
+            .markup
+            .map(|family| parser(family, &self.completion.request.tools));
+        let mut words = Words::default();
+        let mut events = route
+            .backend
+            .chat(backend_request(self.completion, messages.to_vec(), native))
+            .await
+            .map_err(backend_error)?;
+        while let Some(event) = events.next().await {
+            let event = event.map_err(backend_error)?;
+            let mut outputs = Vec::new();
+            if native
+                && matches!(event, StreamEvent::ToolCallStart { .. })
+                && let Some(mut recovering) = parser.take()
+            {
+                // The backend parses calls itself after all: recovery stops, and what the
+                // text held so far stands.
+                outputs = self.through(recovering.finish());
+            }
+            match (event, parser.as_mut()) {
+                (StreamEvent::TextDelta(delta), Some(parser)) => {
+                    if !native {
+                        words.raw.push_str(&delta);
+                    }
+                    let parsed = parser.feed(&delta);
+                    outputs.extend(self.through(parsed));
+                }
+                (event, _) => outputs.extend(self.finisher.push(event)),
+            }
+            self.show(outputs, shown, &mut words).await?;
+        }
+        if let Some(parser) = parser.as_mut() {
+            let outputs = self.through(parser.finish());
+            self.show(outputs, shown, &mut words).await?;
+        }
+        Ok(words)
+    }
+
+    async fn show(
+        &mut self,
+        mut outputs: Vec<Output>,
+        shown: Shown,
+        words: &mut Words,
+    ) -> Result<(), ApiError> {
+        let repairing = self.completion.route.policy == ToolCallPolicy::Repair;
+        outputs.retain(|output| match output {
+            Output::Event(StreamEvent::TextDelta(text)) => {
+                if repairing && shown == Shown::Everything {
+                    words.shown.push_str(text);
+                }
+                shown == Shown::Everything
+            }
+            Output::Event(StreamEvent::ReasoningDelta(_)) => shown == Shown::Everything,
+            _ => true,
+        });
+        self.deliver(outputs).await
+    }
+
+    async fn deliver(&mut self, outputs: Vec<Output>) -> Result<(), ApiError> {
+        send(self.sender, self.gate.pass(outputs)).await
+    }
+
+    /// Parser events through the finisher. On a native route each call the parser completes
+    /// is one recovered from text.
+    fn through(&mut self, events: Vec<ParseEvent>) -> Vec<Output> {
+        let route = &self.completion.route;
+        let mut outputs = Vec::new();
+        for event in events {
+            if route.prompted.is_none() && matches!(event, ParseEvent::ToolCallEnd { .. }) {
+                metrics::counter!("gateway_recovered_tool_calls_total", "route" => route.name.clone())
+                    .increment(1);
+            }
+            match from_parse_event(event) {
+                Parsed::Event(event) => outputs.extend(self.finisher.push(event)),
+                Parsed::Withdraw { index, text } => {
+                    self.finisher.withdraw(index);
+                    outputs.extend(self.finisher.push(StreamEvent::TextDelta(text)));
+                }
             }
         }
+        outputs
     }
-    Ok(outputs)
 }
 
 /// Holds everything back until a call that satisfies `tool_choice` appears, so an answer
@@ -249,6 +357,7 @@ impl Gate {
 }
 
 /// A backend failure in OpenAI's error shape, with the status the provider layer chose.
+/// Each `BackendError` variant gets its own code here: a new variant gets its line below.
 pub fn backend_error(error: BackendError) -> ApiError {
     let code = match &error {
         BackendError::Http { status: 429, .. } => "rate_limited",

@@ -9,6 +9,7 @@ mod collect;
 mod completion;
 mod finisher;
 mod prompted;
+mod repair;
 pub mod tool_checks;
 mod tools;
 
@@ -68,7 +69,17 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
         })?;
         let (text, history) = character::split_request(&request)?;
         let label = format!("{}{}", character::PREFIX, character.name());
-        let outputs = character::start(character, route, text, history, state.request_timeout);
+        let turn = character::Turn {
+            text,
+            history,
+            max_tokens: request
+                .max_tokens
+                .map_or(state.character_max_tokens, |asked| {
+                    asked.min(state.character_max_tokens)
+                }),
+            timeout: state.request_timeout,
+        };
+        let outputs = character::start(character, route, turn);
         return Ok(Started { label, outputs });
     }
     let route = state.routes.resolve(&model).cloned().ok_or_else(|| {

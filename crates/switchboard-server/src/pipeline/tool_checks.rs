@@ -1,6 +1,6 @@
-//! Checking the model's tool calls against the request's tools. A call is never dropped or
-//! altered: problems are reported beside it (`tool_call_errors` on the choice) or, under the
-//! `reject` policy, answered as an error.
+//! Checking the model's tool calls against the request's tools. A call is never altered:
+//! problems are reported beside it (`tool_call_errors` on the choice), answered as an error
+//! under the `reject` policy, or replaced by the model's corrected call under `repair`.
 
 use serde::Serialize;
 use switchboard_tools::{CallError, ToolCall, Toolset};
@@ -15,9 +15,20 @@ pub struct ToolCallProblem {
     pub message: String,
 }
 
-/// The problem with call number `index`, if any. Requests without tools have nothing to
-/// check against.
+/// The problem with call number `index`, if any, counted in
+/// `gateway_tool_call_errors_total`. Requests without tools have nothing to check against.
 pub fn check_call(index: usize, call: &ToolCall, tools: &Toolset) -> Option<ToolCallProblem> {
+    let problem = describe(index, call, tools)?;
+    metrics::counter!("gateway_tool_call_errors_total", "code" => problem.code).increment(1);
+    Some(problem)
+}
+
+/// The problem with a call checked before, numbered anew (not counted again).
+pub fn recheck(index: usize, call: &ToolCall, tools: &Toolset) -> Option<ToolCallProblem> {
+    describe(index, call, tools)
+}
+
+fn describe(index: usize, call: &ToolCall, tools: &Toolset) -> Option<ToolCallProblem> {
     if tools.is_empty() {
         return None;
     }
@@ -31,7 +42,6 @@ pub fn check_call(index: usize, call: &ToolCall, tools: &Toolset) -> Option<Tool
         | CallError::InvalidParameters(_)
         | CallError::InvalidResult(_) => "invalid_tool_arguments",
     };
-    metrics::counter!("gateway_tool_call_errors_total", "code" => code).increment(1);
     let text = error.to_string();
     let message = text.strip_prefix("Error: ").unwrap_or(&text);
     Some(ToolCallProblem {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use switchboard_parsers::{Family, family_for_model};
 use switchboard_providers::{Backend, BackendConfig, config_from_env, connect};
+use switchboard_wire::Format;
 
 use crate::config::{RouteConfig, ToolCallPolicy, ToolCalling};
 
@@ -13,10 +14,15 @@ pub struct Route {
     pub name: String,
     pub url: String,
     pub backend: Arc<dyn Backend>,
+    /// The backend's wire format.
+    pub format: Format,
     /// The model name the backend expects.
     pub model: String,
     /// Set for prompted routes: the family whose markup the model is asked to write.
     pub prompted: Option<Family>,
+    /// Set for native routes that recover calls the model wrote as text in this family's
+    /// markup.
+    pub recover: Option<Family>,
     pub policy: ToolCallPolicy,
     pub forward_fields: Vec<String>,
 }
@@ -49,23 +55,24 @@ impl Route {
         };
         let backend = connect(format, backend_config)
             .map_err(|error| format!("route \"{}\": {error}", config.name))?;
-        let prompted = match config.tool_calling {
-            ToolCalling::Native => None,
-            ToolCalling::Prompted => Some(
-                config
-                    .format
-                    .as_deref()
-                    .and_then(Family::from_name)
-                    .or_else(|| family_for_model(&config.model))
-                    .unwrap_or(Family::Json),
-            ),
+        let family = config
+            .format
+            .as_deref()
+            .and_then(Family::from_name)
+            .or_else(|| family_for_model(&config.model));
+        let (prompted, recover) = match config.tool_calling {
+            ToolCalling::Native if config.recover_text_calls == Some(false) => (None, None),
+            ToolCalling::Native => (None, family),
+            ToolCalling::Prompted => (Some(family.unwrap_or(Family::Json)), None),
         };
         Ok(Self {
             name: config.name.clone(),
             url: config.url.clone(),
             backend,
+            format,
             model: config.model.clone(),
             prompted,
+            recover,
             policy: config.tool_call_errors,
             forward_fields: config.forward_fields.clone(),
         })

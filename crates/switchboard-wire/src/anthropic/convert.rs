@@ -6,7 +6,8 @@
 //! Known losses, by the format's nature: developer messages become system ones (and a
 //! system message's position is not kept); reasoning is not sent (Anthropic only accepts
 //! thinking blocks it signed itself); a missing `max_tokens` is sent as 4096; arguments
-//! come back as compact JSON text.
+//! come back as compact JSON text; OpenAI fields without a counterpart (`seed`,
+//! `logit_bias`, penalties, `logprobs`, …) are dropped with a debug log.
 
 use serde_json::{Map, Value, json};
 use switchboard_tools::{Content, FunctionDefinition, Message, ToolCall, ToolDefinition, ToolKind};
@@ -16,6 +17,7 @@ use super::types::{
     MessagesRequest, System, ToolResultContent,
 };
 use crate::ids::IdMap;
+use crate::request::dropped;
 use crate::{ChatRequest, ConvertError, ToolChoice};
 
 /// Sent when the caller sets no limit: Anthropic requires one.
@@ -125,7 +127,7 @@ pub fn build_request(
             disable_parallel_tool_use,
         }),
     };
-    Ok(MessagesRequest {
+    let mut wire = MessagesRequest {
         model: request.model.clone(),
         messages,
         system: (!system.is_empty()).then_some(System::Blocks(system)),
@@ -152,7 +154,131 @@ pub fn build_request(
         stop_sequences: (!request.stop.is_empty()).then(|| request.stop.clone()),
         stream: request.stream.then_some(true),
         extra: Map::new(),
-    })
+    };
+    standard_fields(request, &mut wire);
+    Ok(wire)
+}
+
+/// Anthropic's smallest thinking budget.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// The thinking budget for one of OpenAI's `reasoning_effort` levels; `none` is no thinking.
+fn thinking_budget(effort: &str) -> Option<u32> {
+    match effort {
+        "minimal" => Some(MIN_THINKING_BUDGET),
+        "low" => Some(2048),
+        "medium" => Some(8192),
+        "high" => Some(16_384),
+        "xhigh" => Some(32_768),
+        _ => None,
+    }
+}
+
+/// The OpenAI API's other fields, where Anthropic has a counterpart: `top_k`,
+/// `response_format` (a JSON schema, as `output_config.format`), `reasoning_effort` (a
+/// thinking budget), `user` (`metadata.user_id`) and `service_tier`. The rest is dropped.
+fn standard_fields(request: &ChatRequest, wire: &mut MessagesRequest) {
+    if let Some(top_k) = request.top_k {
+        wire.extra.insert("top_k".into(), top_k.into());
+    }
+    if let Some(format) = &request.response_format {
+        match (
+            format.get("type").and_then(Value::as_str),
+            format.pointer("/json_schema/schema"),
+        ) {
+            (Some("text"), _) => {}
+            (Some("json_schema"), Some(schema)) => {
+                wire.extra.insert(
+                    "output_config".into(),
+                    json!({"format": {"type": "json_schema", "schema": schema}}),
+                );
+            }
+            _ => dropped(
+                "Anthropic",
+                "response_format",
+                "only a json_schema with its schema has a counterpart (output_config.format)",
+            ),
+        }
+    }
+    if let Some(effort) = &request.reasoning_effort {
+        think(request, effort, wire);
+    }
+    if request.seed.is_some() {
+        dropped("Anthropic", "seed", "Anthropic has no seed");
+    }
+    for (field, value) in &request.extra {
+        match (field.as_str(), value.as_str()) {
+            ("user", Some(user)) => {
+                wire.extra
+                    .insert("metadata".into(), json!({"user_id": user}));
+            }
+            ("service_tier", Some("auto")) => {
+                wire.extra.insert("service_tier".into(), "auto".into());
+            }
+            ("service_tier", Some("default")) => {
+                wire.extra
+                    .insert("service_tier".into(), "standard_only".into());
+            }
+            _ => dropped("Anthropic", field, "no counterpart in the Messages API"),
+        }
+    }
+}
+
+/// `reasoning_effort` as extended thinking. Thinking tokens count toward `max_tokens`: with
+/// no limit asked, the answer keeps the usual room on top of the budget; under a client's
+/// limit the budget takes at most half of it. Anthropic refuses thinking with a forced tool
+/// call (the request's `tool_choice` wins) and with sampling changed (thinking wins).
+fn think(request: &ChatRequest, effort: &str, wire: &mut MessagesRequest) {
+    let Some(budget) = thinking_budget(effort) else {
+        if effort != "none" {
+            dropped(
+                "Anthropic",
+                "reasoning_effort",
+                "not an OpenAI effort level",
+            );
+        }
+        return;
+    };
+    if matches!(
+        request.tool_choice,
+        Some(ToolChoice::Required | ToolChoice::Function(_))
+    ) {
+        dropped(
+            "Anthropic",
+            "reasoning_effort",
+            "Anthropic does not think when a tool call is forced",
+        );
+        return;
+    }
+    let budget = match request.max_tokens {
+        None => {
+            wire.max_tokens = budget + DEFAULT_MAX_TOKENS;
+            budget
+        }
+        Some(max) => budget.min(max / 2),
+    };
+    if budget < MIN_THINKING_BUDGET {
+        dropped(
+            "Anthropic",
+            "reasoning_effort",
+            "max_tokens leaves no room for Anthropic's smallest thinking budget (1024)",
+        );
+        return;
+    }
+    if wire.temperature.take().is_some() {
+        dropped("Anthropic", "temperature", "thinking needs the default");
+    }
+    if wire.extra.remove("top_k").is_some() {
+        dropped("Anthropic", "top_k", "thinking needs the default");
+    }
+    if wire.top_p.is_some_and(|top_p| top_p < 0.95) {
+        wire.top_p = None;
+        dropped("Anthropic", "top_p", "thinking needs 0.95 or more");
+    }
+    wire.extra.insert(
+        "thinking".into(),
+        json!({"type": "enabled", "budget_tokens": budget}),
+    );
 }
 
 /// Arguments text as the JSON object Anthropic's `input` must be; empty text is `{}`.

@@ -1,12 +1,15 @@
 //! Our request ↔ Ollama `/api/chat` request. Ollama has no `tool_choice`: `none` is honoured
 //! by sending no tools, `required` or a named function is refused with an error rather
-//! than silently ignored. `parallel_tool_calls` cannot be enforced and is not sent.
+//! than silently ignored. `parallel_tool_calls` cannot be enforced and is not sent. Of the
+//! OpenAI API's other fields, sampling ones go into `options`, `response_format` becomes
+//! `format` and `reasoning_effort` becomes `think`; the rest is dropped with a debug log.
 
 use serde_json::{Map, Value, json};
 use switchboard_tools::{Content, Message, ToolCall};
 
 use super::types::{OllamaChatRequest, OllamaFunction, OllamaMessage, OllamaToolCall};
 use crate::ids::IdSource;
+use crate::request::dropped;
 use crate::{ChatRequest, ConvertError, ToolChoice};
 
 /// Our request as an Ollama request.
@@ -104,13 +107,66 @@ pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, Convert
         "stop",
         (!request.stop.is_empty()).then(|| json!(request.stop)),
     );
+    set("top_k", request.top_k.map(Value::from));
+    set("seed", request.seed.map(Value::from));
+    let mut extra = Map::new();
+    for (field, value) in &request.extra {
+        match field.as_str() {
+            "frequency_penalty" | "presence_penalty" => set(field, Some(value.clone())),
+            _ => dropped("Ollama", field, "no counterpart in /api/chat"),
+        }
+    }
+    if let Some(format) = &request.response_format {
+        match (
+            format.get("type").and_then(Value::as_str),
+            format.pointer("/json_schema/schema"),
+        ) {
+            (Some("text"), _) => {}
+            (Some("json_object"), _) => {
+                extra.insert("format".into(), "json".into());
+            }
+            (Some("json_schema"), Some(schema)) => {
+                extra.insert("format".into(), schema.clone());
+            }
+            _ => dropped(
+                "Ollama",
+                "response_format",
+                "a json_schema without its schema",
+            ),
+        }
+    }
+    if let Some(effort) = &request.reasoning_effort {
+        match think(&request.model, effort) {
+            Some(think) => {
+                extra.insert("think".into(), think);
+            }
+            None => dropped("Ollama", "reasoning_effort", "not an OpenAI effort level"),
+        }
+    }
     Ok(OllamaChatRequest {
         model: request.model.clone(),
         messages,
         tools: (send_tools && !request.tools.is_empty()).then(|| request.tools.clone()),
         stream: Some(request.stream),
         options: (!options.is_empty()).then_some(options),
-        extra: Map::new(),
+        extra,
+    })
+}
+
+/// `reasoning_effort` as Ollama's `think`: on or off, except for gpt-oss models, the ones
+/// Ollama takes a level for (`low`, `medium`, `high`).
+fn think(model: &str, effort: &str) -> Option<Value> {
+    let level = match effort {
+        "none" => return Some(Value::Bool(false)),
+        "minimal" | "low" => "low",
+        "medium" => "medium",
+        "high" | "xhigh" => "high",
+        _ => return None,
+    };
+    Some(if model.to_ascii_lowercase().contains("gpt-oss") {
+        level.into()
+    } else {
+        Value::Bool(true)
     })
 }
 

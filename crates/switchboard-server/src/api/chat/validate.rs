@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 use switchboard_tools::Toolset;
+use switchboard_wire::REASONING_EFFORTS;
 
 use crate::error::ApiError;
 use crate::pipeline::compile_tools;
@@ -97,6 +98,7 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
             format!("must be a string or an array of strings, got {other}"),
         )),
     }
+    check_standard_fields(request, &mut problems);
     match request.get("n") {
         None | Some(Value::Null) => {}
         Some(Value::Number(number)) if number.as_u64() == Some(1) => {}
@@ -356,6 +358,131 @@ fn check_tool_choice(
     }
 }
 
+/// The OpenAI API's other request fields, forwarded to backends: checked here so that a
+/// mistake is a 400 naming the field, not a backend's error or a silent drop.
+fn check_standard_fields(request: &Map<String, Value>, problems: &mut Vec<Invalid>) {
+    check_number(request, "frequency_penalty", -2.0, 2.0, problems);
+    check_number(request, "presence_penalty", -2.0, 2.0, problems);
+    check_integer(request, "seed", i64::MIN.into(), i64::MAX.into(), problems);
+    check_integer(request, "top_k", 0, u32::MAX.into(), problems);
+    check_integer(request, "top_logprobs", 0, 20, problems);
+    match request.get("logprobs") {
+        None | Some(Value::Null) | Some(Value::Bool(_)) => {}
+        Some(other) => problems.push(invalid(
+            "logprobs",
+            format!("expected a boolean, got {other}"),
+        )),
+    }
+    for field in ["user", "service_tier"] {
+        match request.get(field) {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(other) => problems.push(invalid(field, format!("expected a string, got {other}"))),
+        }
+    }
+    match request.get("reasoning_effort") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(effort)) if REASONING_EFFORTS.contains(&effort.as_str()) => {}
+        Some(other) => problems.push(invalid(
+            "reasoning_effort",
+            format!(
+                "must be one of {}, got {other}",
+                REASONING_EFFORTS.join(", ")
+            ),
+        )),
+    }
+    match request.get("logit_bias") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(biases)) => {
+            for (token, bias) in biases {
+                if !bias
+                    .as_f64()
+                    .is_some_and(|bias| (-100.0..=100.0).contains(&bias))
+                {
+                    problems.push(invalid(
+                        format!("logit_bias.{token}"),
+                        format!("must be a number from -100 to 100, got {bias}"),
+                    ));
+                }
+            }
+        }
+        Some(other) => problems.push(invalid(
+            "logit_bias",
+            format!("expected an object of token ids and biases, got {other}"),
+        )),
+    }
+    match request.get("metadata") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(entries)) if entries.values().all(Value::is_string) => {}
+        Some(other) => problems.push(invalid(
+            "metadata",
+            format!("expected an object of strings, got {other}"),
+        )),
+    }
+    check_response_format(request.get("response_format"), problems);
+}
+
+/// `{"type": "text"}`, `{"type": "json_object"}`, or `{"type": "json_schema", "json_schema":
+/// {"name": …, "schema": {…}}}`.
+fn check_response_format(format: Option<&Value>, problems: &mut Vec<Invalid>) {
+    let Some(format) = format.filter(|format| !format.is_null()) else {
+        return;
+    };
+    match format.get("type").and_then(Value::as_str) {
+        Some("text" | "json_object") => {}
+        Some("json_schema") => match format.get("json_schema") {
+            Some(Value::Object(spec)) => {
+                if !spec.get("name").is_some_and(Value::is_string) {
+                    problems.push(invalid(
+                        "response_format.json_schema.name",
+                        "name the schema",
+                    ));
+                }
+                if spec.get("schema").is_some_and(|schema| !schema.is_object()) {
+                    problems.push(invalid(
+                        "response_format.json_schema.schema",
+                        "must be a JSON Schema object",
+                    ));
+                }
+            }
+            _ => problems.push(invalid(
+                "response_format.json_schema",
+                "a json_schema format needs its json_schema object",
+            )),
+        },
+        _ => problems.push(invalid(
+            "response_format.type",
+            format!(
+                "must be \"text\", \"json_object\" or \"json_schema\", got {}",
+                format.get("type").unwrap_or(&Value::Null)
+            ),
+        )),
+    }
+}
+
+fn check_integer(
+    request: &Map<String, Value>,
+    field: &str,
+    min: i128,
+    max: i128,
+    problems: &mut Vec<Invalid>,
+) {
+    let whole = |number: &serde_json::Number| {
+        number
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| number.as_u64().map(i128::from))
+    };
+    match request.get(field) {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(number))
+            if whole(number).is_some_and(|value| (min..=max).contains(&value)) => {}
+        Some(other) => problems.push(invalid(
+            field,
+            format!("must be an integer from {min} to {max}, got {other}"),
+        )),
+    }
+}
+
 fn check_number(
     request: &Map<String, Value>,
     field: &str,
@@ -479,6 +606,67 @@ mod tests {
             .contains("not one of the request's tools")
         );
         assert!(problems(with("tools", json!([{"type": "function", "function": {"name": "bad name", "parameters": {"type": "object"}}}]))).contains("tools[0].function.name:"));
+    }
+
+    #[test]
+    fn the_standard_fields_are_checked_before_they_are_forwarded() {
+        for (field, value, param) in [
+            ("seed", json!(1.5e300), "seed"),
+            ("seed", json!("7"), "seed"),
+            ("top_k", json!(-1), "top_k"),
+            ("top_logprobs", json!(21), "top_logprobs"),
+            ("logprobs", json!("yes"), "logprobs"),
+            ("frequency_penalty", json!(2.5), "frequency_penalty"),
+            ("presence_penalty", json!(-3), "presence_penalty"),
+            ("logit_bias", json!({"50256": 101}), "logit_bias.50256"),
+            ("logit_bias", json!([1]), "logit_bias"),
+            ("user", json!(7), "user"),
+            ("metadata", json!({"k": 1}), "metadata"),
+            ("service_tier", json!(true), "service_tier"),
+            ("reasoning_effort", json!("max"), "reasoning_effort"),
+            (
+                "response_format",
+                json!({"type": "yaml"}),
+                "response_format.type",
+            ),
+            (
+                "response_format",
+                json!({"type": "json_schema"}),
+                "response_format.json_schema",
+            ),
+            (
+                "response_format",
+                json!({"type": "json_schema", "json_schema": {"schema": {}}}),
+                "response_format.json_schema.name",
+            ),
+            ("n", json!(2), "n"),
+        ] {
+            let message = problems(with(field, value.clone()));
+            assert!(
+                message.starts_with(&format!("{param}: ")),
+                "{field} = {value}: {message}"
+            );
+        }
+        let mut body = base();
+        for (field, value) in [
+            ("seed", json!(-42)),
+            ("top_k", json!(40)),
+            ("top_logprobs", json!(3)),
+            ("logprobs", json!(true)),
+            ("frequency_penalty", json!(0.5)),
+            ("logit_bias", json!({"50256": -100})),
+            ("user", json!("u-1")),
+            ("metadata", json!({"team": "a"})),
+            ("service_tier", json!("auto")),
+            ("reasoning_effort", json!("low")),
+            (
+                "response_format",
+                json!({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}),
+            ),
+        ] {
+            body[field] = value;
+        }
+        assert_eq!(problems(body), "");
     }
 
     #[test]
