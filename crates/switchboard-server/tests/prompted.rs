@@ -560,7 +560,17 @@ async fn recover_text_calls_without_a_known_family_is_a_configuration_error() {
     );
     let error = switchboard_server::Config::from_toml(&text).unwrap_err();
     assert!(
-        error.contains("recover_text_calls") && error.contains("format"),
+        error.contains("route[0] (\"qwen\").recover_text_calls: no markup family is known")
+            && error.contains("`format`"),
         "{error}"
+    );
+    // Named, the family is known.
+    let named = text.replace(
+        "recover_text_calls",
+        "format = \"hermes\"\nrecover_text_calls",
+    );
+    assert!(
+        switchboard_server::Config::from_toml(&named).is_ok(),
+        "{named}"
     );
 }

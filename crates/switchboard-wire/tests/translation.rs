@@ -420,6 +420,7 @@ fn anthropic_encoders_rewrite_unsafe_ids() {
 /// A request with every OpenAI field beyond the messages and tools.
 fn with_standard_fields() -> ChatRequest {
     let mut request = conversation();
+    request.messages.truncate(2);
     request.tool_choice = None;
     request.parallel_tool_calls = None;
     request.max_tokens = None;
@@ -494,6 +495,12 @@ fn standard_fields_translate_to_anthropic_or_are_dropped() {
         (wire["top_k"].clone(), wire["temperature"].clone()),
         (json!(40), json!(0.5))
     );
+    // In a tool loop Anthropic would want the thinking block the history cannot carry.
+    let mut looping = with_standard_fields();
+    looping.messages = conversation().messages[..5].to_vec();
+    let wire = serde_json::to_value(anthropic::build_request(&looping, &mut IdMap::new()).unwrap())
+        .unwrap();
+    assert!(wire.get("thinking").is_none(), "{wire}");
     // A client's limit bounds thinking too; too small a limit or a forced call means none.
     for (max_tokens, choice, thinking) in [
         (

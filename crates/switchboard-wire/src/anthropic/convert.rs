@@ -227,7 +227,8 @@ fn standard_fields(request: &ChatRequest, wire: &mut MessagesRequest) {
 /// `reasoning_effort` as extended thinking. Thinking tokens count toward `max_tokens`: with
 /// no limit asked, the answer keeps the usual room on top of the budget; under a client's
 /// limit the budget takes at most half of it. Anthropic refuses thinking with a forced tool
-/// call (the request's `tool_choice` wins) and with sampling changed (thinking wins).
+/// call (the request's `tool_choice` wins), with sampling changed (thinking wins), and after
+/// a tool call whose signed thinking block the history cannot carry back (no thinking).
 fn think(request: &ChatRequest, effort: &str, wire: &mut MessagesRequest) {
     let Some(budget) = thinking_budget(effort) else {
         if effort != "none" {
@@ -247,6 +248,20 @@ fn think(request: &ChatRequest, effort: &str, wire: &mut MessagesRequest) {
             "Anthropic",
             "reasoning_effort",
             "Anthropic does not think when a tool call is forced",
+        );
+        return;
+    }
+    let last_assistant = request
+        .messages
+        .iter()
+        .rev()
+        .find(|message| matches!(message, Message::Assistant { .. }));
+    if matches!(last_assistant, Some(Message::Assistant { tool_calls, .. }) if !tool_calls.is_empty())
+    {
+        dropped(
+            "Anthropic",
+            "reasoning_effort",
+            "thinking in a tool loop needs the signed thinking block of the turn that called, which OpenAI-shaped history does not carry",
         );
         return;
     }
