@@ -1,7 +1,8 @@
 //! Scripted LLM backends for tests: an HTTP/1.1 server on 127.0.0.1 that answers each
 //! connection with the next scripted reply, byte for byte, in a chosen chunking, and records
-//! every request. Also the launcher of the real model server the real-backend suite runs
-//! against ([`LlamaServer`]). Only tests depend on this crate.
+//! every request. Also, for the real-backend suite, the launcher of the real model server it
+//! runs against ([`LlamaServer`]) and a relay that shows what reached it ([`Tap`]). Only
+//! tests depend on this crate.
 // A test double fails loudly: a panic here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,9 +11,11 @@ mod llama;
 mod ollama;
 mod openai;
 mod server;
+mod tap;
 
 pub use anthropic::AnthropicScript;
 pub use llama::LlamaServer;
 pub use ollama::OllamaScript;
 pub use openai::{OpenAiScript, sse_body};
 pub use server::{Captured, Chunking, Reply, ScriptedServer};
+pub use tap::Tap;

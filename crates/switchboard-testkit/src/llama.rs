@@ -6,7 +6,8 @@
 //!
 //! The server runs with a fixed seed, without prompt-cache reuse (which changes sampling) and
 //! with one slot (requests in a batch change each other's numerics), so the same request
-//! gets the same answer every time.
+//! gets the same answer every time; and with one thread, because llama.cpp's threads wait for
+//! each other at every step: on a busy machine two ran 15 times slower than one.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -138,7 +139,7 @@ impl LlamaServer {
             .args(["--jinja", "--chat-template-file"])
             .arg(&files.template)
             .args(["--seed", "42", "--no-cache-prompt", "--ctx-size", "4096"])
-            .args(["--threads", "2", "--parallel", "1"])
+            .args(["--threads", "1", "--parallel", "1"])
             .stdin(Stdio::piped())
             .stdout(log_file)
             .stderr(log_copy)
