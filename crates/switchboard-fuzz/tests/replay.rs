@@ -45,3 +45,25 @@ fn every_saved_crash_input_passes_its_targets_checks() {
     }
     assert!(replayed > 0, "no regression input under {}", root.display());
 }
+
+#[test]
+fn every_target_has_a_fuzz_binary_and_every_binary_a_target() {
+    let mut binaries: Vec<String> = std::fs::read_dir(repository().join("fuzz/fuzz_targets"))
+        .unwrap()
+        .map(|file| {
+            let path = file.unwrap().path();
+            path.file_stem().unwrap().to_string_lossy().into_owned()
+        })
+        .collect();
+    binaries.sort();
+    let mut names: Vec<&str> = TARGETS.iter().map(|target| target.name).collect();
+    names.sort_unstable();
+    assert_eq!(binaries, names);
+    let manifest = std::fs::read_to_string(repository().join("fuzz/Cargo.toml")).unwrap();
+    for name in names {
+        assert!(
+            manifest.contains(&format!("path = \"fuzz_targets/{name}.rs\"")),
+            "fuzz/Cargo.toml has no binary for {name}"
+        );
+    }
+}
