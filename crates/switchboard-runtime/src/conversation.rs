@@ -271,9 +271,7 @@ impl Conversation {
         }
         let response = collector.finish()?;
         if let Some(usage) = response.usage {
-            summary.usage.prompt_tokens += usage.prompt_tokens;
-            summary.usage.completion_tokens += usage.completion_tokens;
-            summary.usage.total_tokens += usage.total_tokens;
+            summary.usage = summary.usage.plus(usage);
         }
         summary.tool_calls += response.tool_calls.len();
         // History takes the collected calls (their ids and arguments as the model sent them)

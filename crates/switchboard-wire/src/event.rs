@@ -28,7 +28,8 @@ pub enum StreamEvent {
     Finish(FinishReason),
 }
 
-/// Token counts; `total_tokens` is always the sum of the other two.
+/// Token counts; `total_tokens` is always the sum of the other two. Counts come from backends,
+/// so sums saturate at `u64::MAX` rather than overflow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: u64,
@@ -41,8 +42,17 @@ impl Usage {
         Self {
             prompt_tokens,
             completion_tokens,
-            total_tokens: prompt_tokens + completion_tokens,
+            total_tokens: prompt_tokens.saturating_add(completion_tokens),
         }
+    }
+
+    /// The usage of two requests together.
+    pub fn plus(self, other: Usage) -> Self {
+        Self::new(
+            self.prompt_tokens.saturating_add(other.prompt_tokens),
+            self.completion_tokens
+                .saturating_add(other.completion_tokens),
+        )
     }
 }
 
@@ -118,5 +128,11 @@ mod tests {
     #[test]
     fn usage_total_is_the_sum() {
         assert_eq!(Usage::new(3, 4).total_tokens, 7);
+        assert_eq!(Usage::new(u64::MAX, 1).total_tokens, u64::MAX);
+        assert_eq!(Usage::new(1, 2).plus(Usage::new(3, 4)), Usage::new(4, 6));
+        assert_eq!(
+            Usage::new(u64::MAX, 0).plus(Usage::new(1, 1)),
+            Usage::new(u64::MAX, 1)
+        );
     }
 }

@@ -128,13 +128,22 @@ impl Machine for Glm {
         match &mut self.state {
             State::Text if self.reasoning => out.reasoning(text),
             State::Text => out.content(text),
-            State::Name(name) => match text.find('\n') {
-                Some(end) if !name.trim().is_empty() || !text[..end].trim().is_empty() => {
-                    name.push_str(&text[..end]);
-                    self.start_name(out);
+            State::Name(name) => {
+                // The name ends at the first newline after it began: blank lines before it
+                // are glue, whichever piece of the stream they arrive in.
+                let blank = name.trim().is_empty();
+                let end = text
+                    .match_indices('\n')
+                    .map(|(at, _)| at)
+                    .find(|&at| !blank || !text[..at].trim().is_empty());
+                match end {
+                    Some(end) => {
+                        name.push_str(&text[..end]);
+                        self.start_name(out);
+                    }
+                    None => name.push_str(text),
                 }
-                _ => name.push_str(text),
-            },
+            }
             State::Call(_) => {}
             State::Key(key) => key.push_str(text),
             State::Value {

@@ -56,7 +56,8 @@ enum State {
     /// V3: after `<｜tool▁sep｜>`, the name up to the code fence.
     Name(String),
     Args(RawJsonArgs),
-    /// The arguments are complete; the closing fence and call end follow.
+    /// The arguments are complete (or broken, and the rest of the call is skipped); the
+    /// closing fence and call end follow.
     AfterArgs,
 }
 
@@ -121,7 +122,9 @@ impl Machine for Sectioned {
             State::Args(args) => match args.feed(out, text) {
                 Fed::More => {}
                 Fed::Done(_) => self.state = State::AfterArgs,
-                Fed::Broken => self.state = State::Section(String::new()),
+                // The rest of a broken call is skipped up to its end, in this piece of text
+                // or a later one.
+                Fed::Broken => self.state = State::AfterArgs,
             },
             State::AfterArgs => {}
         }
