@@ -408,6 +408,21 @@ async fn an_unreachable_backend_is_a_502() {
     gateway.stop().await.unwrap();
 }
 
+#[tokio::test]
+async fn a_backend_that_hangs_up_without_answering_is_named_as_such() {
+    // Two hang-ups: the pooled connection and the fresh one the transport retries on.
+    let backend = ScriptedServer::start(vec![Reply::hang_up(), Reply::hang_up()]).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let error = post(&gateway, &request("qwen", "hi")).await.error(502);
+    assert_eq!(error["code"], "backend_closed_connection", "{error}");
+    assert_eq!(
+        backend.requests().len(),
+        2,
+        "the request is tried once more on a new connection"
+    );
+    gateway.stop().await.unwrap();
+}
+
 /// The same request asked for whole and streamed through `gateway`; the agreed summary.
 async fn whole_and_streamed(gateway: &switchboard_server::RunningGateway, body: &Value) -> Value {
     let whole = post(gateway, body).await;

@@ -238,7 +238,6 @@ async fn a_call_cut_by_max_tokens_is_reported_in_tool_call_errors() {
 }
 
 #[tokio::test]
-#[ignore = "fault 3 (lead): a call cut by the length limit is reported as tool_calls, not length"]
 async fn a_call_cut_by_max_tokens_finishes_with_length() {
     let Some((gateway, _)) = tapped().await else {
         return;
@@ -364,7 +363,6 @@ async fn the_narrator_talks_over_the_character_route() {
 }
 
 #[tokio::test]
-#[ignore = "fault 2 (lead): character routes ignore the client's max_tokens and always say stop"]
 async fn the_narrator_honours_max_tokens() {
     let Some((gateway, _)) = tapped().await else {
         return;

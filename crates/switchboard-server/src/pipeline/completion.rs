@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use futures::StreamExt;
 use switchboard_parsers::{Family, ParseEvent, ToolRequirement, parser};
-use switchboard_providers::BackendError;
+use switchboard_providers::{BackendError, ConnectionFailure};
 use switchboard_tools::{Message, Toolset};
 use switchboard_wire::{ChatRequest, Format, StreamEvent};
 use tokio::sync::mpsc;
@@ -362,6 +362,10 @@ pub fn backend_error(error: BackendError) -> ApiError {
     let code = match &error {
         BackendError::Http { status: 429, .. } => "rate_limited",
         BackendError::Http { .. } => "backend_error",
+        BackendError::Connect {
+            failure: ConnectionFailure::ClosedBeforeAnswer,
+            ..
+        } => "backend_closed_connection",
         BackendError::Connect { .. } => "backend_unreachable",
         BackendError::Timeout { .. } => "backend_timeout",
         BackendError::StreamCut { .. } => "backend_stream_cut",
