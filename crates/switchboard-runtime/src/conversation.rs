@@ -143,6 +143,7 @@ impl Conversation {
             self.history.push(Message::Assistant {
                 content: (!round.text.is_empty()).then(|| round.text.clone().into()),
                 reasoning_content: round.reasoning,
+                reasoning_signature: round.signature,
                 tool_calls: round.calls,
                 name: None,
             });
@@ -216,7 +217,9 @@ impl Conversation {
                                 running.push(self.execute(call, on_event));
                             }
                         }
-                        StreamEvent::Usage(_) | StreamEvent::Finish(_) => {}
+                        StreamEvent::ReasoningSignature(_)
+                        | StreamEvent::Usage(_)
+                        | StreamEvent::Finish(_) => {}
                     }
                 }
                 Some((result, name, latency)) = running.next(), if !running.is_empty() => {
@@ -250,6 +253,7 @@ impl Conversation {
         Ok(Round {
             text,
             reasoning: response.reasoning_content,
+            signature: response.reasoning_signature,
             calls: response.tool_calls,
             results,
         })
@@ -293,6 +297,8 @@ fn report_finished(
 struct Round {
     text: String,
     reasoning: Option<String>,
+    /// Kept with the reasoning so an Anthropic backend accepts the next round.
+    signature: Option<String>,
     calls: Vec<ToolCall>,
     results: Vec<ToolResult>,
 }

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 pub enum StreamEvent {
     TextDelta(String),
     ReasoningDelta(String),
+    /// The signature of the reasoning streamed so far (Anthropic's `signature_delta`): it
+    /// must travel back with exactly that reasoning for Anthropic to accept a later turn.
+    ReasoningSignature(String),
     ToolCallStart {
         index: usize,
         id: String,

@@ -3,11 +3,13 @@
 mod convert;
 mod decode;
 mod encode;
+mod fold;
 mod types;
 
 pub use convert::{build_request, parse_request};
 pub use decode::{Decoder, body_events};
-pub use encode::{SseEncoder, message};
+pub use encode::{SseEncoder, message, push_sse_event};
+pub use fold::MessageBuilder;
 pub use types::*;
 
 use crate::FinishReason;
