@@ -99,7 +99,11 @@ impl Transport {
         Ok(stream::iter(events.into_iter().map(Ok)).boxed())
     }
 
-    async fn send(&self, url: &str, body: Vec<u8>) -> Result<reqwest::Response, BackendError> {
+    pub(crate) async fn send(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, BackendError> {
         let mut attempt = 0;
         loop {
             let request = self

@@ -18,7 +18,7 @@ use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages, rewrite_messages, satisfies,
 };
 use crate::error::ApiError;
-use crate::ids::CallIds;
+use crate::ids::{CallIdShape, CallIds};
 use crate::upstream::Route;
 
 pub type Outputs = mpsc::UnboundedReceiver<Result<Output, ApiError>>;
@@ -32,6 +32,7 @@ pub struct Completion {
     pub request: ChatRequest,
     /// The request's tools, compiled, to check the model's calls.
     pub tools: Toolset,
+    pub call_ids: CallIdShape,
     pub timeout: Duration,
 }
 
@@ -61,13 +62,13 @@ pub fn start(completion: Completion) -> Outputs {
 /// The backend's request: the client's, aimed at the route's model, with only the extra
 /// fields the route forwards. Backends are always asked to stream: the answer arrives the
 /// same either way, and a stream lets the client's stream start early.
-fn backend_request(
-    completion: &Completion,
+pub fn backend_request(
+    route: &Route,
+    request: &ChatRequest,
     messages: Vec<Message>,
     with_tools: bool,
 ) -> ChatRequest {
-    let route = &completion.route;
-    let mut request = completion.request.clone();
+    let mut request = request.clone();
     request.model = route.model.clone();
     request.messages = messages;
     request.stream = true;
@@ -82,8 +83,26 @@ fn backend_request(
     request
 }
 
+/// The conversation as the route's model sees it: on prompted routes, the tools in the
+/// system prompt and past calls and results in the model's markup.
+pub fn backend_messages(route: &Route, request: &ChatRequest) -> Vec<Message> {
+    match route.prompted {
+        Some(family) => rewrite_messages(
+            family,
+            &request.messages,
+            &request.tools,
+            requirement(request.tool_choice.as_ref())
+                .filter(|_| !request.tools.is_empty())
+                .as_ref(),
+            request.parallel_tool_calls != Some(false),
+        ),
+        None => request.messages.clone(),
+    }
+}
+
 fn call_ids(completion: &Completion) -> CallIds {
     CallIds::new(
+        completion.call_ids,
         completion
             .request
             .messages
@@ -117,16 +136,7 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
     let requirement =
         requirement(request.tool_choice.as_ref()).filter(|_| !request.tools.is_empty());
     let parallel = request.parallel_tool_calls != Some(false);
-    let mut messages = match family {
-        Some(family) => rewrite_messages(
-            family,
-            &request.messages,
-            &request.tools,
-            requirement.as_ref(),
-            parallel,
-        ),
-        None => request.messages.clone(),
-    };
+    let mut messages = backend_messages(&completion.route, request);
     let enforced = requirement
         .clone()
         .filter(|requirement| *requirement != ToolRequirement::Auto);
@@ -157,7 +167,8 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
             .route
             .backend
             .chat(backend_request(
-                completion,
+                &completion.route,
+                request,
                 messages.clone(),
                 family.is_none(),
             ))
@@ -252,6 +263,10 @@ impl Gate {
 pub fn backend_error(error: BackendError) -> ApiError {
     let code = match &error {
         BackendError::Http { status: 429, .. } => "rate_limited",
+        // Busy rather than broken: clients that know the difference retry (Anthropic's 529).
+        BackendError::Http {
+            status: 503 | 529, ..
+        } => "backend_overloaded",
         BackendError::Http { .. } => "backend_error",
         BackendError::Connect { .. } => "backend_unreachable",
         BackendError::Timeout { .. } => "backend_timeout",

@@ -1,7 +1,7 @@
 //! The last stage every answer passes through, native or prompted: call ids in OpenAI's
 //! shape, each call checked against the request's tools once it is complete, calls held
 //! back until complete where a half-sent call could not be taken back, and a finish reason
-//! that says `tool_calls` exactly when there are calls.
+//! that says `tool_calls` exactly when there are calls (unless the length limit cut them).
 
 use std::collections::BTreeMap;
 
@@ -147,7 +147,9 @@ impl Finisher {
         if !self.problems.is_empty() {
             out.push(Output::Problems(std::mem::take(&mut self.problems)));
         }
+        // A call cut short by the length limit is reported as such, never as a call to run.
         let reason = match self.reason.take().unwrap_or(FinishReason::Stop) {
+            FinishReason::Length => FinishReason::Length,
             _ if self.ended > 0 => FinishReason::ToolCalls,
             FinishReason::ToolCalls => FinishReason::Stop,
             other => other,

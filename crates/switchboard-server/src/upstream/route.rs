@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use switchboard_parsers::{Family, family_for_model};
 use switchboard_providers::{Backend, BackendConfig, config_from_env, connect};
+use switchboard_wire::Format;
 
 use crate::config::{RouteConfig, ToolCallPolicy, ToolCalling};
 
@@ -13,6 +14,8 @@ pub struct Route {
     pub name: String,
     pub url: String,
     pub backend: Arc<dyn Backend>,
+    /// The wire format the backend speaks.
+    pub format: Format,
     /// The model name the backend expects.
     pub model: String,
     /// Set for prompted routes: the family whose markup the model is asked to write.
@@ -64,6 +67,7 @@ impl Route {
             name: config.name.clone(),
             url: config.url.clone(),
             backend,
+            format,
             model: config.model.clone(),
             prompted,
             policy: config.tool_call_errors,

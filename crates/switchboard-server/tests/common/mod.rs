@@ -5,6 +5,8 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod messages;
+
 use std::collections::BTreeMap;
 
 use reqwest::header::HeaderMap;
