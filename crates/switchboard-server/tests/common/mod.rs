@@ -353,6 +353,42 @@ pub fn without_ids(mut summary: Value) -> Value {
     summary
 }
 
+/// Runs `python3 SCRIPT BASE CASE` (a script driving an official SDK, under tests/) and
+/// returns the JSON it printed. A missing SDK (exit status 3) fails the test with the way
+/// to install it: these tests never pass by skipping.
+pub async fn python_client(script: &str, base: String, case: &'static str, sdk: &str) -> Value {
+    let script = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .arg(&script)
+            .arg(&base)
+            .arg(case)
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|error| {
+        panic!("cannot run python3 ({error}); these tests need Python 3 with the {sdk} SDK: run scripts/test")
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.code() == Some(3) {
+        panic!(
+            "the official {sdk} Python SDK is not installed; run scripts/test (it installs tests/requirements.txt)\n{stderr}"
+        );
+    }
+    assert!(
+        output.status.success(),
+        "{case} failed ({}):\n{stderr}",
+        output.status
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "{case} printed no JSON ({error}):\n{}\n{stderr}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
 /// The chat request a scripted backend received, as JSON.
 pub fn sent(server: &switchboard_testkit::ScriptedServer, index: usize) -> Value {
     let requests = server.requests();
