@@ -791,7 +791,7 @@ async fn models_are_listed_in_anthropics_shape_for_anthropic_clients() {
         .map(|model| model["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids[..2], ["local", "claude-proxy"]);
-    assert!(ids.iter().any(|id| *id == "character/narrator"), "{ids:?}");
+    assert!(ids.contains(&"character/narrator"), "{ids:?}");
     assert_eq!(
         anthropic["data"][0],
         json!({"type": "model", "id": "local", "display_name": "local", "created_at": "1970-01-01T00:00:00Z"})
