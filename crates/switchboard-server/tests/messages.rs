@@ -16,6 +16,7 @@ use common::*;
 use serde_json::{Value, json};
 use switchboard_testkit::{
     AnthropicScript, Captured, Chunking, OllamaScript, OpenAiScript, Reply, ScriptedServer,
+    sse_body,
 };
 
 const CHUNKINGS: [Chunking; 3] = [Chunking::Bytes, Chunking::PerEvent("\n\n"), Chunking::Whole];
@@ -232,6 +233,42 @@ async fn the_stop_reason_follows_the_answer() {
         )
         .await;
         assert_eq!(message["stop_reason"], expected, "{message}");
+        assert_eq!(message["stop_sequence"], Value::Null);
+    }
+    // vLLM names the stop string that ended the answer; Anthropic's backends do too.
+    let chunk = |delta: Value, reason: Value, stop: Value| {
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "stop_reason": stop}]})
+    };
+    let vllm = sse_body(
+        &[
+            chunk(json!({"content": "1, 2, 3"}), Value::Null, Value::Null),
+            chunk(json!({}), json!("stop"), json!("END")),
+        ],
+        true,
+    );
+    let anthropic = AnthropicScript::new(3)
+        .text("1, 2, 3")
+        .finish("stop_sequence", 4)
+        .body()
+        .replace(r#""stop_sequence":null"#, r#""stop_sequence":"END""#);
+    for (provider, body) in [("openai", vllm), ("anthropic", anthropic)] {
+        let mut request = message_request("qwen", "Count");
+        request["stop_sequences"] = json!(["END"]);
+        let (message, _, backend) =
+            both_ways(provider, "", Reply::sse(body, Chunking::Whole), &request).await;
+        assert_eq!(
+            message["stop_reason"], "stop_sequence",
+            "{provider}: {message}"
+        );
+        assert_eq!(message["stop_sequence"], "END", "{provider}");
+        let sent = sent(&backend, 0);
+        let stops = if provider == "openai" {
+            &sent["stop"]
+        } else {
+            &sent["stop_sequences"]
+        };
+        assert_eq!(*stops, json!(["END"]), "{sent}");
     }
 }
 

@@ -56,6 +56,9 @@ pub enum FinishReason {
     Length,
     ToolCalls,
     ContentFilter,
+    /// One of the request's stop sequences ended the answer, this one (Anthropic and vLLM
+    /// say which; OpenAI's own name for it is plain `stop`).
+    StopSequence(String),
     /// A reason none of the above covers, kept verbatim.
     Other(String),
 }
@@ -66,7 +69,7 @@ impl FinishReason {
     /// and clients loop or drop calls on either.
     pub fn reconcile(self, had_tool_calls: bool) -> Self {
         match (self, had_tool_calls) {
-            (FinishReason::Stop, true) => FinishReason::ToolCalls,
+            (FinishReason::Stop | FinishReason::StopSequence(_), true) => FinishReason::ToolCalls,
             (FinishReason::ToolCalls, false) => FinishReason::Stop,
             (reason, _) => reason,
         }
@@ -75,7 +78,7 @@ impl FinishReason {
     /// OpenAI's name for the reason.
     pub fn as_openai(&self) -> &str {
         match self {
-            FinishReason::Stop => "stop",
+            FinishReason::Stop | FinishReason::StopSequence(_) => "stop",
             FinishReason::Length => "length",
             FinishReason::ToolCalls => "tool_calls",
             FinishReason::ContentFilter => "content_filter",

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::finish_reason;
+use super::finish_reason_with;
 use super::types::{
     AnthropicUsage, Block, BlockDelta, ContentBlock, MessagesResponse, StartBlock, StreamPayload,
 };
@@ -178,7 +178,7 @@ impl State {
                 }
                 if let Some(reason) = delta.stop_reason {
                     self.calls
-                        .finish(finish_reason(&reason), out)
+                        .finish(finish_reason_with(&reason, delta.stop_sequence), out)
                         .map_err(protocol)?;
                 }
             }
@@ -258,7 +258,9 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
     let reason = response
         .stop_reason
         .as_deref()
-        .map_or(FinishReason::Stop, finish_reason);
+        .map_or(FinishReason::Stop, |reason| {
+            finish_reason_with(reason, response.stop_sequence.clone())
+        });
     calls
         .finish(reason, &mut out)
         .map_err(|problem| DecodeError::protocol(0, problem))?;

@@ -180,7 +180,10 @@ impl SseEncoder {
         out.push(StreamPayload::MessageDelta {
             delta: MessageDeltaBody {
                 stop_reason: Some(stop_reason(&reason).to_owned()),
-                stop_sequence: None,
+                stop_sequence: match reason {
+                    FinishReason::StopSequence(sequence) => Some(sequence),
+                    _ => None,
+                },
             },
             usage: Some(DeltaUsage {
                 input_tokens: Some(usage.prompt_tokens),

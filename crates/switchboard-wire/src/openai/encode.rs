@@ -78,6 +78,7 @@ impl ChunkEncoder {
             index: 0,
             delta: Some(delta),
             finish_reason,
+            stop_reason: None,
         });
         Some(chunk)
     }
@@ -150,6 +151,7 @@ pub fn completion(
                 refusal: None,
             },
             finish_reason: Some(response.finish_reason.as_openai().to_owned()),
+            stop_reason: None,
             logprobs: None,
         }],
         usage: response.usage.as_ref().map(wire_usage),
