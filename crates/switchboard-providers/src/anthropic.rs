@@ -9,6 +9,7 @@ use switchboard_wire::anthropic::build_request;
 use switchboard_wire::ids::IdMap;
 use switchboard_wire::{ChatRequest, Format, StreamEvent};
 
+use crate::tokens::anthropic_count;
 use crate::transport::{Transport, secret_header};
 use crate::{Backend, BackendConfig, BackendError, EventStream};
 
@@ -69,5 +70,13 @@ impl Backend for AnthropicBackend {
                 })
                 .boxed())
         })
+    }
+
+    /// Anthropic's `/v1/messages/count_tokens`.
+    fn count_tokens(
+        &self,
+        request: ChatRequest,
+    ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
+        Box::pin(async move { anthropic_count(&self.transport, &request).await })
     }
 }

@@ -17,6 +17,16 @@ pub trait Backend: Send + Sync {
     /// Sends the request; resolves once the backend has accepted it (HTTP status received),
     /// so HTTP errors and refused requests surface here rather than in the stream.
     fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>>;
+
+    /// How many tokens the request's prompt takes, by the backend's own tokenizer (chat
+    /// template and tools included); `None` when the backend offers no way to count.
+    fn count_tokens(
+        &self,
+        request: ChatRequest,
+    ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
+        let _ = request;
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// The whole answer: the event stream collected.

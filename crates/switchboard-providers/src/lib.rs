@@ -10,6 +10,7 @@ mod connect;
 mod error;
 mod ollama;
 mod openai;
+mod tokens;
 mod transport;
 
 pub use anthropic::AnthropicBackend;

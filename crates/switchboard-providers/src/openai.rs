@@ -5,12 +5,14 @@ use futures::future::BoxFuture;
 use switchboard_wire::openai::{StreamOptions, build_request};
 use switchboard_wire::{ChatRequest, Format};
 
+use crate::tokens::Tokenizer;
 use crate::transport::{Transport, bearer_headers};
 use crate::{Backend, BackendConfig, BackendError, EventStream};
 
 #[derive(Debug)]
 pub struct OpenAiBackend {
     transport: Transport,
+    tokenizer: Tokenizer,
 }
 
 impl OpenAiBackend {
@@ -18,6 +20,7 @@ impl OpenAiBackend {
         let headers = bearer_headers(&config)?;
         Ok(Self {
             transport: Transport::new(config, headers)?,
+            tokenizer: Tokenizer::default(),
         })
     }
 
@@ -45,5 +48,13 @@ impl Backend for OpenAiBackend {
                 .exchange(url, body, Format::OpenAi, request.stream)
                 .await
         })
+    }
+
+    /// vLLM's `/tokenize`, or llama.cpp's `/apply-template` and `/tokenize`.
+    fn count_tokens(
+        &self,
+        request: ChatRequest,
+    ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
+        Box::pin(async move { self.tokenizer.count(&self.transport, &request).await })
     }
 }

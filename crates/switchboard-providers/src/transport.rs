@@ -112,7 +112,11 @@ impl Transport {
         Ok(stream::iter(events.into_iter().map(Ok)).boxed())
     }
 
-    async fn send(&self, url: &str, body: Vec<u8>) -> Result<reqwest::Response, BackendError> {
+    pub(crate) async fn send(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, BackendError> {
         let mut attempt = 0;
         // Set for the one attempt that retries a request the backend closed the connection on.
         let mut reopened = false;

@@ -176,6 +176,7 @@ impl Conversation {
             self.history.push(Message::Assistant {
                 content: (!round.text.is_empty()).then(|| round.text.clone().into()),
                 reasoning_content: round.reasoning,
+                reasoning_signature: round.signature,
                 tool_calls: round.calls,
                 name: None,
             });
@@ -252,7 +253,9 @@ impl Conversation {
                                 running.push(self.execute(call, on_event));
                             }
                         }
-                        StreamEvent::Usage(_) | StreamEvent::Finish(_) => {}
+                        StreamEvent::ReasoningSignature(_)
+                        | StreamEvent::Usage(_)
+                        | StreamEvent::Finish(_) => {}
                     }
                 }
                 Some((result, name, latency)) = running.next(), if !running.is_empty() => {
@@ -284,6 +287,7 @@ impl Conversation {
         Ok(Round {
             text,
             reasoning: response.reasoning_content,
+            signature: response.reasoning_signature,
             calls: response.tool_calls,
             results,
             finish: response.finish_reason,
@@ -328,6 +332,8 @@ fn report_finished(
 struct Round {
     text: String,
     reasoning: Option<String>,
+    /// Kept with the reasoning so an Anthropic backend accepts the next round.
+    signature: Option<String>,
     calls: Vec<ToolCall>,
     results: Vec<ToolResult>,
     finish: FinishReason,

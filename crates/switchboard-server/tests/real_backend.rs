@@ -147,7 +147,14 @@ async fn a_native_call_through_the_sdk_streamed_equals_whole() {
         return;
     };
     let body = tool_request("native", few_shot(4, "Tokyo"), 60);
-    let result = sdk_client(gateway.base_url(), "request", Some(&body)).await;
+    let result = python_client(
+        "sdk/client.py",
+        gateway.base_url(),
+        "request",
+        "openai",
+        Some(&body),
+    )
+    .await;
     let whole = &result["whole"];
     let streamed = &result["streamed"]["final"];
     let comparable = |answer: &Value| {

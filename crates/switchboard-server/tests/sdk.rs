@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::python_client;
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::{Chunking, OpenAiScript, Reply, ScriptedServer};
@@ -48,8 +49,9 @@ format = "hermes"
     Setup { backend, gateway }
 }
 
+/// Runs `client.py BASE CASE` and returns the JSON it printed.
 async fn sdk(base: String, case: &'static str) -> Value {
-    common::sdk_client(base, case, None).await
+    python_client("sdk/client.py", base, case, "openai", None).await
 }
 
 /// The backend's replies for one case: the same answer twice, per SSE event for the

@@ -45,6 +45,33 @@ impl AnthropicScript {
         self
     }
 
+    /// A thinking block streamed in `fragments`, closed by its signature (as Anthropic
+    /// sends extended thinking).
+    pub fn thinking(mut self, fragments: &[&str], signature: &str) -> Self {
+        self.close_text();
+        let index = self.blocks;
+        self.events.push((
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        ));
+        for fragment in fragments {
+            self.events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": fragment}}),
+            ));
+        }
+        self.events.push((
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}}),
+        ));
+        self.events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        self.blocks += 1;
+        self
+    }
+
     /// A keep-alive, which may come anywhere.
     pub fn ping(mut self) -> Self {
         self.events.push(("ping", json!({"type": "ping"})));

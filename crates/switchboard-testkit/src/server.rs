@@ -1,6 +1,6 @@
-//! The scripted server: one reply per connection, in order, over chunked HTTP/1.1; a reply
-//! can also keep its connection and drop it under the next request, as servers that close
-//! idle keep-alive connections do.
+//! The scripted server: one reply per connection, in order or chosen by looking at the
+//! request, over chunked HTTP/1.1; a reply can also keep its connection and drop it under
+//! the next request, as servers that close idle keep-alive connections do.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -123,7 +123,36 @@ impl ScriptedServer {
                 };
                 tokio::spawn(answer(
                     socket,
-                    reply,
+                    Box::new(move |_| reply),
+                    Arc::clone(&log),
+                    Arc::clone(&hangups),
+                ));
+            }
+        });
+        Self {
+            base,
+            captured,
+            hung_up,
+        }
+    }
+
+    /// Starts a server that answers every connection with what `respond` makes of its
+    /// request: for a client whose requests are not known in advance (an agent's side
+    /// requests), each reply is chosen by looking at the request.
+    pub async fn responding(respond: impl Fn(&Captured) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&captured);
+        let hung_up = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let hangups = Arc::clone(&hung_up);
+        let respond = Arc::new(respond);
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let respond = Arc::clone(&respond);
+                tokio::spawn(answer(
+                    socket,
+                    Box::new(move |request| respond(request)),
                     Arc::clone(&log),
                     Arc::clone(&hangups),
                 ));
@@ -148,9 +177,12 @@ impl ScriptedServer {
     }
 }
 
+/// Chooses the reply once the request is read.
+type Choose = Box<dyn FnOnce(&Captured) -> Reply + Send>;
+
 async fn answer(
     mut socket: TcpStream,
-    reply: Reply,
+    choose: Choose,
     log: Arc<Mutex<Vec<Captured>>>,
     hung_up: Arc<std::sync::atomic::AtomicUsize>,
 ) {
@@ -158,6 +190,7 @@ async fn answer(
     let Some(request) = read_request(&mut socket).await else {
         return;
     };
+    let reply = choose(&request);
     log.lock().unwrap().push(request);
     if reply.hang_up {
         return;

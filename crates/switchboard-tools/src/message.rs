@@ -32,6 +32,11 @@ pub enum Message {
         /// that reasoning models see their own reasoning between tool rounds.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning_content: Option<String>,
+        /// The signature Anthropic gave `reasoning_content`, which it requires back with
+        /// exactly that text before it accepts a later turn. Not part of OpenAI's shape, so
+        /// never serialised: only the Anthropic conversions read and write it.
+        #[serde(skip)]
+        reasoning_signature: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +104,7 @@ impl Message {
         Message::Assistant {
             content: (!text.is_empty()).then_some(Content::Text(text)),
             reasoning_content: None,
+            reasoning_signature: None,
             tool_calls,
             name: None,
         }

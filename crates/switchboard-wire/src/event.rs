@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 pub enum StreamEvent {
     TextDelta(String),
     ReasoningDelta(String),
+    /// The signature of the reasoning streamed so far (Anthropic's `signature_delta`): it
+    /// must travel back with exactly that reasoning for Anthropic to accept a later turn.
+    ReasoningSignature(String),
     ToolCallStart {
         index: usize,
         id: String,
@@ -63,6 +66,9 @@ pub enum FinishReason {
     Length,
     ToolCalls,
     ContentFilter,
+    /// One of the request's stop sequences ended the answer, this one (Anthropic and vLLM
+    /// say which; OpenAI's own name for it is plain `stop`).
+    StopSequence(String),
     /// A reason none of the above covers, kept verbatim.
     Other(String),
 }
@@ -73,7 +79,7 @@ impl FinishReason {
     /// and clients loop or drop calls on either.
     pub fn reconcile(self, had_tool_calls: bool) -> Self {
         match (self, had_tool_calls) {
-            (FinishReason::Stop, true) => FinishReason::ToolCalls,
+            (FinishReason::Stop | FinishReason::StopSequence(_), true) => FinishReason::ToolCalls,
             (FinishReason::ToolCalls, false) => FinishReason::Stop,
             (reason, _) => reason,
         }
@@ -82,7 +88,7 @@ impl FinishReason {
     /// OpenAI's name for the reason.
     pub fn as_openai(&self) -> &str {
         match self {
-            FinishReason::Stop => "stop",
+            FinishReason::Stop | FinishReason::StopSequence(_) => "stop",
             FinishReason::Length => "length",
             FinishReason::ToolCalls => "tool_calls",
             FinishReason::ContentFilter => "content_filter",

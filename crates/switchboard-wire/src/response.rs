@@ -11,6 +11,8 @@ pub struct ChatResponse {
     /// None when the model produced no text at all.
     pub content: Option<String>,
     pub reasoning_content: Option<String>,
+    /// Anthropic's signature of `reasoning_content`, when the backend gave one.
+    pub reasoning_signature: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub finish_reason: FinishReason,
     pub usage: Option<Usage>,
@@ -22,6 +24,7 @@ impl ChatResponse {
         Message::Assistant {
             content: self.content.clone().map(Content::Text),
             reasoning_content: self.reasoning_content.clone(),
+            reasoning_signature: self.reasoning_signature.clone(),
             tool_calls: self.tool_calls.clone(),
             name: None,
         }
@@ -36,6 +39,9 @@ impl ChatResponse {
             .filter(|text| !text.is_empty())
         {
             events.push(StreamEvent::ReasoningDelta(reasoning.clone()));
+        }
+        if let Some(signature) = &self.reasoning_signature {
+            events.push(StreamEvent::ReasoningSignature(signature.clone()));
         }
         if let Some(content) = self.content.as_ref().filter(|text| !text.is_empty()) {
             events.push(StreamEvent::TextDelta(content.clone()));
@@ -87,6 +93,7 @@ struct PartialCall {
 pub struct Collector {
     content: String,
     reasoning: String,
+    signature: Option<String>,
     calls: Vec<PartialCall>,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
@@ -111,6 +118,7 @@ impl Collector {
         match event {
             StreamEvent::TextDelta(text) => self.content.push_str(text),
             StreamEvent::ReasoningDelta(text) => self.reasoning.push_str(text),
+            StreamEvent::ReasoningSignature(signature) => self.signature = Some(signature.clone()),
             StreamEvent::ToolCallStart { index, id, name } => {
                 let expected = self.calls.len();
                 if *index != expected {
@@ -169,6 +177,7 @@ impl Collector {
         Ok(ChatResponse {
             content: (!self.content.is_empty()).then_some(self.content),
             reasoning_content: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            reasoning_signature: self.signature,
             tool_calls,
             finish_reason,
             usage: self.usage,
@@ -195,6 +204,7 @@ mod tests {
         ChatResponse {
             content: Some("Let me look.".into()),
             reasoning_content: Some("need weather".into()),
+            reasoning_signature: Some("c2lnbmVk".into()),
             tool_calls: vec![
                 ToolCall {
                     id: "a".into(),

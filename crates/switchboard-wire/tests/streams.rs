@@ -85,6 +85,7 @@ fn openai_parallel_calls_decode_the_same_in_every_chunking_and_match_the_json_bo
     let expected = ChatResponse {
         content: Some("Checking both ☀️.".into()),
         reasoning_content: None,
+        reasoning_signature: None,
         tool_calls: vec![
             call(
                 "call_a",
@@ -168,6 +169,7 @@ fn anthropic_text_and_tool_use_blocks_decode_the_same_in_every_chunking_and_matc
     let expected = ChatResponse {
         content: Some("Looking that up — one moment.".into()),
         reasoning_content: None,
+        reasoning_signature: None,
         tool_calls: vec![
             call(
                 "toolu_01A",

@@ -32,6 +32,7 @@ fn conversation() -> ChatRequest {
             Message::Assistant {
                 content: Some(Content::Text("Checking both.".into())),
                 reasoning_content: None,
+                reasoning_signature: None,
                 tool_calls: calls,
                 name: None,
             },
@@ -241,6 +242,7 @@ fn answer() -> ChatResponse {
     ChatResponse {
         content: Some("Both: ".into()),
         reasoning_content: Some("two lookups".into()),
+        reasoning_signature: None,
         tool_calls: vec![
             ToolCall {
                 id: "call_a".into(),

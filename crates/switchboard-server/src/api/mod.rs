@@ -7,6 +7,7 @@
 mod body;
 pub mod chat;
 mod log;
+pub mod messages;
 pub mod ops;
 mod sse;
 

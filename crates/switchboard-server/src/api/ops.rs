@@ -2,15 +2,31 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::pipeline::CHARACTER_PREFIX;
 use crate::state::AppState;
 
-/// `GET /v1/models`: the routes, then the listed characters.
-pub async fn models(State(state): State<AppState>) -> Json<Value> {
-    let data: Vec<Value> = model_ids(&state)
+/// `GET /v1/models`: the routes, then the listed characters; in Anthropic's list shape
+/// when the request carries `anthropic-version` (Anthropic's clients always send it),
+/// OpenAI's otherwise.
+pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
+    let ids = model_ids(&state);
+    if headers.contains_key("anthropic-version") {
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"type": "model", "id": id, "display_name": id, "created_at": "1970-01-01T00:00:00Z"}))
+            .collect();
+        return Json(json!({
+            "data": data,
+            "has_more": false,
+            "first_id": ids.first(),
+            "last_id": ids.last(),
+        }));
+    }
+    let data: Vec<Value> = ids
         .into_iter()
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "switchboard"}))
         .collect();

@@ -18,11 +18,22 @@ pub struct Answer {
 }
 
 /// Waits for the whole answer; the first error ends it.
-pub async fn collect(mut outputs: Outputs) -> Result<Answer, ApiError> {
+pub async fn collect(outputs: Outputs) -> Result<Answer, ApiError> {
+    collect_with(outputs, |_| {}).await
+}
+
+/// [`collect`], showing each output to `observe` on the way: for an API whose whole body
+/// depends on the order of the outputs, not only on the answer they add up to.
+pub async fn collect_with(
+    mut outputs: Outputs,
+    mut observe: impl FnMut(&Output),
+) -> Result<Answer, ApiError> {
     let mut collector = Collector::new();
     let mut problems = Vec::new();
     while let Some(output) = outputs.recv().await {
-        match output? {
+        let output = output?;
+        observe(&output);
+        match output {
             Output::Event(event) => collector.push(&event),
             Output::Problems(found) => problems.extend(found),
         }

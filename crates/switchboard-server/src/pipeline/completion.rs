@@ -22,7 +22,7 @@ use super::prompted::{
 use super::repair::retry_messages;
 use crate::config::ToolCallPolicy;
 use crate::error::ApiError;
-use crate::ids::CallIds;
+use crate::ids::{CallIdShape, CallIds};
 use crate::upstream::Route;
 
 pub type Outputs = mpsc::UnboundedReceiver<Result<Output, ApiError>>;
@@ -36,6 +36,7 @@ pub struct Completion {
     pub request: ChatRequest,
     /// The request's tools, compiled, to check the model's calls.
     pub tools: Toolset,
+    pub call_ids: CallIdShape,
     pub timeout: Duration,
 }
 
@@ -79,13 +80,13 @@ const OPENAI_FIELDS: &[&str] = &[
 /// fields and the vendor extensions the route forwards. Backends are always asked to
 /// stream: the answer arrives the same either way, and a stream lets the client's stream
 /// start early.
-fn backend_request(
-    completion: &Completion,
+pub fn backend_request(
+    route: &Route,
+    request: &ChatRequest,
     messages: Vec<Message>,
     with_tools: bool,
 ) -> ChatRequest {
-    let route = &completion.route;
-    let mut request = completion.request.clone();
+    let mut request = request.clone();
     request.model = route.model.clone();
     request.messages = messages;
     request.stream = true;
@@ -105,8 +106,34 @@ fn backend_request(
     request
 }
 
+/// The conversation as the route's model sees it: on prompted routes, the tools in the
+/// system prompt and past calls and results in the model's markup.
+pub fn backend_messages(
+    route: &Route,
+    request: &ChatRequest,
+    messages: &[Message],
+    requirement: Option<&ToolRequirement>,
+) -> Vec<Message> {
+    match route.prompted {
+        Some(family) => rewrite_messages(
+            family,
+            messages,
+            &request.tools,
+            requirement,
+            request.parallel_tool_calls != Some(false),
+        ),
+        None => messages.to_vec(),
+    }
+}
+
+/// What the request asks of the model's calls; `None` when it offers no tools.
+pub fn tool_requirement(request: &ChatRequest) -> Option<ToolRequirement> {
+    requirement(request.tool_choice.as_ref()).filter(|_| !request.tools.is_empty())
+}
+
 fn call_ids(completion: &Completion) -> CallIds {
     CallIds::new(
+        completion.call_ids,
         completion
             .request
             .messages
@@ -139,12 +166,10 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
     let request = &completion.request;
     let route = &completion.route;
     let family = route.prompted;
-    let requirement =
-        requirement(request.tool_choice.as_ref()).filter(|_| !request.tools.is_empty());
+    let requirement = tool_requirement(request);
     let parallel = request.parallel_tool_calls != Some(false);
-    let rewrite = |messages: &[Message], requirement: Option<&ToolRequirement>| match family {
-        Some(family) => rewrite_messages(family, messages, &request.tools, requirement, parallel),
-        None => messages.to_vec(),
+    let rewrite = |messages: &[Message], requirement: Option<&ToolRequirement>| {
+        backend_messages(route, request, messages, requirement)
     };
     let mut messages = rewrite(&request.messages, requirement.as_ref());
     // The markup read out of the model's text: the prompted family, or on a native route
@@ -248,7 +273,12 @@ impl Round<'_> {
         let mut words = Words::default();
         let mut events = route
             .backend
-            .chat(backend_request(self.completion, messages.to_vec(), native))
+            .chat(backend_request(
+                &self.completion.route,
+                &self.completion.request,
+                messages.to_vec(),
+                native,
+            ))
             .await
             .map_err(backend_error)?;
         while let Some(event) = events.next().await {
@@ -361,6 +391,10 @@ impl Gate {
 pub fn backend_error(error: BackendError) -> ApiError {
     let code = match &error {
         BackendError::Http { status: 429, .. } => "rate_limited",
+        // Busy rather than broken: clients that know the difference retry (Anthropic's 529).
+        BackendError::Http {
+            status: 503 | 529, ..
+        } => "backend_overloaded",
         BackendError::Http { .. } => "backend_error",
         BackendError::Connect {
             failure: ConnectionFailure::ClosedBeforeAnswer,

@@ -153,9 +153,9 @@ impl Finisher {
             // Both are held to the end: usage may follow the finish (Anthropic's order).
             StreamEvent::Usage(usage) => self.add_usage(usage),
             StreamEvent::Finish(reason) => self.reason = Some(reason),
-            text @ (StreamEvent::TextDelta(_) | StreamEvent::ReasoningDelta(_)) => {
-                out.push(Output::Event(text))
-            }
+            text @ (StreamEvent::TextDelta(_)
+            | StreamEvent::ReasoningDelta(_)
+            | StreamEvent::ReasoningSignature(_)) => out.push(Output::Event(text)),
         }
         out
     }

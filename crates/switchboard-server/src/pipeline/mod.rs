@@ -7,22 +7,28 @@
 mod character;
 mod collect;
 mod completion;
+mod count;
 mod finisher;
 mod prompted;
 mod repair;
 pub mod tool_checks;
 mod tools;
 
+use std::sync::Arc;
+
 use axum::http::StatusCode;
 use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
 
 use crate::error::ApiError;
+use crate::ids::CallIdShape;
 use crate::state::AppState;
+use crate::upstream::Route;
 
 pub use character::PREFIX as CHARACTER_PREFIX;
-pub use collect::{Answer, collect};
+pub use collect::{Answer, collect, collect_with};
 pub use completion::Outputs;
+pub use count::{count_tokens, estimate_tokens};
 pub use finisher::Output;
 pub use tools::compile_tools;
 
@@ -35,6 +41,8 @@ pub struct GatewayRequest {
     pub request: ChatRequest,
     /// The same tools compiled, to check the model's calls against.
     pub tools: Toolset,
+    /// The shape of the tool-call ids the client's API uses.
+    pub call_ids: CallIdShape,
 }
 
 /// An answer under way.
@@ -53,6 +61,7 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
         model,
         request,
         tools,
+        call_ids,
     } = request;
     if let Some(name) = model.strip_prefix(character::PREFIX) {
         let character = state.characters.get(name).ok_or_else(|| {
@@ -82,7 +91,22 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
         let outputs = character::start(character, route, turn);
         return Ok(Started { label, outputs });
     }
-    let route = state.routes.resolve(&model).cloned().ok_or_else(|| {
+    let route = route(state, &model)?;
+    Ok(Started {
+        label: route.name.clone(),
+        outputs: completion::start(completion::Completion {
+            route,
+            request,
+            tools,
+            call_ids,
+            timeout: state.request_timeout,
+        }),
+    })
+}
+
+/// The route a model name resolves to, or the 404 naming the routes there are.
+pub fn route(state: &AppState, model: &str) -> Result<Arc<Route>, ApiError> {
+    state.routes.resolve(model).cloned().ok_or_else(|| {
         let known: Vec<&str> = state
             .routes
             .all()
@@ -93,14 +117,5 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
             "no route is named \"{model}\"; configured routes: {}",
             known.join(", ")
         ))
-    })?;
-    Ok(Started {
-        label: route.name.clone(),
-        outputs: completion::start(completion::Completion {
-            route,
-            request,
-            tools,
-            timeout: state.request_timeout,
-        }),
     })
 }

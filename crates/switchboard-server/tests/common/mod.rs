@@ -6,6 +6,8 @@
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod messages;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -364,15 +366,22 @@ pub fn sent(server: &switchboard_testkit::ScriptedServer, index: usize) -> Value
         .clone()
 }
 
-/// Runs `tests/sdk/client.py BASE CASE` (with `input` as JSON on its standard input) and
-/// returns the JSON it printed. A missing SDK fails the test with the way to install it:
-/// these tests never pass by skipping.
-pub async fn sdk_client(base: String, case: &'static str, input: Option<&Value>) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/client.py");
+/// Runs `python3 SCRIPT BASE CASE` (a script under tests/ driving the official `sdk`, with
+/// `input` as JSON on its standard input) and returns the JSON it printed. A missing SDK
+/// (exit status 3) fails the test with the way to install it: these tests never pass by
+/// skipping.
+pub async fn python_client(
+    script: &str,
+    base: String,
+    case: &'static str,
+    sdk: &'static str,
+    input: Option<&Value>,
+) -> Value {
+    let script = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
     let input = input.map(Value::to_string).unwrap_or_default();
     let output = tokio::task::spawn_blocking(move || {
         let mut child = Command::new("python3")
-            .arg(script)
+            .arg(&script)
             .arg(&base)
             .arg(case)
             .stdin(Stdio::piped())
@@ -386,12 +395,12 @@ pub async fn sdk_client(base: String, case: &'static str, input: Option<&Value>)
     .await
     .unwrap()
     .unwrap_or_else(|error| {
-        panic!("cannot run python3 ({error}); these tests need Python 3 with the openai SDK: run scripts/test")
+        panic!("cannot run python3 ({error}); these tests need Python 3 with the {sdk} SDK: run scripts/test")
     });
     let stderr = String::from_utf8_lossy(&output.stderr);
     if output.status.code() == Some(3) {
         panic!(
-            "the official openai Python SDK is not installed; run scripts/test (it installs tests/requirements.txt)\n{stderr}"
+            "the official {sdk} Python SDK is not installed; run scripts/test (it installs tests/requirements.txt)\n{stderr}"
         );
     }
     assert!(

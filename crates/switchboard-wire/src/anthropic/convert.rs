@@ -4,10 +4,17 @@
 //! conversation stays consistent and maps back.
 //!
 //! Known losses, by the format's nature: developer messages become system ones (and a
-//! system message's position is not kept); reasoning is not sent (Anthropic only accepts
-//! thinking blocks it signed itself); a missing `max_tokens` is sent as 4096; arguments
-//! come back as compact JSON text; OpenAI fields without a counterpart (`seed`,
-//! `logit_bias`, penalties, `logprobs`, …) are dropped with a debug log.
+//! system message's position is not kept); reasoning is sent back only with the signature
+//! Anthropic gave it (Anthropic accepts only thinking blocks it signed itself); a missing
+//! `max_tokens` is sent as 4096; arguments come back as compact JSON text; OpenAI fields
+//! without a counterpart (`seed`, `logit_bias`, penalties, `logprobs`, …) are dropped with a
+//! debug log.
+//!
+//! From an Anthropic client: `thinking` and `output_config.effort` become a reasoning
+//! effort, `output_config.format` a JSON-schema response format; Anthropic's own tools
+//! (which have a `type` and no schema) and fields without a counterpart (`metadata`,
+//! `cache_control`, redacted thinking, …) are left out; a tool result marked `is_error`
+//! reads `Error: …`, and images in tool results follow the results as a user turn.
 
 use serde_json::{Map, Value, json};
 use switchboard_tools::{Content, FunctionDefinition, Message, ToolCall, ToolDefinition, ToolKind};
@@ -58,10 +65,19 @@ pub fn build_request(
             }
             Message::Assistant {
                 content,
+                reasoning_content,
+                reasoning_signature,
                 tool_calls,
                 ..
             } => {
                 let mut blocks = Vec::new();
+                if let (Some(thinking), Some(signature)) = (reasoning_content, reasoning_signature)
+                {
+                    blocks.push(ContentBlock::Known(Block::Thinking {
+                        thinking: thinking.clone(),
+                        signature: Some(signature.clone()),
+                    }));
+                }
                 if let Some(text) = content
                     .as_ref()
                     .map(Content::text)
@@ -386,96 +402,115 @@ fn block_kind(block: &ContentBlock) -> String {
     }
 }
 
-fn result_text(content: Option<ToolResultContent>) -> String {
-    match content {
+/// The text a tool result gives the model, and the images it carries (which only a user
+/// turn can hold in the other formats). `is_error` results read `Error: …`, the convention
+/// models are told to expect.
+fn tool_result(
+    content: Option<ToolResultContent>,
+    is_error: bool,
+    path: &str,
+) -> Result<(String, Vec<Value>), ConvertError> {
+    let mut images = Vec::new();
+    let text = match content {
         None => String::new(),
         Some(ToolResultContent::Text(text)) => text,
-        Some(ToolResultContent::Blocks(blocks)) => blocks
-            .into_iter()
-            .filter_map(|block| match block {
-                ContentBlock::Known(Block::Text { text, .. }) => Some(text),
-                _ => None,
-            })
-            .collect(),
-    }
+        Some(ToolResultContent::Blocks(blocks)) => {
+            let mut text = String::new();
+            for (index, block) in blocks.into_iter().enumerate() {
+                match block {
+                    ContentBlock::Known(Block::Text { text: part, .. }) => text.push_str(&part),
+                    ContentBlock::Known(Block::Image { source, .. }) => {
+                        images.push(image_part(&source))
+                    }
+                    other => {
+                        return Err(ConvertError::Unsupported {
+                            format: "our model",
+                            what: format!(
+                                "tool_result block type \"{}\" at {path}.content.{index}",
+                                block_kind(&other)
+                            ),
+                        });
+                    }
+                }
+            }
+            text
+        }
+    };
+    let text = if is_error && !text.starts_with("Error") {
+        format!("Error: {text}")
+    } else {
+        text
+    };
+    Ok((text, images))
+}
+
+/// The text of a system prompt or system message; only text blocks carry any.
+fn system_text(blocks: Vec<ContentBlock>) -> Vec<String> {
+    blocks
+        .into_iter()
+        .filter_map(|block| match block {
+            ContentBlock::Known(Block::Text { text, .. }) => Some(text),
+            _ => None,
+        })
+        .collect()
 }
 
 /// An Anthropic client's request in our model; `ids` maps back ids rewritten on the way
-/// out (pass an empty map for ids that came from an Anthropic client).
+/// out (pass an empty map for ids that came from an Anthropic client). Each system text
+/// block is a system message of its own, so a backend that takes blocks gets them back.
 pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatRequest, ConvertError> {
     let mut messages = Vec::new();
     match request.system {
         None => {}
         Some(System::Text(text)) => messages.push(Message::system(text)),
         Some(System::Blocks(blocks)) => {
-            for block in blocks {
-                if let ContentBlock::Known(Block::Text { text, .. }) = block {
-                    messages.push(Message::system(text));
-                }
-            }
+            messages.extend(system_text(blocks).into_iter().map(Message::system));
         }
     }
     for (position, message) in request.messages.into_iter().enumerate() {
-        let path = format!("messages[{position}]");
+        let path = format!("messages.{position}");
+        let role = message.role.as_str();
+        if !matches!(role, "user" | "assistant" | "system") {
+            return Err(ConvertError::invalid(
+                format!("{path}.role"),
+                format!("must be \"user\", \"assistant\" or \"system\", got \"{role}\""),
+            ));
+        }
         let blocks = match message.content {
-            MessageContent::Text(text) if message.role == "assistant" => {
-                messages.push(Message::assistant(text, Vec::new()));
-                continue;
-            }
             MessageContent::Text(text) => {
-                messages.push(Message::user(text));
+                messages.push(match role {
+                    "assistant" => Message::assistant(text, Vec::new()),
+                    "system" => Message::system(text),
+                    _ => Message::user(text),
+                });
                 continue;
             }
             MessageContent::Blocks(blocks) => blocks,
         };
-        match message.role.as_str() {
-            "assistant" => {
-                let (mut text, mut reasoning, mut tool_calls) =
-                    (String::new(), String::new(), Vec::new());
-                for (index, block) in blocks.into_iter().enumerate() {
-                    match block {
-                        ContentBlock::Known(Block::Text { text: part, .. }) => text.push_str(&part),
-                        ContentBlock::Known(Block::Thinking { thinking, .. }) => {
-                            reasoning.push_str(&thinking)
-                        }
-                        ContentBlock::Known(Block::RedactedThinking { .. }) => {}
-                        ContentBlock::Known(Block::ToolUse {
-                            id, name, input, ..
-                        }) => tool_calls.push(ToolCall {
-                            id: ids.from_anthropic(&id),
-                            name,
-                            arguments: input.to_string(),
-                        }),
-                        other => {
-                            return Err(ConvertError::Unsupported {
-                                format: "our model",
-                                what: format!(
-                                    "assistant block type \"{}\" at {path}.content[{index}]",
-                                    block_kind(&other)
-                                ),
-                            });
-                        }
-                    }
-                }
-                messages.push(Message::Assistant {
-                    content: (!text.is_empty()).then_some(Content::Text(text)),
-                    reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
-                    tool_calls,
-                    name: None,
-                });
-            }
-            "user" => {
+        match role {
+            "system" => messages.push(Message::system(system_text(blocks).concat())),
+            "assistant" => messages.push(assistant_message(blocks, ids, &path)?),
+            _ => {
                 let mut parts = Vec::new();
                 for (index, block) in blocks.into_iter().enumerate() {
                     match block {
                         ContentBlock::Known(Block::ToolResult {
                             tool_use_id,
                             content,
+                            is_error,
                             ..
-                        }) => messages.push(Message::Tool {
-                            tool_call_id: ids.from_anthropic(&tool_use_id),
-                            content: Content::Text(result_text(content)),
-                        }),
+                        }) => {
+                            let (text, images) = tool_result(
+                                content,
+                                is_error == Some(true),
+                                &format!("{path}.content.{index}"),
+                            )?;
+                            messages.push(Message::Tool {
+                                tool_call_id: ids.from_anthropic(&tool_use_id),
+                                content: Content::Text(text),
+                            });
+                            parts.extend(images);
+                        }
                         ContentBlock::Known(Block::Text { text, .. }) => {
                             parts.push(json!({"type": "text", "text": text}))
                         }
@@ -486,7 +521,7 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
                             return Err(ConvertError::Unsupported {
                                 format: "our model",
                                 what: format!(
-                                    "user block type \"{}\" at {path}.content[{index}]",
+                                    "user block type \"{}\" at {path}.content.{index}",
                                     block_kind(&other)
                                 ),
                             });
@@ -499,12 +534,6 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
                         name: None,
                     });
                 }
-            }
-            other => {
-                return Err(ConvertError::invalid(
-                    format!("{path}.role"),
-                    format!("must be \"user\" or \"assistant\", got \"{other}\""),
-                ));
             }
         }
     }
@@ -522,6 +551,8 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
         }) => (Some(ToolChoice::Function(name)), disable_parallel_tool_use),
         Some(AnthropicToolChoice::None) => (Some(ToolChoice::None), None),
     };
+    let reasoning_effort = reasoning_effort(&request.extra)?;
+    let response_format = response_format(&request.extra)?;
     Ok(ChatRequest {
         model: request.model,
         messages,
@@ -529,6 +560,7 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
             .tools
             .unwrap_or_default()
             .into_iter()
+            .filter(AnthropicTool::is_custom)
             .map(|tool| ToolDefinition {
                 kind: ToolKind::Function,
                 function: FunctionDefinition {
@@ -547,8 +579,8 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
         max_tokens: Some(request.max_tokens),
         stop: request.stop_sequences.unwrap_or_default(),
         stream: request.stream.unwrap_or(false),
-        reasoning_effort: None,
-        response_format: None,
+        reasoning_effort,
+        response_format,
         seed: None,
         top_k: request
             .extra
@@ -557,4 +589,144 @@ pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatReques
             .and_then(|k| u32::try_from(k).ok()),
         extra: Map::new(),
     })
+}
+
+/// An assistant turn: its text, its reasoning (with the signature when there is exactly
+/// one signed thinking block, the only case where the pair stays true), and its calls.
+fn assistant_message(
+    blocks: Vec<ContentBlock>,
+    ids: &IdMap,
+    path: &str,
+) -> Result<Message, ConvertError> {
+    let (mut text, mut reasoning, mut tool_calls) = (String::new(), String::new(), Vec::new());
+    let mut signatures = Vec::new();
+    for (index, block) in blocks.into_iter().enumerate() {
+        match block {
+            ContentBlock::Known(Block::Text { text: part, .. }) => text.push_str(&part),
+            ContentBlock::Known(Block::Thinking {
+                thinking,
+                signature,
+            }) => {
+                reasoning.push_str(&thinking);
+                signatures.push(signature.unwrap_or_default());
+            }
+            ContentBlock::Known(Block::RedactedThinking { .. }) => {}
+            ContentBlock::Known(Block::ToolUse {
+                id, name, input, ..
+            }) => tool_calls.push(ToolCall {
+                id: ids.from_anthropic(&id),
+                name,
+                arguments: input.to_string(),
+            }),
+            other => {
+                return Err(ConvertError::Unsupported {
+                    format: "our model",
+                    what: format!(
+                        "assistant block type \"{}\" at {path}.content.{index}",
+                        block_kind(&other)
+                    ),
+                });
+            }
+        }
+    }
+    let reasoning_signature = match signatures.as_slice() {
+        [signature] if !signature.is_empty() => Some(signature.clone()),
+        _ => None,
+    };
+    Ok(Message::Assistant {
+        content: (!text.is_empty()).then_some(Content::Text(text)),
+        reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+        reasoning_signature,
+        tool_calls,
+        name: None,
+    })
+}
+
+/// `thinking` and `output_config.effort` as a reasoning effort. An explicit effort wins;
+/// a thinking budget maps by size (under 4,096 tokens `low`, under 16,384 `medium`, else
+/// `high`); adaptive thinking without an effort, and disabled thinking, leave the
+/// backend's default.
+fn reasoning_effort(extra: &Map<String, Value>) -> Result<Option<String>, ConvertError> {
+    let thinking = extra.get("thinking").filter(|value| !value.is_null());
+    let kind = thinking.map(|thinking| thinking.get("type").and_then(Value::as_str));
+    let effort = extra
+        .get("output_config")
+        .and_then(|config| config.get("effort"))
+        .filter(|value| !value.is_null());
+    match kind {
+        None | Some(Some("enabled" | "adaptive" | "disabled")) => {}
+        Some(_) => {
+            return Err(ConvertError::invalid(
+                "thinking.type",
+                "must be \"enabled\", \"adaptive\" or \"disabled\"",
+            ));
+        }
+    }
+    if kind == Some(Some("disabled")) {
+        return Ok(None);
+    }
+    if let Some(effort) = effort {
+        let mapped = match effort.as_str() {
+            Some(level @ ("low" | "medium" | "high" | "xhigh")) => level,
+            Some("max") => "xhigh",
+            _ => {
+                return Err(ConvertError::invalid(
+                    "output_config.effort",
+                    format!(
+                        "must be \"low\", \"medium\", \"high\", \"xhigh\" or \"max\", got {effort}"
+                    ),
+                ));
+            }
+        };
+        return Ok(Some(mapped.to_owned()));
+    }
+    if kind != Some(Some("enabled")) {
+        return Ok(None);
+    }
+    let budget = thinking
+        .and_then(|thinking| thinking.get("budget_tokens"))
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            ConvertError::invalid(
+                "thinking.budget_tokens",
+                "enabled thinking needs budget_tokens, a positive integer",
+            )
+        })?;
+    Ok(Some(
+        match budget {
+            0..4096 => "low",
+            4096..16384 => "medium",
+            _ => "high",
+        }
+        .to_owned(),
+    ))
+}
+
+/// `output_config.format` (or the older top-level `output_format`), a JSON schema the
+/// answer must follow, as OpenAI's `response_format`.
+fn response_format(extra: &Map<String, Value>) -> Result<Option<Value>, ConvertError> {
+    let (path, format) = match extra
+        .get("output_config")
+        .and_then(|config| config.get("format"))
+        .filter(|value| !value.is_null())
+    {
+        Some(format) => ("output_config.format", format),
+        None => match extra.get("output_format").filter(|value| !value.is_null()) {
+            Some(format) => ("output_format", format),
+            None => return Ok(None),
+        },
+    };
+    match (
+        format.get("type").and_then(Value::as_str),
+        format.get("schema"),
+    ) {
+        (Some("json_schema"), Some(schema @ Value::Object(_))) => Ok(Some(json!({
+            "type": "json_schema",
+            "json_schema": {"name": "response", "schema": schema}
+        }))),
+        _ => Err(ConvertError::invalid(
+            path,
+            "must be {\"type\": \"json_schema\", \"schema\": {…}} with the schema as an object",
+        )),
+    }
 }

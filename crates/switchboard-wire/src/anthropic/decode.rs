@@ -1,12 +1,15 @@
 //! Anthropic Messages SSE stream (and non-streaming body) → events. Content blocks become
 //! text, reasoning or tool calls; a tool_use block's arguments are its `input_json_delta`s
-//! (the first of which is empty), `ping` may come anywhere, and only `message_stop` ends
-//! the stream.
+//! (the first of which is empty), a thinking block's signature is kept beside its text,
+//! prompt tokens count cached ones too, `ping` may come anywhere, and only `message_stop`
+//! ends the stream.
 
 use std::collections::HashMap;
 
-use super::finish_reason;
-use super::types::{Block, BlockDelta, ContentBlock, MessagesResponse, StartBlock, StreamPayload};
+use super::finish_reason_with;
+use super::types::{
+    AnthropicUsage, Block, BlockDelta, ContentBlock, MessagesResponse, StartBlock, StreamPayload,
+};
 use crate::calls::Calls;
 use crate::ids::IdSource;
 use crate::sse::{Sse, SseEvent};
@@ -45,7 +48,8 @@ enum OpenBlock {
 struct State {
     calls: Calls,
     blocks: HashMap<u32, OpenBlock>,
-    input_tokens: u64,
+    /// The start's usage, for counts a `message_delta` leaves out.
+    start_usage: AnthropicUsage,
     done: bool,
 }
 
@@ -85,9 +89,7 @@ impl State {
         let offset = event.offset;
         let protocol = |problem: String| DecodeError::protocol(offset, problem);
         match payload {
-            StreamPayload::MessageStart { message } => {
-                self.input_tokens = message.usage.input_tokens
-            }
+            StreamPayload::MessageStart { message } => self.start_usage = message.usage,
             StreamPayload::ContentBlockStart {
                 index,
                 content_block,
@@ -99,9 +101,15 @@ impl State {
                         }
                         OpenBlock::Text
                     }
-                    StartBlock::Thinking { thinking } => {
+                    StartBlock::Thinking {
+                        thinking,
+                        signature,
+                    } => {
                         if !thinking.is_empty() {
                             out.push(StreamEvent::ReasoningDelta(thinking));
+                        }
+                        if !signature.is_empty() {
+                            out.push(StreamEvent::ReasoningSignature(signature));
                         }
                         OpenBlock::Thinking
                     }
@@ -131,6 +139,9 @@ impl State {
                     (BlockDelta::ThinkingDelta { thinking }, _) if !thinking.is_empty() => {
                         out.push(StreamEvent::ReasoningDelta(thinking));
                     }
+                    (BlockDelta::SignatureDelta { signature }, _) if !signature.is_empty() => {
+                        out.push(StreamEvent::ReasoningSignature(signature));
+                    }
                     (BlockDelta::InputJsonDelta { partial_json }, OpenBlock::Tool(call)) => {
                         self.calls.arguments(call, &partial_json, out);
                     }
@@ -149,12 +160,25 @@ impl State {
             }
             StreamPayload::MessageDelta { delta, usage } => {
                 if let Some(usage) = usage {
-                    let input = usage.input_tokens.unwrap_or(self.input_tokens);
-                    out.push(StreamEvent::Usage(Usage::new(input, usage.output_tokens)));
+                    let start = &self.start_usage;
+                    let total = AnthropicUsage {
+                        input_tokens: usage.input_tokens.unwrap_or(start.input_tokens),
+                        cache_creation_input_tokens: usage
+                            .cache_creation_input_tokens
+                            .or(start.cache_creation_input_tokens),
+                        cache_read_input_tokens: usage
+                            .cache_read_input_tokens
+                            .or(start.cache_read_input_tokens),
+                        output_tokens: usage.output_tokens,
+                    };
+                    out.push(StreamEvent::Usage(Usage::new(
+                        total.prompt_tokens(),
+                        total.output_tokens,
+                    )));
                 }
                 if let Some(reason) = delta.stop_reason {
                     self.calls
-                        .finish(finish_reason(&reason), out)
+                        .finish(finish_reason_with(&reason, delta.stop_sequence), out)
                         .map_err(protocol)?;
                 }
             }
@@ -204,8 +228,16 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
             ContentBlock::Known(Block::Text { text, .. }) if !text.is_empty() => {
                 out.push(StreamEvent::TextDelta(text))
             }
-            ContentBlock::Known(Block::Thinking { thinking, .. }) if !thinking.is_empty() => {
-                out.push(StreamEvent::ReasoningDelta(thinking));
+            ContentBlock::Known(Block::Thinking {
+                thinking,
+                signature,
+            }) => {
+                if !thinking.is_empty() {
+                    out.push(StreamEvent::ReasoningDelta(thinking));
+                }
+                if let Some(signature) = signature.filter(|signature| !signature.is_empty()) {
+                    out.push(StreamEvent::ReasoningSignature(signature));
+                }
             }
             ContentBlock::Known(Block::ToolUse {
                 id, name, input, ..
@@ -220,13 +252,15 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
         }
     }
     out.push(StreamEvent::Usage(Usage::new(
-        response.usage.input_tokens,
+        response.usage.prompt_tokens(),
         response.usage.output_tokens,
     )));
     let reason = response
         .stop_reason
         .as_deref()
-        .map_or(FinishReason::Stop, finish_reason);
+        .map_or(FinishReason::Stop, |reason| {
+            finish_reason_with(reason, response.stop_sequence.clone())
+        });
     calls
         .finish(reason, &mut out)
         .map_err(|problem| DecodeError::protocol(0, problem))?;

@@ -1,14 +1,17 @@
 //! Events → Anthropic SSE, and a whole answer → a Messages body: what the gateway sends
 //! Anthropic clients. Anthropic blocks are strictly sequential while OpenAI backends may
-//! interleave parallel calls, so calls after the first are held until the one before ends;
-//! `message_delta` waits for the end because OpenAI backends send usage after the finish.
+//! interleave parallel calls, so calls after the first are held until the one before ends
+//! (and text that comes while a call is open follows it); `message_delta` waits for the end
+//! because OpenAI backends send usage after the finish. A whole body is this same stream
+//! folded, so the two cannot disagree.
 
 use serde_json::{Map, Value};
 
+use super::fold::MessageBuilder;
 use super::stop_reason;
 use super::types::{
-    AnthropicUsage, Block, BlockDelta, ContentBlock, DeltaUsage, MessageDeltaBody,
-    MessagesResponse, StartBlock, StreamPayload,
+    AnthropicUsage, BlockDelta, DeltaUsage, MessageDeltaBody, MessagesResponse, StartBlock,
+    StreamPayload,
 };
 use crate::ids::IdMap;
 use crate::{ChatResponse, EncodeError, FinishReason, StreamEvent, Usage};
@@ -34,6 +37,7 @@ pub struct SseEncoder {
     id: String,
     model: String,
     ids: IdMap,
+    input_estimate: u64,
     started: bool,
     open: Option<(u32, Open)>,
     next_block: u32,
@@ -53,6 +57,7 @@ impl SseEncoder {
             id: id.into(),
             model: model.into(),
             ids,
+            input_estimate: 0,
             started: false,
             open: None,
             next_block: 0,
@@ -64,18 +69,64 @@ impl SseEncoder {
         }
     }
 
+    /// The `input_tokens` `message_start` announces: an estimate, since OpenAI-compatible
+    /// backends count the prompt only at the end (`message_delta` carries the real count).
+    pub fn with_input_estimate(mut self, tokens: u64) -> Self {
+        self.input_estimate = tokens;
+        self
+    }
+
+    /// The id map, with every rewrite this encoder made.
+    pub fn into_ids(self) -> IdMap {
+        self.ids
+    }
+
+    /// `message_start`, unless it was sent already; every other method starts with it too.
+    pub fn start(&mut self) -> Vec<StreamPayload> {
+        let mut out = Vec::new();
+        self.begin_message(&mut out);
+        out
+    }
+
     /// The payloads this event completes (possibly none, when it must wait).
     pub fn event(&mut self, event: &StreamEvent) -> Vec<StreamPayload> {
         let mut out = Vec::new();
-        self.start(&mut out);
+        self.begin_message(&mut out);
         match event {
-            StreamEvent::TextDelta(_) | StreamEvent::ReasoningDelta(_)
+            // Anthropic clients reject empty blocks; an empty delta must not open one.
+            StreamEvent::TextDelta(text)
+            | StreamEvent::ReasoningDelta(text)
+            | StreamEvent::ReasoningSignature(text)
+                if text.is_empty() => {}
+            StreamEvent::TextDelta(_)
+            | StreamEvent::ReasoningDelta(_)
+            | StreamEvent::ReasoningSignature(_)
                 if self.head < self.calls.len() =>
             {
                 self.deferred.push(event.clone());
             }
-            StreamEvent::TextDelta(text) => self.text(Open::Text, text, &mut out),
-            StreamEvent::ReasoningDelta(text) => self.text(Open::Thinking, text, &mut out),
+            StreamEvent::TextDelta(text) => {
+                self.ensure_open(Open::Text, &mut out);
+                self.delta(BlockDelta::TextDelta { text: text.clone() }, &mut out);
+            }
+            StreamEvent::ReasoningDelta(text) => {
+                self.ensure_open(Open::Thinking, &mut out);
+                self.delta(
+                    BlockDelta::ThinkingDelta {
+                        thinking: text.clone(),
+                    },
+                    &mut out,
+                );
+            }
+            StreamEvent::ReasoningSignature(signature) => {
+                self.ensure_open(Open::Thinking, &mut out);
+                self.delta(
+                    BlockDelta::SignatureDelta {
+                        signature: signature.clone(),
+                    },
+                    &mut out,
+                );
+            }
             StreamEvent::ToolCallStart { index, id, name } => {
                 if *index == self.calls.len() {
                     let id = self.ids.to_anthropic(id);
@@ -93,12 +144,12 @@ impl SseEncoder {
                     .open
                     .is_some_and(|(_, open)| open == Open::Tool(*index))
                 {
-                    out.push(StreamPayload::ContentBlockDelta {
-                        index: self.next_block - 1,
-                        delta: BlockDelta::InputJsonDelta {
+                    self.delta(
+                        BlockDelta::InputJsonDelta {
                             partial_json: delta.clone(),
                         },
-                    });
+                        &mut out,
+                    );
                 } else if let Some(call) = self.calls.get_mut(*index) {
                     call.arguments.push_str(delta);
                 }
@@ -118,7 +169,7 @@ impl SseEncoder {
     /// The end of the answer: everything held, then `message_delta` and `message_stop`.
     pub fn finish(&mut self) -> Vec<StreamPayload> {
         let mut out = Vec::new();
-        self.start(&mut out);
+        self.begin_message(&mut out);
         for call in &mut self.calls {
             call.ended = true;
         }
@@ -129,10 +180,15 @@ impl SseEncoder {
         out.push(StreamPayload::MessageDelta {
             delta: MessageDeltaBody {
                 stop_reason: Some(stop_reason(&reason).to_owned()),
-                stop_sequence: None,
+                stop_sequence: match reason {
+                    FinishReason::StopSequence(sequence) => Some(sequence),
+                    _ => None,
+                },
             },
             usage: Some(DeltaUsage {
                 input_tokens: Some(usage.prompt_tokens),
+                cache_creation_input_tokens: Some(0),
+                cache_read_input_tokens: Some(0),
                 output_tokens: usage.completion_tokens,
             }),
         });
@@ -146,16 +202,12 @@ impl SseEncoder {
         for payload in payloads {
             // Serialising our own plain structs cannot fail; an empty object keeps the stream valid.
             let json = serde_json::to_string(payload).unwrap_or_else(|_| "{}".to_owned());
-            text.push_str("event: ");
-            text.push_str(payload.event_name());
-            text.push_str("\ndata: ");
-            text.push_str(&json);
-            text.push_str("\n\n");
+            push_sse_event(&mut text, payload.event_name(), &json);
         }
         text
     }
 
-    fn start(&mut self, out: &mut Vec<StreamPayload>) {
+    fn begin_message(&mut self, out: &mut Vec<StreamPayload>) {
         if self.started {
             return;
         }
@@ -169,33 +221,37 @@ impl SseEncoder {
                 content: Vec::new(),
                 stop_reason: None,
                 stop_sequence: None,
-                usage: AnthropicUsage::default(),
+                usage: AnthropicUsage {
+                    input_tokens: self.input_estimate,
+                    cache_creation_input_tokens: Some(0),
+                    cache_read_input_tokens: Some(0),
+                    output_tokens: 0,
+                },
                 extra: Map::new(),
             },
         });
     }
 
-    fn text(&mut self, kind: Open, text: &str, out: &mut Vec<StreamPayload>) {
-        if self.open.map(|(_, open)| open) != Some(kind) {
-            self.close(out);
-            let content_block = match kind {
-                Open::Thinking => StartBlock::Thinking {
-                    thinking: String::new(),
-                },
-                _ => StartBlock::Text {
-                    text: String::new(),
-                },
-            };
-            self.begin(kind, content_block, out);
+    /// Opens a text or thinking block unless one of that kind is open.
+    fn ensure_open(&mut self, kind: Open, out: &mut Vec<StreamPayload>) {
+        if self.open.map(|(_, open)| open) == Some(kind) {
+            return;
         }
-        let delta = match kind {
-            Open::Thinking => BlockDelta::ThinkingDelta {
-                thinking: text.to_owned(),
+        self.close(out);
+        let content_block = match kind {
+            Open::Thinking => StartBlock::Thinking {
+                thinking: String::new(),
+                signature: String::new(),
             },
-            _ => BlockDelta::TextDelta {
-                text: text.to_owned(),
+            _ => StartBlock::Text {
+                text: String::new(),
             },
         };
+        self.begin(kind, content_block, out);
+    }
+
+    /// A delta for the open block.
+    fn delta(&self, delta: BlockDelta, out: &mut Vec<StreamPayload>) {
         out.push(StreamPayload::ContentBlockDelta {
             index: self.next_block - 1,
             delta,
@@ -230,10 +286,7 @@ impl SseEncoder {
                 self.close(out);
                 self.begin(Open::Tool(self.head), content_block, out);
                 if !held.is_empty() {
-                    out.push(StreamPayload::ContentBlockDelta {
-                        index: self.next_block - 1,
-                        delta: BlockDelta::InputJsonDelta { partial_json: held },
-                    });
+                    self.delta(BlockDelta::InputJsonDelta { partial_json: held }, out);
                 }
             }
             if !self.calls.get(self.head).is_some_and(|call| call.ended) {
@@ -249,27 +302,23 @@ impl SseEncoder {
     }
 }
 
-/// A whole answer as a non-streaming Messages body. Tool arguments must be a JSON object.
+/// Appends one SSE event: `event: NAME`, `data: JSON`, a blank line.
+pub fn push_sse_event(text: &mut String, name: &str, json: &str) {
+    text.push_str("event: ");
+    text.push_str(name);
+    text.push_str("\ndata: ");
+    text.push_str(json);
+    text.push_str("\n\n");
+}
+
+/// A whole answer as a non-streaming Messages body: the stream [`SseEncoder`] would send,
+/// folded. Tool arguments must be a JSON object.
 pub fn message(
     response: &ChatResponse,
     id: impl Into<String>,
     model: impl Into<String>,
     ids: &mut IdMap,
 ) -> Result<MessagesResponse, EncodeError> {
-    let mut content = Vec::new();
-    if let Some(reasoning) = response
-        .reasoning_content
-        .as_ref()
-        .filter(|text| !text.is_empty())
-    {
-        content.push(ContentBlock::Known(Block::Thinking {
-            thinking: reasoning.clone(),
-            signature: None,
-        }));
-    }
-    if let Some(text) = response.content.as_ref().filter(|text| !text.is_empty()) {
-        content.push(ContentBlock::Known(Block::text(text.clone())));
-    }
     for (index, call) in response.tool_calls.iter().enumerate() {
         let input = serde_json::from_str::<Value>(&call.arguments).map_err(|error| {
             EncodeError::Arguments {
@@ -283,26 +332,17 @@ pub fn message(
                 detail: "not an object".to_owned(),
             });
         }
-        content.push(ContentBlock::Known(Block::ToolUse {
-            id: ids.to_anthropic(&call.id),
-            name: call.name.clone(),
-            input,
-            extra: Map::new(),
-        }));
     }
-    let usage = response.usage.unwrap_or_default();
-    Ok(MessagesResponse {
-        id: id.into(),
-        kind: "message".to_owned(),
-        role: "assistant".to_owned(),
-        model: model.into(),
-        content,
-        stop_reason: Some(stop_reason(&response.finish_reason).to_owned()),
-        stop_sequence: None,
-        usage: AnthropicUsage {
-            input_tokens: usage.prompt_tokens,
-            output_tokens: usage.completion_tokens,
-        },
-        extra: Map::new(),
-    })
+    let mut encoder = SseEncoder::new(id, model, std::mem::take(ids));
+    let mut builder = MessageBuilder::new();
+    for event in response.events() {
+        for payload in encoder.event(&event) {
+            builder.push(&payload);
+        }
+    }
+    for payload in encoder.finish() {
+        builder.push(&payload);
+    }
+    *ids = encoder.into_ids();
+    Ok(builder.finish())
 }

@@ -3,11 +3,13 @@
 mod convert;
 mod decode;
 mod encode;
+mod fold;
 mod types;
 
 pub use convert::{build_request, parse_request};
 pub use decode::{Decoder, body_events};
-pub use encode::{SseEncoder, message};
+pub use encode::{SseEncoder, message, push_sse_event};
+pub use fold::MessageBuilder;
 pub use types::*;
 
 use crate::FinishReason;
@@ -16,10 +18,19 @@ use crate::FinishReason;
 pub fn stop_reason(reason: &FinishReason) -> &str {
     match reason {
         FinishReason::Stop => "end_turn",
+        FinishReason::StopSequence(_) => "stop_sequence",
         FinishReason::Length => "max_tokens",
         FinishReason::ToolCalls => "tool_use",
         FinishReason::ContentFilter => "refusal",
         FinishReason::Other(other) => other,
+    }
+}
+
+/// The finish reason of an Anthropic `stop_reason` and `stop_sequence`.
+pub fn finish_reason_with(stop_reason: &str, stop_sequence: Option<String>) -> FinishReason {
+    match (stop_reason, stop_sequence) {
+        ("stop_sequence", Some(sequence)) => FinishReason::StopSequence(sequence),
+        (other, _) => finish_reason(other),
     }
 }
 

@@ -116,14 +116,28 @@ pub enum ToolResultContent {
     Blocks(Vec<ContentBlock>),
 }
 
+/// A tool offered to the model: a custom tool (`input_schema`, no `type` or `"custom"`), or
+/// one of Anthropic's own tools (`type` such as `web_search_20250305`), which has no schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnthropicTool {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     pub input_schema: Value,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl AnthropicTool {
+    /// Whether the client defined this tool (and runs it) rather than naming one of
+    /// Anthropic's built-in tools.
+    pub fn is_custom(&self) -> bool {
+        match self.extra.get("type") {
+            None | Some(Value::Null) => true,
+            Some(kind) => kind == "custom",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,10 +192,24 @@ fn assistant_role() -> String {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AnthropicUsage {
+    /// The prompt tokens that were neither written to nor read from the cache.
     #[serde(default)]
     pub input_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_input_tokens: Option<u64>,
     #[serde(default)]
     pub output_tokens: u64,
+}
+
+impl AnthropicUsage {
+    /// Every prompt token, cached or not: what other formats call prompt tokens.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens
+            + self.cache_creation_input_tokens.unwrap_or(0)
+            + self.cache_read_input_tokens.unwrap_or(0)
+    }
 }
 
 /// The `data` of one SSE event of a Messages stream.
@@ -250,6 +278,9 @@ pub enum StartBlock {
     Thinking {
         #[serde(default)]
         thinking: String,
+        /// Empty at the start; the signature follows as a `signature_delta`.
+        #[serde(default)]
+        signature: String,
     },
     #[serde(other)]
     Unknown,
@@ -282,10 +313,16 @@ pub struct MessageDeltaBody {
     pub stop_sequence: Option<String>,
 }
 
+/// The usage on `message_delta`: totals so far, which replace the start's; the optional
+/// counts are left out when unknown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeltaUsage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_input_tokens: Option<u64>,
     #[serde(default)]
     pub output_tokens: u64,
 }

@@ -247,6 +247,7 @@ pub fn parse_request(
                 Message::Assistant {
                     content: (!message.content.is_empty()).then_some(Content::Text(message.content)),
                     reasoning_content: message.thinking,
+                    reasoning_signature: None,
                     tool_calls,
                     name: None,
                 }

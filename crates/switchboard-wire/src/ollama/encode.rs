@@ -78,6 +78,8 @@ impl NdjsonEncoder {
                     ..assistant()
                 }
             }
+            // Ollama has no signed reasoning.
+            StreamEvent::ReasoningSignature(_) => return Ok(None),
             StreamEvent::Usage(usage) => {
                 self.usage = Some(*usage);
                 return Ok(None);

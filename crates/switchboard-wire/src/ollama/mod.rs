@@ -16,7 +16,10 @@ use crate::FinishReason;
 /// Ollama's `done_reason` for a finish reason. Ollama says `stop` after tool calls too.
 pub fn done_reason(reason: &FinishReason) -> &str {
     match reason {
-        FinishReason::Stop | FinishReason::ToolCalls | FinishReason::ContentFilter => "stop",
+        FinishReason::Stop
+        | FinishReason::StopSequence(_)
+        | FinishReason::ToolCalls
+        | FinishReason::ContentFilter => "stop",
         FinishReason::Length => "length",
         FinishReason::Other(other) => other,
     }

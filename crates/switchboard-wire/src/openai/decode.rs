@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use serde_json::Value;
+
 use super::types::{ChatCompletion, ChatCompletionChunk, Delta, WireToolCall, error_message};
 use crate::calls::Calls;
 use crate::ids::IdSource;
@@ -126,7 +128,7 @@ impl State {
                 self.delta(delta, out);
             }
             if let Some(reason) = choice.finish_reason {
-                self.finish(FinishReason::from_openai(&reason), offset, out)?;
+                self.finish(finish_reason(&reason, choice.stop_reason), offset, out)?;
             }
         }
         if let Some(usage) = chunk.usage {
@@ -259,7 +261,9 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
     let reason = choice
         .finish_reason
         .as_deref()
-        .map_or(FinishReason::Stop, FinishReason::from_openai);
+        .map_or(FinishReason::Stop, |reason| {
+            finish_reason(reason, choice.stop_reason.clone())
+        });
     state.finish(reason, 0, &mut out)?;
     if let Some(usage) = completion.usage {
         out.push(StreamEvent::Usage(Usage::new(
@@ -268,4 +272,13 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
         )));
     }
     Ok(out)
+}
+
+/// A finish reason, made precise by vLLM's `stop_reason` when a stop string ended the
+/// answer (a token id there says nothing a client asked for).
+fn finish_reason(reason: &str, stop_reason: Option<Value>) -> FinishReason {
+    match (FinishReason::from_openai(reason), stop_reason) {
+        (FinishReason::Stop, Some(Value::String(sequence))) => FinishReason::StopSequence(sequence),
+        (reason, _) => reason,
+    }
 }

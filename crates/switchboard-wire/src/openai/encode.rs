@@ -29,7 +29,7 @@ impl ChunkEncoder {
         }
     }
 
-    /// The chunk carrying this event; `ToolCallEnd` has none (OpenAI marks no call's end).
+    /// The chunk carrying this event; `ToolCallEnd` and `ReasoningSignature` have none.
     pub fn chunk(&mut self, event: &StreamEvent) -> Option<ChatCompletionChunk> {
         let mut delta = Delta::default();
         let mut finish_reason = None;
@@ -60,7 +60,8 @@ impl ChunkEncoder {
                     ..WireToolCall::default()
                 }]);
             }
-            StreamEvent::ToolCallEnd { .. } => return None,
+            // OpenAI marks no call's end, and has no signed reasoning.
+            StreamEvent::ToolCallEnd { .. } | StreamEvent::ReasoningSignature(_) => return None,
             StreamEvent::Usage(usage) => {
                 let mut chunk = self.empty_chunk();
                 chunk.usage = Some(wire_usage(usage));
@@ -77,6 +78,7 @@ impl ChunkEncoder {
             index: 0,
             delta: Some(delta),
             finish_reason,
+            stop_reason: None,
         });
         Some(chunk)
     }
@@ -149,6 +151,7 @@ pub fn completion(
                 refusal: None,
             },
             finish_reason: Some(response.finish_reason.as_openai().to_owned()),
+            stop_reason: None,
             logprobs: None,
         }],
         usage: response.usage.as_ref().map(wire_usage),

@@ -114,6 +114,9 @@ pub struct Choice {
     pub index: u32,
     pub message: ResponseMessage,
     pub finish_reason: Option<String>,
+    /// vLLM's extension: the stop string (or token id) that ended the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<Value>,
 }
@@ -213,6 +216,9 @@ pub struct ChunkChoice {
     pub delta: Option<Delta>,
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// vLLM's extension: the stop string (or token id) that ended the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

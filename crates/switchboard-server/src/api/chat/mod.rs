@@ -18,7 +18,7 @@ use super::body::read_json;
 use super::log::{RequestLog, Tally};
 use super::sse;
 use crate::error::ApiError;
-use crate::ids::completion_id;
+use crate::ids::{CallIdShape, completion_id};
 use crate::pipeline::{self, GatewayRequest, collect};
 use crate::state::AppState;
 use render::{ChunkRenderer, Presentation, completion_body};
@@ -97,6 +97,7 @@ async fn parse(
             model: checked.model,
             request,
             tools: checked.tools,
+            call_ids: CallIdShape::OpenAi,
         },
         presentation,
         checked.stream,

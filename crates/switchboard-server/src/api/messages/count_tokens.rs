@@ -1,0 +1,46 @@
+//! `POST /v1/messages/count_tokens`: `{"input_tokens": N}` for a Messages request, counted
+//! by the tokenizer of the backend that would answer it where it offers one, estimated
+//! otherwise. The `x-switchboard-token-count` header says which (`backend`, `estimate`).
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Extension, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::validate::Endpoint;
+use super::{fail, parse, with_headers};
+use crate::api::RequestId;
+use crate::api::log::{RequestLog, Tally};
+use crate::pipeline;
+use crate::state::AppState;
+
+/// Where the count came from.
+const SOURCE: &str = "x-switchboard-token-count";
+
+/// `POST /v1/messages/count_tokens`
+pub async fn handle(
+    State(state): State<AppState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    body: Body,
+) -> Response {
+    let log = RequestLog::new(request_id.clone(), "count_tokens");
+    let parsed = match parse(&state, body, Endpoint::CountTokens).await {
+        Ok(parsed) => parsed,
+        Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
+    };
+    let response = match pipeline::count_tokens(&state, parsed.request).await {
+        Ok((label, count)) => {
+            // A count consumes nothing: no tokens are tallied.
+            log.finish(&label, StatusCode::OK, Tally::default(), false);
+            let mut response = Json(json!({"input_tokens": count.tokens})).into_response();
+            response
+                .headers_mut()
+                .insert(SOURCE, HeaderValue::from_static(count.source));
+            response
+        }
+        Err(error) => fail(&log, "-", error),
+    };
+    with_headers(response, &request_id, &parsed.dropped)
+}

@@ -1,0 +1,226 @@
+//! Anthropic Messages (`POST /v1/messages`, and `/v1/messages/count_tokens`): what Claude
+//! Code and the anthropic SDKs speak, on every route. The request is validated, becomes the
+//! pipeline's request through the wire crate's one Anthropic translation, and the answer
+//! is rendered as Messages events or one `message` body, errors in Anthropic's shape.
+//! Anthropic's own server tools cannot run here: they are left out and named in the
+//! `x-switchboard-dropped-tools` header (forcing one is a 400).
+
+pub mod count_tokens;
+mod render;
+mod validate;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Extension, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use switchboard_tools::{Content, Message};
+use switchboard_wire::anthropic::{MessagesRequest, parse_request};
+use switchboard_wire::ids::IdMap;
+use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
+
+use super::RequestId;
+use super::body::read_json;
+use super::log::{RequestLog, Tally};
+use super::sse;
+use crate::error::ApiError;
+use crate::ids::{CallIdShape, message_id};
+use crate::pipeline::{self, CHARACTER_PREFIX, GatewayRequest, collect_with, estimate_tokens};
+use crate::state::AppState;
+use render::{EventRenderer, Presentation, WholeMessage, error_response};
+use validate::{Endpoint, check_request};
+
+/// Names the request's server tools, which were left out.
+const DROPPED_TOOLS: &str = "x-switchboard-dropped-tools";
+
+/// What Claude Code puts first in its system prompt: a version stamp that changes with
+/// every release.
+const BILLING_HEADER: &str = "x-anthropic-billing-header:";
+
+/// `POST /v1/messages`
+pub async fn handle(
+    State(state): State<AppState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    body: Body,
+) -> Response {
+    let log = RequestLog::new(request_id.clone(), "messages");
+    let parsed = match parse(&state, body, Endpoint::Messages).await {
+        Ok(parsed) => parsed,
+        Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
+    };
+    let presentation = Presentation {
+        id: message_id(),
+        model: parsed.request.model.clone(),
+        // Only a stream announces usage before the end.
+        input_estimate: if parsed.stream {
+            estimate_tokens(&parsed.request.request)
+        } else {
+            0
+        },
+    };
+    let response = match pipeline::start(&state, parsed.request) {
+        Err(error) => fail(&log, "-", error),
+        Ok(started) if parsed.stream => {
+            sse::stream(
+                started.outputs,
+                EventRenderer::new(&presentation),
+                error_response,
+                started.label,
+                log,
+            )
+            .await
+        }
+        Ok(started) => {
+            let mut whole = WholeMessage::new(&presentation);
+            match collect_with(started.outputs, |output| whole.push(output)).await {
+                Ok(answer) => {
+                    log.finish(&started.label, StatusCode::OK, Tally::of(&answer), false);
+                    Json(whole.finish(&answer.problems)).into_response()
+                }
+                Err(error) => fail(&log, &started.label, error),
+            }
+        }
+    };
+    with_headers(response, &request_id, &parsed.dropped)
+}
+
+fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
+    log.finish(route, error.status, Tally::default(), false);
+    error_response(error)
+}
+
+/// The request's id as `request-id` (where Anthropic's SDKs read it), and the server tools
+/// left out.
+fn with_headers(mut response: Response, request_id: &str, dropped: &[String]) -> Response {
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(request_id) {
+        headers.insert("request-id", value);
+    }
+    if !dropped.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
+    {
+        headers.insert(DROPPED_TOOLS, value);
+    }
+    response
+}
+
+/// A request ready for the pipeline.
+#[derive(Debug)]
+struct Parsed {
+    request: GatewayRequest,
+    stream: bool,
+    /// Server tools left out.
+    dropped: Vec<String>,
+}
+
+/// The request in the pipeline's model, prepared for the kind of backend that will answer.
+async fn parse(state: &AppState, body: Body, endpoint: Endpoint) -> Result<Parsed, ApiError> {
+    let mut value = read_json(body, state.max_body_bytes).await?;
+    let checked = check_request(&value, endpoint)?;
+    if endpoint == Endpoint::CountTokens {
+        // Counting takes no limit, but the request model has one.
+        value["max_tokens"] = serde_json::json!(1);
+    }
+    let wire: MessagesRequest = serde_json::from_value(value).map_err(|error| {
+        ApiError::invalid_request(
+            format!("the request does not match the Messages format: {error}"),
+            None,
+        )
+    })?;
+    let mut request = parse_request(wire, &IdMap::new()).map_err(convert_error)?;
+    let forced = match &request.tool_choice {
+        Some(ToolChoice::Function(name)) => Some(name.clone()),
+        _ => None,
+    };
+    request.tools.retain(|tool| {
+        let name = &tool.function.name;
+        !checked.deferred.contains(name) || forced.as_ref() == Some(name)
+    });
+    let anthropic_backend = !checked.model.starts_with(CHARACTER_PREFIX)
+        && state
+            .routes
+            .resolve(&checked.model)
+            .is_some_and(|route| route.format == Format::Anthropic);
+    if !anthropic_backend {
+        for_model_servers(&mut request);
+    }
+    Ok(Parsed {
+        request: GatewayRequest {
+            model: checked.model,
+            request,
+            tools: checked.tools,
+            call_ids: CallIdShape::Anthropic,
+        },
+        stream: checked.stream && endpoint == Endpoint::Messages,
+        dropped: checked.dropped,
+    })
+}
+
+fn convert_error(error: ConvertError) -> ApiError {
+    match error {
+        ConvertError::Invalid { path, message } => {
+            ApiError::invalid_request(format!("{path}: {message}"), Some(path))
+        }
+        other => ApiError::invalid_request(other.to_string(), None),
+    }
+}
+
+/// A Messages request's system prompt as model servers take it best: Claude Code's
+/// per-release billing stamp left out (it would defeat the server's prompt cache), and the
+/// system blocks as one system message (many chat templates accept only one, first).
+fn for_model_servers(request: &mut ChatRequest) {
+    request.messages.retain(|message| {
+        !matches!(message, Message::System { content, .. } if content.text().starts_with(BILLING_HEADER))
+    });
+    let leading = request
+        .messages
+        .iter()
+        .take_while(|message| matches!(message, Message::System { .. }))
+        .count();
+    if leading > 1 {
+        let joined = request
+            .messages
+            .drain(..leading)
+            .map(|message| match message {
+                Message::System { content, .. } => content.text(),
+                _ => String::new(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        request.messages.insert(
+            0,
+            Message::System {
+                content: Content::Text(joined),
+                name: None,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_servers_get_one_system_message_without_the_billing_stamp() {
+        let mut request = ChatRequest::new(
+            "m",
+            vec![
+                Message::system("x-anthropic-billing-header: cc_version=2.1.0;"),
+                Message::system("You are Claude Code."),
+                Message::system("Be brief."),
+                Message::user("hi"),
+                Message::system("# Environment"),
+            ],
+        );
+        for_model_servers(&mut request);
+        assert_eq!(
+            request.messages,
+            [
+                Message::system("You are Claude Code.\n\nBe brief."),
+                Message::user("hi"),
+                Message::system("# Environment"),
+            ]
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! An answer in the Messages API's shapes: SSE events in Anthropic's order (`message_start`,
+//! content blocks, `message_delta`, `message_stop`, `ping`s while the backend is silent), or
+//! one `message` body that is those same events folded. Problems with the model's tool calls
+//! ride on the message as `tool_call_errors` (in a stream: on `message_delta`); errors take
+//! Anthropic's shape, with its types for each status.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use switchboard_wire::anthropic::{MessageBuilder, SseEncoder, StreamPayload, push_sse_event};
+use switchboard_wire::ids::IdMap;
+
+use crate::api::sse::Renderer;
+use crate::error::ApiError;
+use crate::pipeline::Output;
+use crate::pipeline::tool_checks::ToolCallProblem;
+
+/// How long a stream may stay silent before a `ping` keeps the client's idle timer alive.
+const PING_EVERY: Duration = Duration::from_secs(5);
+
+/// How the answer is presented.
+#[derive(Debug, Clone)]
+pub struct Presentation {
+    /// `msg_…`
+    pub id: String,
+    /// The model name the client asked for.
+    pub model: String,
+    /// `message_start`'s input tokens, before the backend's count arrives at the end.
+    pub input_estimate: u64,
+}
+
+impl Presentation {
+    fn encoder(&self) -> SseEncoder {
+        SseEncoder::new(self.id.clone(), self.model.clone(), IdMap::new())
+            .with_input_estimate(self.input_estimate)
+    }
+}
+
+/// Outputs as Messages SSE events.
+#[derive(Debug)]
+pub struct EventRenderer {
+    encoder: SseEncoder,
+    problems: Vec<ToolCallProblem>,
+}
+
+impl EventRenderer {
+    pub fn new(presentation: &Presentation) -> Self {
+        Self {
+            encoder: presentation.encoder(),
+            problems: Vec::new(),
+        }
+    }
+}
+
+impl Renderer for EventRenderer {
+    fn output(&mut self, output: Output) -> String {
+        // The first output always opens the message, whatever it is: clients fall back to
+        // a non-streaming retry when the stream does not begin with `message_start`.
+        let mut payloads = self.encoder.start();
+        match output {
+            Output::Problems(found) => self.problems.extend(found),
+            Output::Event(event) => payloads.extend(self.encoder.event(&event)),
+        }
+        sse(&payloads, &self.problems)
+    }
+
+    fn end(&mut self) -> String {
+        sse(&self.encoder.finish(), &self.problems)
+    }
+
+    fn error(&mut self, error: &ApiError) -> String {
+        let mut text = String::new();
+        push_sse_event(&mut text, "error", &error_body(error).to_string());
+        text
+    }
+
+    fn keepalive(&mut self) -> Option<(Duration, String)> {
+        Some((PING_EVERY, SseEncoder::sse(&[StreamPayload::Ping])))
+    }
+}
+
+/// The payloads as SSE text, `tool_call_errors` on `message_delta` when there are any.
+fn sse(payloads: &[StreamPayload], problems: &[ToolCallProblem]) -> String {
+    if problems.is_empty() {
+        return SseEncoder::sse(payloads);
+    }
+    let mut text = String::new();
+    for payload in payloads {
+        if let StreamPayload::MessageDelta { .. } = payload {
+            let mut data = serde_json::to_value(payload).unwrap_or(Value::Null);
+            data["tool_call_errors"] = serde_json::to_value(problems).unwrap_or(Value::Null);
+            push_sse_event(&mut text, payload.event_name(), &data.to_string());
+        } else {
+            text.push_str(&SseEncoder::sse(std::slice::from_ref(payload)));
+        }
+    }
+    text
+}
+
+/// The whole answer as one `message` body: the stream's events, folded as they come.
+#[derive(Debug)]
+pub struct WholeMessage {
+    encoder: SseEncoder,
+    builder: MessageBuilder,
+}
+
+impl WholeMessage {
+    pub fn new(presentation: &Presentation) -> Self {
+        Self {
+            encoder: presentation.encoder(),
+            builder: MessageBuilder::new(),
+        }
+    }
+
+    pub fn push(&mut self, output: &Output) {
+        if let Output::Event(event) = output {
+            for payload in self.encoder.event(event) {
+                self.builder.push(&payload);
+            }
+        }
+    }
+
+    pub fn finish(mut self, problems: &[ToolCallProblem]) -> Value {
+        for payload in self.encoder.finish() {
+            self.builder.push(&payload);
+        }
+        let mut body = serde_json::to_value(self.builder.finish()).unwrap_or(Value::Null);
+        if !problems.is_empty() {
+            body["tool_call_errors"] = serde_json::to_value(problems).unwrap_or(Value::Null);
+        }
+        body
+    }
+}
+
+/// The status and Anthropic error type an error is answered with. A busy backend is
+/// Anthropic's 529 `overloaded_error`, which clients retry, as they retry 429.
+fn status_and_type(error: &ApiError) -> (StatusCode, &'static str) {
+    if error.code.as_deref() == Some("backend_overloaded") {
+        return (
+            StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
+            "overloaded_error",
+        );
+    }
+    let kind = match error.status.as_u16() {
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        400..=499 => "invalid_request_error",
+        _ => "api_error",
+    };
+    (error.status, kind)
+}
+
+/// `{"type": "error", "error": {"type", "message"}}`
+pub fn error_body(error: &ApiError) -> Value {
+    let (_, kind) = status_and_type(error);
+    json!({"type": "error", "error": {"type": kind, "message": error.message}})
+}
+
+/// An error response in Anthropic's shape.
+pub fn error_response(error: ApiError) -> Response {
+    let (status, _) = status_and_type(&error);
+    (status, Json(error_body(&error))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_get_anthropic_error_types() {
+        let with_status = |status: u16| ApiError {
+            status: StatusCode::from_u16(status).unwrap(),
+            ..ApiError::invalid_request("x", None)
+        };
+        for (status, kind) in [
+            (400, "invalid_request_error"),
+            (401, "authentication_error"),
+            (403, "permission_error"),
+            (404, "not_found_error"),
+            (413, "request_too_large"),
+            (429, "rate_limit_error"),
+            (500, "api_error"),
+            (502, "api_error"),
+            (504, "api_error"),
+        ] {
+            assert_eq!(
+                error_body(&with_status(status))["error"]["type"],
+                kind,
+                "{status}"
+            );
+        }
+        let busy = ApiError::upstream(StatusCode::BAD_GATEWAY, "busy", "backend_overloaded");
+        assert_eq!(error_response(busy).status().as_u16(), 529);
+    }
+}

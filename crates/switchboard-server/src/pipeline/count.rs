@@ -1,0 +1,159 @@
+//! How many tokens a request's prompt takes on the backend that would answer it: counted
+//! by the backend's own tokenizer where it offers one (the prompt exactly as the route
+//! would send it, tool prompt of a prompted route included), otherwise estimated.
+
+use serde_json::Value;
+use switchboard_tools::{Content, Message};
+use switchboard_wire::ChatRequest;
+
+use super::completion::{backend_messages, backend_request, tool_requirement};
+use super::{GatewayRequest, character, route};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A prompt's size and where the figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenCount {
+    pub tokens: u64,
+    /// `backend` (its tokenizer counted) or `estimate` (see [`estimate_tokens`]).
+    pub source: &'static str,
+}
+
+/// Counts the prompt `request` would send; returns the label of the route or character
+/// that would answer, for the log line, and the count.
+pub async fn count_tokens(
+    state: &AppState,
+    request: GatewayRequest,
+) -> Result<(String, TokenCount), ApiError> {
+    let estimate = |request: &ChatRequest| TokenCount {
+        tokens: estimate_tokens(request),
+        source: "estimate",
+    };
+    if let Some(name) = request.model.strip_prefix(character::PREFIX) {
+        let character = state.characters.get(name).ok_or_else(|| {
+            ApiError::not_found(format!(
+                "no character named \"{name}\" is loaded; GET /v1/models lists them"
+            ))
+        })?;
+        let label = format!("{}{}", character::PREFIX, character.name());
+        return Ok((label, estimate(&request.request)));
+    }
+    let route = route(state, &request.model)?;
+    let messages = backend_messages(
+        &route,
+        &request.request,
+        &request.request.messages,
+        tool_requirement(&request.request).as_ref(),
+    );
+    let sent = backend_request(&route, &request.request, messages, route.prompted.is_none());
+    let count = match route.backend.count_tokens(sent.clone()).await {
+        Ok(Some(tokens)) => TokenCount {
+            tokens,
+            source: "backend",
+        },
+        Ok(None) => estimate(&sent),
+        Err(error) => {
+            tracing::warn!(route = %route.name, %error, "the backend could not count tokens; estimating");
+            estimate(&sent)
+        }
+    };
+    Ok((route.name.clone(), count))
+}
+
+/// Characters per token in the estimate: about right for English text and code with the
+/// tokenizers of current models, and on the high side for other languages.
+const CHARS_PER_TOKEN: u64 = 4;
+/// What a message's role markers cost, roughly, in every chat template.
+const TOKENS_PER_MESSAGE: u64 = 4;
+/// An image at the size models scale them to (about 1.15 megapixels).
+const TOKENS_PER_IMAGE: u64 = 1600;
+
+/// The estimate used where the backend cannot count: every character of the messages'
+/// text, reasoning, tool calls and results and of the tool definitions, divided by 4 and
+/// rounded up, plus 4 tokens per message and 1,600 per image.
+pub fn estimate_tokens(request: &ChatRequest) -> u64 {
+    let mut chars = 0u64;
+    let mut fixed = 0u64;
+    let mut count = |text: &str| chars += text.chars().count() as u64;
+    for message in &request.messages {
+        fixed += TOKENS_PER_MESSAGE;
+        match message {
+            Message::System { content, .. }
+            | Message::Developer { content, .. }
+            | Message::User { content, .. }
+            | Message::Tool { content, .. } => {
+                count(&content.text());
+                fixed += images(content) * TOKENS_PER_IMAGE;
+            }
+            Message::Assistant {
+                content,
+                reasoning_content,
+                tool_calls,
+                ..
+            } => {
+                if let Some(content) = content {
+                    count(&content.text());
+                }
+                if let Some(reasoning) = reasoning_content {
+                    count(reasoning);
+                }
+                for call in tool_calls {
+                    count(&call.name);
+                    count(&call.arguments);
+                }
+            }
+        }
+    }
+    for tool in &request.tools {
+        let function = &tool.function;
+        count(&function.name);
+        if let Some(description) = &function.description {
+            count(description);
+        }
+        if let Some(parameters) = &function.parameters {
+            count(&parameters.to_string());
+        }
+    }
+    chars.div_ceil(CHARS_PER_TOKEN) + fixed
+}
+
+fn images(content: &Content) -> u64 {
+    match content {
+        Content::Text(_) => 0,
+        Content::Parts(parts) => parts
+            .iter()
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("image_url"))
+            .count() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_estimate_is_a_quarter_of_the_characters_plus_fixed_costs() {
+        let mut request = ChatRequest::new(
+            "m",
+            vec![
+                Message::system("12345678"),
+                Message::User {
+                    content: Content::Parts(vec![
+                        json!({"type": "text", "text": "abcd"}),
+                        json!({"type": "image_url", "image_url": {"url": "https://x/y.png"}}),
+                    ]),
+                    name: None,
+                },
+            ],
+        );
+        // 12 characters: 3 tokens; two messages: 8; one image: 1600.
+        assert_eq!(estimate_tokens(&request), 3 + 8 + 1600);
+        request.messages.push(Message::assistant("é", Vec::new()));
+        assert_eq!(
+            estimate_tokens(&request),
+            4 + 12 + 1600,
+            "13 characters round up"
+        );
+    }
+}
