@@ -13,7 +13,7 @@ pub mod tool_checks;
 mod tools;
 
 use axum::http::StatusCode;
-use switchboard_tools::Toolset;
+use switchboard_tools::{Toolset, quote};
 use switchboard_wire::ChatRequest;
 
 use crate::error::ApiError;
@@ -56,7 +56,8 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
     if let Some(name) = model.strip_prefix(character::PREFIX) {
         let character = state.characters.get(name).ok_or_else(|| {
             ApiError::not_found(format!(
-                "no character named \"{name}\" is loaded; GET /v1/models lists them"
+                "no character named {} is loaded; GET /v1/models lists them",
+                quote(name)
             ))
         })?;
         let route = state.character_route.clone().ok_or_else(|| {
@@ -79,7 +80,8 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
             .map(|route| route.name.as_str())
             .collect();
         ApiError::not_found(format!(
-            "no route is named \"{model}\"; configured routes: {}",
+            "no route is named {}; configured routes: {}",
+            quote(&model),
             known.join(", ")
         ))
     })?;
