@@ -26,6 +26,11 @@ pub struct Config {
     /// Whole-request deadline, in seconds.
     #[serde(default = "default_request_timeout")]
     pub request_timeout_secs: u64,
+    /// Most bytes of words, reasoning and tool calls one answer may receive from its backend
+    /// (over retries and a character's tool rounds); past it the answer ends with
+    /// `backend_answer_too_large` and the backend request is closed.
+    #[serde(default = "default_answer_limit")]
+    pub max_answer_bytes: usize,
     /// How long in-flight requests may take to finish after a shutdown signal, in seconds.
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace_secs: u64,
@@ -95,6 +100,10 @@ fn default_characters() -> PathBuf {
 
 fn default_body_limit() -> usize {
     4 * 1024 * 1024
+}
+
+fn default_answer_limit() -> usize {
+    16 * 1024 * 1024
 }
 
 fn default_request_timeout() -> u64 {
@@ -184,6 +193,7 @@ impl Config {
             default_route: None,
             max_body_bytes: default_body_limit(),
             request_timeout_secs: default_request_timeout(),
+            max_answer_bytes: default_answer_limit(),
             shutdown_grace_secs: default_shutdown_grace(),
             routes,
         }

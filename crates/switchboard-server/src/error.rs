@@ -7,6 +7,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::json;
 
+/// The code of an answer stopped for its size.
+pub const ANSWER_TOO_LARGE: &str = "backend_answer_too_large";
+
 /// An error answered to an API client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -75,6 +78,16 @@ impl ApiError {
             StatusCode::GATEWAY_TIMEOUT,
             format!("the request took longer than {} s", timeout.as_secs()),
             "request_timeout",
+        )
+    }
+
+    /// The backend's answer passed `max_answer_bytes`, or one of its events the decoders'
+    /// bound.
+    pub fn answer_too_large(detail: impl std::fmt::Display) -> Self {
+        Self::upstream(
+            StatusCode::BAD_GATEWAY,
+            format!("the backend's answer is too large: {detail}; the backend request was closed"),
+            ANSWER_TOO_LARGE,
         )
     }
 

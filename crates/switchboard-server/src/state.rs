@@ -21,6 +21,7 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
+    pub max_answer_bytes: usize,
 }
 
 impl AppState {
@@ -63,6 +64,7 @@ impl AppState {
             metrics: telemetry::prometheus(),
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout(),
+            max_answer_bytes: config.max_answer_bytes,
         })
     }
 }

@@ -3,7 +3,6 @@
 //! client's own tools make no sense here and are refused.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use switchboard_characters::Character;
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
@@ -11,6 +10,7 @@ use switchboard_tools::{Content, Message};
 use switchboard_wire::{ChatRequest, FinishReason, StreamEvent};
 use tokio::sync::mpsc;
 
+use super::Limits;
 use super::completion::{Outputs, backend_error};
 use super::finisher::Output;
 use crate::error::ApiError;
@@ -45,8 +45,9 @@ pub fn start(
     route: Arc<Route>,
     text: String,
     history: Vec<Message>,
-    timeout: Duration,
+    limits: Limits,
 ) -> Outputs {
+    let timeout = limits.timeout;
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let turn = async {
@@ -67,7 +68,10 @@ pub fn start(
                 tools,
                 Arc::clone(&route.backend),
                 route.model.clone(),
-                ConversationOptions::default(),
+                ConversationOptions {
+                    max_reply_bytes: limits.max_answer_bytes,
+                    ..ConversationOptions::default()
+                },
             )
             .with_history(history);
             let events = sender.clone();
@@ -91,6 +95,11 @@ pub fn start(
                     .await
                     .map_err(|error| match error {
                         switchboard_runtime::TurnError::Backend(error) => backend_error(error),
+                        switchboard_runtime::TurnError::TooLarge { limit } => {
+                            ApiError::answer_too_large(format_args!(
+                                "more than max_answer_bytes ({limit} bytes)"
+                            ))
+                        }
                         other => ApiError::upstream(
                             axum::http::StatusCode::BAD_GATEWAY,
                             other.to_string(),

@@ -3,16 +3,16 @@
 //! A streaming response and a whole one read the same channel, so they cannot disagree.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::http::StatusCode;
 use futures::StreamExt;
 use switchboard_parsers::{ToolRequirement, parser};
 use switchboard_providers::BackendError;
 use switchboard_tools::{Message, Toolset};
-use switchboard_wire::{ChatRequest, StreamEvent};
+use switchboard_wire::{ChatRequest, DecodeErrorKind, StreamEvent};
 use tokio::sync::mpsc;
 
+use super::Limits;
 use super::finisher::{Finisher, Output};
 use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages, rewrite_messages, satisfies,
@@ -32,7 +32,7 @@ pub struct Completion {
     pub request: ChatRequest,
     /// The request's tools, compiled, to check the model's calls.
     pub tools: Toolset,
-    pub timeout: Duration,
+    pub limits: Limits,
 }
 
 /// Starts the answer. Dropping the receiver (the client went away) cancels the backend
@@ -40,7 +40,7 @@ pub struct Completion {
 pub fn start(completion: Completion) -> Outputs {
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
-        let timeout = completion.timeout;
+        let timeout = completion.limits.timeout;
         let work = async {
             if let Err(error) = answer(&completion, &sender).await {
                 let _ = sender.send(Err(error));
@@ -132,6 +132,10 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
         .filter(|requirement| *requirement != ToolRequirement::Auto);
     let attempts = if enforced.is_some() { 2 } else { 1 };
     let mut usage = None;
+    // Counted over every attempt: held calls, a gate's held outputs and the prompted text
+    // all grow with the answer, and a whole answer is collected in full.
+    let mut received = 0;
+    let limit = completion.limits.max_answer_bytes;
     for attempt in 1..=attempts {
         // Only prompted routes cap the calls themselves; native backends get the flag.
         let max_calls = (family.is_some() && !parallel).then_some(1);
@@ -164,7 +168,14 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
             .await
             .map_err(backend_error)?;
         while let Some(event) = events.next().await {
-            let outputs = match (event.map_err(backend_error)?, parser.as_mut()) {
+            let event = event.map_err(backend_error)?;
+            received += event.text_len();
+            if received > limit {
+                return Err(ApiError::answer_too_large(format_args!(
+                    "more than max_answer_bytes ({limit} bytes)"
+                )));
+            }
+            let outputs = match (event, parser.as_mut()) {
                 (StreamEvent::TextDelta(delta), Some(parser)) => {
                     text.push_str(&delta);
                     through(&mut finisher, parser.feed(&delta))?
@@ -251,6 +262,9 @@ impl Gate {
 /// A backend failure in OpenAI's error shape, with the status the provider layer chose.
 pub fn backend_error(error: BackendError) -> ApiError {
     let code = match &error {
+        BackendError::Decode(decode) if matches!(decode.kind, DecodeErrorKind::TooLarge { .. }) => {
+            return ApiError::answer_too_large(decode);
+        }
         BackendError::Http { status: 429, .. } => "rate_limited",
         BackendError::Http { .. } => "backend_error",
         BackendError::Connect { .. } => "backend_unreachable",

@@ -36,6 +36,15 @@ pub struct GatewayRequest {
     pub tools: Toolset,
 }
 
+/// What bounds one answer, from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The whole request's deadline.
+    pub timeout: std::time::Duration,
+    /// Bytes of words, reasoning and calls the answer may receive from its backend.
+    pub max_answer_bytes: usize,
+}
+
 /// An answer under way.
 #[derive(Debug)]
 pub struct Started {
@@ -53,6 +62,10 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
         request,
         tools,
     } = request;
+    let limits = Limits {
+        timeout: state.request_timeout,
+        max_answer_bytes: state.max_answer_bytes,
+    };
     if let Some(name) = model.strip_prefix(character::PREFIX) {
         let character = state.characters.get(name).ok_or_else(|| {
             ApiError::not_found(format!(
@@ -69,7 +82,7 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
         })?;
         let (text, history) = character::split_request(&request)?;
         let label = format!("{}{}", character::PREFIX, character.name());
-        let outputs = character::start(character, route, text, history, state.request_timeout);
+        let outputs = character::start(character, route, text, history, limits);
         return Ok(Started { label, outputs });
     }
     let route = state.routes.resolve(&model).cloned().ok_or_else(|| {
@@ -91,7 +104,7 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
             route,
             request,
             tools,
-            timeout: state.request_timeout,
+            limits,
         }),
     })
 }

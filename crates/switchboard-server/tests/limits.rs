@@ -1,0 +1,207 @@
+//! The gateway's bounds, each replayed as the attack that found it: answers that never end,
+//! one enormous event from a backend, metric labels from client strings, and clients that
+//! leave. (Connection-level attacks: `connections.rs`; whole processes under a lowered
+//! descriptor limit, RSS and signals: the `switchboard` crate's `reliability.rs`.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+use switchboard_testkit::{Chunking, OpenAiScript, Reply, ScriptedServer};
+
+/// An answer of `pieces` text deltas of 100 bytes whose backend then holds the stream open
+/// (a backend that never stops); only a gateway that gives up closes the connection.
+fn endless(pieces: usize) -> (Reply, Arc<tokio::sync::Notify>) {
+    let mut script = OpenAiScript::new();
+    for _ in 0..pieces {
+        script = script.text(&"x".repeat(100));
+    }
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let mut reply = script.finish("stop", 1, 1).reply();
+    reply.gate = Some((pieces, Arc::clone(&gate)));
+    (reply, gate)
+}
+
+async fn wait_for_hang_up(backend: &ScriptedServer) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while backend.hung_up() == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(backend.hung_up(), 1, "the backend request was closed");
+}
+
+/// A whole answer, and a streamed one, stop at `max_answer_bytes` with
+/// `backend_answer_too_large` and close the backend request.
+#[tokio::test]
+async fn an_answer_past_max_answer_bytes_is_stopped_whole_or_streamed() {
+    let (whole, _whole_gate) = endless(30);
+    let (streamed, _streamed_gate) = endless(30);
+    let backend = ScriptedServer::start(vec![whole]).await;
+    let streaming_backend = ScriptedServer::start(vec![streamed]).await;
+    let gateway = start(
+        "max_answer_bytes = 1000",
+        &[
+            route("whole", "openai", &backend.base, ""),
+            route("streamed", "openai", &streaming_backend.base, ""),
+        ],
+    )
+    .await;
+    let error = post(&gateway, &request("whole", "talk")).await.error(502);
+    assert_eq!(error["code"], "backend_answer_too_large", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("1000 bytes"),
+        "{error}"
+    );
+    wait_for_hang_up(&backend).await;
+
+    let answer = post(&gateway, &streaming(request("streamed", "talk"))).await;
+    assert_eq!(answer.status, 200);
+    let last = answer.text.trim_end().rsplit("\n\n").next().unwrap();
+    let event: serde_json::Value =
+        serde_json::from_str(last.strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(
+        event["error"]["code"], "backend_answer_too_large",
+        "{}",
+        answer.text
+    );
+    assert!(!answer.text.contains("[DONE]"));
+    wait_for_hang_up(&streaming_backend).await;
+    gateway.stop().await.unwrap();
+}
+
+/// One SSE line longer than the decoders accept (16 MiB) ends the answer the same way,
+/// without the gateway holding the whole line.
+#[tokio::test]
+async fn one_enormous_backend_event_is_stopped() {
+    let text = "y".repeat(switchboard_wire::MAX_EVENT_BYTES + 1024);
+    let body = OpenAiScript::new().text(&text).finish("stop", 1, 1).body();
+    let reply = Reply::sse(body, Chunking::Whole);
+    let backend = ScriptedServer::start(vec![reply.clone(), reply]).await;
+    let gateway = start(
+        "max_answer_bytes = 67108864",
+        &[route("qwen", "openai", &backend.base, "")],
+    )
+    .await;
+    let error = post(&gateway, &request("qwen", "talk")).await.error(502);
+    assert_eq!(error["code"], "backend_answer_too_large", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("an event longer than 16777216 bytes"),
+        "{error}"
+    );
+    let streamed = post(&gateway, &streaming(request("qwen", "talk"))).await;
+    assert!(
+        streamed.text.contains("backend_answer_too_large"),
+        "{}",
+        &streamed.text[..streamed.text.len().min(500)]
+    );
+    gateway.stop().await.unwrap();
+}
+
+/// Metric labels are the resolved route or character, never the client's string: 2,048
+/// capitalisations of one character's name and 2,048 unknown models add no series.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_spellings_of_a_model_do_not_grow_the_metrics() {
+    use futures::StreamExt;
+    let answer = OpenAiScript::new()
+        .text("Once.")
+        .finish("stop", 1, 1)
+        .reply();
+    let backend = ScriptedServer::start(vec![answer; 2049]).await;
+    let gateway = start("", &[route("qwen", "openai", &backend.base, "")]).await;
+    let gateway = &gateway;
+    assert_eq!(
+        post(gateway, &request("character/french-tutor", "hi"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        post(gateway, &request("unknown-model", "hi")).await.status,
+        404
+    );
+    let before = get(gateway, "/metrics").await.text;
+    // Eleven letters: 2,048 spellings of the same file stem.
+    let stem = "french-tutor";
+    let letters: Vec<usize> = stem
+        .char_indices()
+        .filter(|(_, letter)| letter.is_ascii_alphabetic())
+        .map(|(position, _)| position)
+        .collect();
+    assert_eq!(letters.len(), 11);
+    let spellings: Vec<String> = (0..2048u32)
+        .map(|variant| {
+            let spelled: String = stem
+                .chars()
+                .enumerate()
+                .map(|(position, letter)| {
+                    let bit = letters.iter().position(|&at| at == position);
+                    if bit.is_some_and(|bit| variant & (1 << bit) != 0) {
+                        letter.to_ascii_uppercase()
+                    } else {
+                        letter
+                    }
+                })
+                .collect();
+            format!("character/{spelled}")
+        })
+        .collect();
+    assert_eq!(
+        spellings
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        2048
+    );
+    let client = &client();
+    let url = &format!("{}/v1/chat/completions", gateway.base_url());
+    let status = |model: String| async move {
+        let response = client
+            .post(url)
+            .json(&request(&model, "hi"))
+            .send()
+            .await
+            .unwrap();
+        response.status().as_u16()
+    };
+    let statuses: Vec<(u16, u16)> = futures::stream::iter(spellings.into_iter().enumerate())
+        .map(|(variant, spelled)| async move {
+            (
+                status(spelled).await,
+                status(format!("unknown-{variant}")).await,
+            )
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    assert!(
+        statuses.iter().all(|pair| *pair == (200, 404)),
+        "{statuses:?}"
+    );
+    let after = get(gateway, "/metrics").await.text;
+    let series = |text: &str| {
+        text.lines()
+            .filter(|line| !line.starts_with('#'))
+            .map(|line| {
+                line.rsplit_once(' ')
+                    .map_or(line, |(name, _)| name)
+                    .to_owned()
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let added: Vec<_> = series(&after)
+        .difference(&series(&before))
+        .cloned()
+        .collect();
+    assert!(added.is_empty(), "new series: {added:#?}");
+    assert!(
+        after.contains("route=\"character/French Tutor\""),
+        "labelled with the character's own name"
+    );
+}
