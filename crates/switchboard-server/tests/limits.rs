@@ -205,3 +205,97 @@ async fn client_spellings_of_a_model_do_not_grow_the_metrics() {
         "labelled with the character's own name"
     );
 }
+
+/// `count` tools with 20 patterned properties each (about 1.4 KB of JSON per tool).
+fn heavy_tools(count: usize, tag: &str) -> serde_json::Value {
+    let properties: serde_json::Map<String, serde_json::Value> = (0..20)
+        .map(|index| {
+            (
+                format!("p{index}"),
+                json!({"type": "string", "pattern": "^[a-z]+$", "enum": ["a", "b", "c"]}),
+            )
+        })
+        .collect();
+    (0..count)
+        .map(|index| {
+            json!({"type": "function", "function": {"name": format!("{tag}_{index}"),
+                "description": "x", "parameters": {"type": "object", "properties": properties}}})
+        })
+        .collect()
+}
+
+/// A gauge's value in a Prometheus text.
+fn gauge(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+/// Kept tool lists are bounded by the memory they hold, not by their count: 60 distinct
+/// lists of 60 KB (about 3 MB each compiled) leave at most 128 MiB kept.
+#[tokio::test]
+async fn kept_tool_lists_are_bounded_by_their_memory() {
+    let gateway = start("", &[]).await;
+    for list in 0..60 {
+        let mut body = request("no-such-route", "hi");
+        body["tools"] = heavy_tools(42, &format!("list{list}"));
+        assert!(body["tools"].to_string().len() > 55_000);
+        assert_eq!(post(&gateway, &body).await.status, 404);
+    }
+    let metrics = get(&gateway, "/metrics").await.text;
+    let kept = gauge(&metrics, "gateway_tool_lists_kept_bytes").expect("the kept bytes gauge");
+    assert!(kept <= 128.0 * 1024.0 * 1024.0, "{kept}");
+    assert!(
+        kept >= 100.0 * 1024.0 * 1024.0,
+        "lists are kept up to the bound: {kept}"
+    );
+    gateway.stop().await.unwrap();
+}
+
+/// A list near the body limit compiles off the request-serving threads: on a gateway with
+/// one worker thread, other requests are answered while it compiles (the gauge of lists
+/// compiling is read at 1 through `/metrics`, which could not answer otherwise).
+#[test]
+fn a_huge_tool_list_does_not_stall_other_requests() {
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let gateway = server.block_on(start("", &[]));
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let base = gateway.base_url();
+    client.block_on(async {
+        let mut body = request("no-such-route", "hi");
+        body["tools"] = heavy_tools(2400, "huge");
+        let size = body.to_string().len();
+        assert!((3_000_000..4 * 1024 * 1024).contains(&size), "{size}");
+        let url = format!("{base}/v1/chat/completions");
+        let mut huge = tokio::spawn(async move {
+            reqwest::Client::new().post(url).json(&body).send().await.unwrap().status()
+        });
+        let metrics = reqwest::Client::new();
+        let mut answered_while_compiling = false;
+        loop {
+            tokio::select! {
+                status = &mut huge => {
+                    assert_eq!(status.unwrap(), 404);
+                    break;
+                }
+                text = async {
+                    metrics.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap()
+                } => {
+                    if gauge(&text, "gateway_tool_lists_compiling") == Some(1.0) {
+                        answered_while_compiling = true;
+                    }
+                }
+            }
+        }
+        assert!(answered_while_compiling, "no request was answered while the list compiled");
+    });
+    server.block_on(gateway.stop()).unwrap();
+}
