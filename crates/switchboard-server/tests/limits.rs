@@ -299,3 +299,107 @@ fn a_huge_tool_list_does_not_stall_other_requests() {
     });
     server.block_on(gateway.stop()).unwrap();
 }
+
+/// The count of `gateway_requests_total` with these labels.
+fn requests_total(metrics: &str, labels: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("gateway_requests_total{{{labels}}} ")))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Polls `/metrics` until the count reaches `expected` (or a generous bound passes).
+async fn wait_for_count(
+    gateway: &switchboard_server::RunningGateway,
+    labels: &str,
+    expected: f64,
+) -> f64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let count = requests_total(&get(gateway, "/metrics").await.text, labels);
+        if count >= expected || tokio::time::Instant::now() > deadline {
+            return count;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every request is logged and counted however it ends: 200 streams abandoned mid-answer
+/// and a whole (non-streamed) answer abandoned while it was collected each count as
+/// `client_closed`, and each cancels its backend request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_requests_are_logged_and_counted() {
+    use tokio::io::AsyncWriteExt;
+    let (whole, _whole_gate) = endless(1);
+    let whole_backend = ScriptedServer::start(vec![whole]).await;
+    let mut streams = Vec::new();
+    let mut gates = Vec::new();
+    for _ in 0..200 {
+        let (reply, gate) = endless(1);
+        streams.push(reply);
+        gates.push(gate);
+    }
+    let streams_backend = ScriptedServer::start(streams).await;
+    let gateway = start(
+        "",
+        &[
+            route("abandoned-whole", "openai", &whole_backend.base, ""),
+            route("abandoned-streams", "openai", &streams_backend.base, ""),
+        ],
+    )
+    .await;
+
+    let body = request("abandoned-whole", "hi").to_string();
+    let mut socket = tokio::net::TcpStream::connect(gateway.address)
+        .await
+        .unwrap();
+    socket
+        .write_all(
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    // Once the backend has the request, the client leaves without an answer.
+    while whole_backend.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(socket);
+    wait_for_hang_up(&whole_backend).await;
+    let labels = "endpoint=\"chat_completions\",route=\"abandoned-whole\",status=\"client_closed\"";
+    assert_eq!(wait_for_count(&gateway, labels, 1.0).await, 1.0);
+
+    let clients = (0..200).map(|_| {
+        let url = format!("{}/v1/chat/completions", gateway.base_url());
+        tokio::spawn(async move {
+            let mut response = client()
+                .post(url)
+                .json(&streaming(request("abandoned-streams", "hi")))
+                .send()
+                .await
+                .unwrap();
+            let first = response.chunk().await.unwrap().unwrap();
+            assert!(String::from_utf8_lossy(&first).contains("xxxx"));
+        })
+    });
+    for client in clients.collect::<Vec<_>>() {
+        client.await.unwrap();
+    }
+    let labels =
+        "endpoint=\"chat_completions\",route=\"abandoned-streams\",status=\"client_closed\"";
+    assert_eq!(wait_for_count(&gateway, labels, 200.0).await, 200.0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while streams_backend.hung_up() < 200 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        streams_backend.hung_up(),
+        200,
+        "every backend request was closed"
+    );
+    gateway.stop().await.unwrap();
+}
