@@ -91,6 +91,26 @@ impl ApiError {
         )
     }
 
+    /// The gateway is stopping and could not wait for this answer any longer.
+    pub fn shutting_down() -> Self {
+        Self::upstream(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the gateway is shutting down; the answer was cut short, send the request again",
+            "server_shutting_down",
+        )
+    }
+
+    /// The request's body did not arrive in time.
+    pub fn body_timeout(detail: impl std::fmt::Display) -> Self {
+        Self {
+            status: StatusCode::REQUEST_TIMEOUT,
+            message: detail.to_string(),
+            kind: "invalid_request_error",
+            param: None,
+            code: Some("body_timeout".into()),
+        }
+    }
+
     /// The JSON body, as sent both in responses and as an SSE error event.
     pub fn body(&self) -> serde_json::Value {
         json!({"error": ErrorBody { message: &self.message, kind: self.kind, param: self.param.as_deref(), code: self.code.as_deref() }})

@@ -48,6 +48,7 @@ pub fn start(
     limits: Limits,
 ) -> Outputs {
     let timeout = limits.timeout;
+    let cut = limits.cut.clone();
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let turn = async {
@@ -122,6 +123,9 @@ pub fn start(
                 }
             }
             () = sender.closed() => {}
+            () = cut.cancelled() => {
+                let _ = sender.send(Err(ApiError::shutting_down()));
+            }
         }
     });
     receiver

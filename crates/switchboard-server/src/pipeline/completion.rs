@@ -41,6 +41,7 @@ pub fn start(completion: Completion) -> Outputs {
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let timeout = completion.limits.timeout;
+        let cut = completion.limits.cut.clone();
         let work = async {
             if let Err(error) = answer(&completion, &sender).await {
                 let _ = sender.send(Err(error));
@@ -53,6 +54,9 @@ pub fn start(completion: Completion) -> Outputs {
                 }
             }
             () = sender.closed() => {}
+            () = cut.cancelled() => {
+                let _ = sender.send(Err(ApiError::shutting_down()));
+            }
         }
     });
     receiver

@@ -37,12 +37,14 @@ pub struct GatewayRequest {
 }
 
 /// What bounds one answer, from the configuration.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// The whole request's deadline.
     pub timeout: std::time::Duration,
     /// Bytes of words, reasoning and calls the answer may receive from its backend.
     pub max_answer_bytes: usize,
+    /// Cancelled when the gateway stops waiting for answers at shutdown.
+    pub cut: tokio_util::sync::CancellationToken,
 }
 
 /// An answer under way.
@@ -65,6 +67,7 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
     let limits = Limits {
         timeout: state.request_timeout,
         max_answer_bytes: state.max_answer_bytes,
+        cut: state.cut.clone(),
     };
     if let Some(name) = model.strip_prefix(character::PREFIX) {
         let character = state.characters.get(name).ok_or_else(|| {
