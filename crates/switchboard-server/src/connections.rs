@@ -1,5 +1,5 @@
 //! Client connections: accepted up to a cap, served as HTTP/1.1 or HTTP/2 (prior
-//! knowledge) under the same limits, and closed when they waste the gateway's resources:
+//! knowledge, or an h2c upgrade) under the same limits, and closed when they waste the gateway's resources:
 //! headers not sent in time, a body not sent in time, or nothing in flight for too long.
 //! Each of these was a way for a handful of clients to hold every descriptor the process
 //! has; the cap keeps `accept` from failing with "too many open files" at all.
@@ -14,18 +14,24 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use hyper::server::conn::http2;
+use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
+
+use crate::h2c;
 
 /// Streams one HTTP/2 connection may carry at once.
 const MAX_STREAMS_PER_CONNECTION: u32 = 128;
@@ -65,6 +71,8 @@ pub fn raise_descriptor_limit() -> Option<u64> {
 pub struct Server {
     limits: ConnectionLimits,
     builder: auto::Builder<TokioExecutor>,
+    /// For connections upgraded to h2c, with the same settings as `builder`'s HTTP/2.
+    http2: http2::Builder<TokioExecutor>,
     router: Router,
     connections: JoinSet<()>,
     /// Asks every connection to finish its requests and close.
@@ -108,9 +116,15 @@ impl Server {
             .timer(TokioTimer::new())
             .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
             .max_header_list_size(u32::try_from(MAX_HEADER_BYTES).unwrap_or(u32::MAX));
+        let mut http2 = http2::Builder::new(TokioExecutor::new());
+        http2
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+            .max_header_list_size(u32::try_from(MAX_HEADER_BYTES).unwrap_or(u32::MAX));
         Self {
             limits,
             builder,
+            http2,
             router,
             connections: JoinSet::new(),
             closing: CancellationToken::new(),
@@ -186,10 +200,31 @@ impl Server {
         let router = self.router.clone();
         let body_deadline = self.limits.body_read_timeout;
         let service_activity = Arc::clone(&activity);
-        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let (upgrade, mut upgraded) = oneshot::channel::<(OnUpgrade, Bytes)>();
+        let upgrade = Arc::new(Mutex::new(Some(upgrade)));
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let router = router.clone();
             let busy = Busy::start(&service_activity);
+            let switching = h2c::wants_upgrade(&request)
+                .then(|| h2c::stream_one(&request))
+                .flatten()
+                .and_then(|stream_one| {
+                    let sender = upgrade.lock().ok()?.take()?;
+                    sender
+                        .send((hyper::upgrade::on(&mut request), stream_one))
+                        .ok()
+                });
             async move {
+                if switching.is_some() {
+                    let response = Response::builder()
+                        .status(StatusCode::SWITCHING_PROTOCOLS)
+                        .header(header::CONNECTION, "upgrade")
+                        .header(header::UPGRADE, "h2c")
+                        .body(Body::empty())
+                        .unwrap_or_default();
+                    drop(busy);
+                    return Ok::<_, Infallible>(response);
+                }
                 let request = request.map(|body| Body::new(Deadline::new(body, body_deadline)));
                 let response = router
                     .oneshot(request)
@@ -205,24 +240,67 @@ impl Server {
             }
         });
         let builder = self.builder.clone();
+        let http2 = self.http2.clone();
         let closing = self.closing.clone();
         let idle = self.limits.idle_timeout;
         async move {
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(connection);
-            let mut closing_asked = false;
-            loop {
-                tokio::select! {
-                    _ = connection.as_mut() => return,
-                    () = closing.cancelled(), if !closing_asked => {
-                        closing_asked = true;
-                        connection.as_mut().graceful_shutdown();
-                    }
-                    () = activity.idle_for(idle), if !closing_asked => {
-                        closing_asked = true;
-                        connection.as_mut().graceful_shutdown();
-                    }
+            let connection =
+                builder.serve_connection_with_upgrades(TokioIo::new(stream), service.clone());
+            drive(
+                connection,
+                |c| c.graceful_shutdown(),
+                &closing,
+                &activity,
+                idle,
+            )
+            .await;
+            // An h2c upgrade: the same connection goes on as HTTP/2, under the same limits.
+            let Ok((upgrading, stream_one)) = upgraded.try_recv() else {
+                return;
+            };
+            let replayed = match upgrading.await {
+                Ok(io) => h2c::replay(TokioIo::new(io), stream_one).await,
+                Err(error) => Err(std::io::Error::other(error)),
+            };
+            match replayed {
+                Ok(io) => {
+                    let connection = http2.serve_connection(TokioIo::new(io), service);
+                    drive(
+                        connection,
+                        |c| c.graceful_shutdown(),
+                        &closing,
+                        &activity,
+                        idle,
+                    )
+                    .await;
                 }
+                Err(error) => tracing::debug!(%error, "h2c upgrade failed"),
+            }
+        }
+    }
+}
+
+/// Runs a connection to its end, asking it to close gracefully once the server is closing
+/// or once it has had nothing in flight for `idle`.
+async fn drive<C: Future>(
+    connection: C,
+    graceful_shutdown: impl Fn(Pin<&mut C>),
+    closing: &CancellationToken,
+    activity: &Activity,
+    idle: Duration,
+) {
+    tokio::pin!(connection);
+    let mut closing_asked = false;
+    loop {
+        tokio::select! {
+            _ = connection.as_mut() => return,
+            () = closing.cancelled(), if !closing_asked => {
+                closing_asked = true;
+                graceful_shutdown(connection.as_mut());
+            }
+            () = activity.idle_for(idle), if !closing_asked => {
+                closing_asked = true;
+                graceful_shutdown(connection.as_mut());
             }
         }
     }

@@ -13,6 +13,7 @@ mod app;
 pub mod config;
 mod connections;
 pub mod error;
+mod h2c;
 mod ids;
 mod pipeline;
 mod state;

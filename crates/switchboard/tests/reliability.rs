@@ -353,9 +353,9 @@ async fn endless_answers_stop_at_their_bound() {
     assert!(after - before < 250.0, "{before} → {after}");
 }
 
-/// curl speaks HTTP/2 with prior knowledge, and its h2c upgrade request is answered.
+/// curl gets HTTP/2 with prior knowledge and through the h2c upgrade.
 #[tokio::test]
-async fn curl_gets_http2_with_prior_knowledge() {
+async fn curl_gets_http2_with_prior_knowledge_and_by_upgrade() {
     let served = Served::start("", None);
     let url = format!("{}/healthz", served.base);
     for flag in ["--http2-prior-knowledge", "--http2"] {
@@ -366,12 +366,25 @@ async fn curl_gets_http2_with_prior_knowledge() {
         let text = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{flag}: {text}");
         assert!(text.contains("\"status\":\"ok\""), "{flag}: {text}");
-        if flag == "--http2-prior-knowledge" {
-            assert!(text.ends_with("2 200"), "{flag}: {text}");
-        } else {
-            assert!(text.ends_with(" 200"), "{flag}: {text}");
-        }
+        assert!(text.ends_with("\n2 200"), "{flag}: {text}");
     }
+    // A request with a body is answered over HTTP/1.1, as the upgrade allows.
+    let output = Command::new("curl")
+        .args([
+            "-s",
+            "-w",
+            "\n%{http_version} %{http_code}",
+            "--http2",
+            "-d",
+        ])
+        .arg(chat("no-such-route").to_string())
+        .args(["-H", "content-type: application/json"])
+        .arg(format!("{}/v1/chat/completions", served.base))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.ends_with("\n1.1 404"), "{text}");
+    assert!(text.contains("model_not_found"), "{text}");
 }
 
 /// SIGTERM mid-stream: the stream still running when the grace ends gets the
