@@ -235,6 +235,10 @@ impl Engine {
         Ok((engine, declaration))
     }
 
+    /// Jobs whose requester is gone (its client left, its deadline passed) are dropped
+    /// unrun: one slow call must not be followed by the calls of every client that gave up
+    /// waiting behind it. A call already running when its requester leaves runs on to its
+    /// end or its deadline; its result is discarded.
     fn handle(&mut self, job: Job) {
         match job {
             Job::Start {
@@ -242,7 +246,14 @@ impl Engine {
                 scope,
                 reply,
             } => {
-                let _ = reply.send(scope.run(|| self.start(session)));
+                if reply.is_closed() {
+                    return;
+                }
+                let started = scope.run(|| self.start(session));
+                if reply.send(started).is_err() {
+                    // Nobody will hold the session that would end this instance.
+                    self.sessions.remove(&session);
+                }
             }
             Job::Call {
                 session,
@@ -251,6 +262,9 @@ impl Engine {
                 scope,
                 reply,
             } => {
+                if reply.is_closed() {
+                    return;
+                }
                 let outcome = scope.run(|| self.call(session, &tool, &arguments));
                 let _ = reply.send(outcome);
             }

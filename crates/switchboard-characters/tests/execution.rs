@@ -554,3 +554,66 @@ fn a_slow_character_does_not_delay_another() {
         assert!(add_done < spin_done, "the add waited for the spin to end");
     });
 }
+
+/// Polls a future once (far enough for a tool call to queue its job) and drops it, as a
+/// client that gives up drops its request.
+fn queue_and_abandon(future: impl std::future::Future) {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(future.as_mut().poll(&mut context).is_pending());
+}
+
+/// Calls whose callers are gone never start: five calls queued behind a slow one and then
+/// abandoned are dropped, so the next caller waits only for the call already running.
+#[test]
+fn abandoned_calls_queued_behind_a_slow_one_never_run() {
+    let runtime = runtime();
+    let loaded = loaded("queue");
+    let character = character(&loaded, "slow");
+    let session = runtime.block_on(character.start_conversation()).unwrap();
+    let slow = call("slow", r#"{"ms": 1000}"#);
+    let result = runtime.block_on(async {
+        let mut running = std::pin::pin!(session.call_tool(&slow));
+        std::future::poll_fn(|context| {
+            assert!(running.as_mut().poll(context).is_pending());
+            std::task::Poll::Ready(())
+        })
+        .await;
+        for _ in 0..5 {
+            queue_and_abandon(session.call_tool(&slow));
+        }
+        assert_eq!(running.await.content, "runs: 1, starts: 1");
+        session.call_tool(&call("slow", r#"{"ms": 0}"#)).await
+    });
+    assert_eq!(
+        result.content, "runs: 2, starts: 1",
+        "only the call that was running and the new one ran"
+    );
+}
+
+/// A conversation whose caller left before its instance was made is never started.
+#[test]
+fn an_abandoned_start_is_never_run() {
+    let runtime = runtime();
+    let loaded = loaded("queue");
+    let character = character(&loaded, "slow");
+    let session = runtime.block_on(character.start_conversation()).unwrap();
+    let slow = call("slow", r#"{"ms": 1000}"#);
+    let result = runtime.block_on(async {
+        let mut running = std::pin::pin!(session.call_tool(&slow));
+        std::future::poll_fn(|context| {
+            assert!(running.as_mut().poll(context).is_pending());
+            std::task::Poll::Ready(())
+        })
+        .await;
+        for _ in 0..5 {
+            queue_and_abandon(character.start_conversation());
+        }
+        running.await;
+        session.call_tool(&call("slow", r#"{"ms": 0}"#)).await
+    });
+    assert_eq!(
+        result.content, "runs: 2, starts: 1",
+        "no instance was made for the abandoned starts"
+    );
+}

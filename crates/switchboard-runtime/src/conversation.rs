@@ -31,6 +31,10 @@ pub struct ConversationOptions {
     /// Counted from the usage the backend reports (a backend that reports none leaves every
     /// request the whole budget, so `max_tool_rounds` still bounds the turn).
     pub max_tokens: Option<u32>,
+    /// Bytes of words, reasoning and tool calls one turn may receive from the model, over
+    /// all its rounds: the reply is held whole, so a backend that never stops must not
+    /// grow it without end.
+    pub max_reply_bytes: usize,
 }
 
 impl Default for ConversationOptions {
@@ -39,6 +43,7 @@ impl Default for ConversationOptions {
             max_tool_rounds: 4,
             max_history: 100,
             max_tokens: None,
+            max_reply_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -50,6 +55,9 @@ pub enum TurnError {
     Backend(#[from] BackendError),
     #[error("the model's reply was incomplete: {0}")]
     Incomplete(#[from] CollectError),
+    /// The reply passed `max_reply_bytes`; the backend request was closed.
+    #[error("the model's reply passed the limit of {limit} bytes")]
+    TooLarge { limit: usize },
 }
 
 /// What one turn did, for logs and metrics.
@@ -145,6 +153,7 @@ impl Conversation {
         let started = Instant::now();
         let mut summary = TurnSummary::default();
         let definitions = self.tools.definitions();
+        let mut received = 0;
         let outcome = loop {
             let budget = self
                 .options
@@ -168,7 +177,10 @@ impl Conversation {
                 request.tools = definitions.clone();
                 request.tool_choice = Some(ToolChoice::Auto);
             }
-            let round = match self.round(request, started, &mut summary, on_event).await {
+            let round = match self
+                .round(request, started, &mut summary, &mut received, on_event)
+                .await
+            {
                 Ok(round) => round,
                 Err(error) => break Err(error),
             };
@@ -209,12 +221,14 @@ impl Conversation {
     }
 
     /// One request to the model: streams its words out, runs each tool call as soon as it
-    /// is complete, and returns the reply with the results in call order.
+    /// is complete, and returns the reply with the results in call order. `received` counts
+    /// the turn's bytes so far against `max_reply_bytes`.
     async fn round(
         &self,
         request: ChatRequest,
         started: Instant,
         summary: &mut TurnSummary,
+        received: &mut usize,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> Result<Round, TurnError> {
         let mut stream = self.backend.chat(request).await?;
@@ -229,6 +243,10 @@ impl Conversation {
                 event = stream.next() => {
                     let Some(event) = event else { break };
                     let event = event?;
+                    *received += event.text_len();
+                    if *received > self.options.max_reply_bytes {
+                        return Err(TurnError::TooLarge { limit: self.options.max_reply_bytes });
+                    }
                     collector.push(&event);
                     match event {
                         StreamEvent::TextDelta(delta) => {

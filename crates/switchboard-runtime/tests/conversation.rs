@@ -554,3 +554,44 @@ async fn max_tokens_bounds_the_whole_turn_across_tool_rounds() {
         "the call that ran keeps its result: {history:?}"
     );
 }
+
+/// A reply is held whole, so it is bounded: past `max_reply_bytes` (over all rounds) the
+/// turn ends with `TooLarge` and the backend request is closed; the conversation goes on.
+#[tokio::test]
+async fn a_reply_past_the_byte_bound_ends_the_turn() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let mut endless = OpenAiScript::new();
+    for _ in 0..20 {
+        endless = endless.text(&"words ".repeat(20));
+    }
+    let mut endless = endless.finish("stop", 1, 1).reply();
+    // The backend holds the rest back: only a turn that gave up closes the connection.
+    endless.gate = Some((15, Arc::clone(&gate)));
+    let server = ScriptedServer::start(vec![
+        endless,
+        OpenAiScript::new()
+            .text("Short.")
+            .finish("stop", 1, 1)
+            .reply(),
+    ])
+    .await;
+    let options = ConversationOptions {
+        max_reply_bytes: 1000,
+        ..ConversationOptions::default()
+    };
+    let mut conversation = conversation_with("narrator", &server, options).await;
+    let (_, mut sink) = collect();
+    let error = conversation.send("Talk.", &mut sink).await.unwrap_err();
+    assert!(
+        matches!(error, TurnError::TooLarge { limit: 1000 }),
+        "{error:?}"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while server.hung_up() == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.hung_up(), 1, "the backend request was closed");
+    let (_, mut sink) = collect();
+    let summary = conversation.send("Be brief.", &mut sink).await.unwrap();
+    assert_eq!(summary.reply, "Short.");
+}

@@ -9,10 +9,10 @@ use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::api::{self, RequestId};
+use crate::connections::Server;
 use crate::error::ApiError;
 use crate::ids::request_id;
 use crate::state::AppState;
@@ -60,37 +60,34 @@ async fn with_request_id(mut request: Request, next: Next) -> Response {
 }
 
 /// Serves until `shutdown` resolves; in-flight requests then have `grace` to finish.
+/// Answers still running after it end with `server_shutting_down` (an SSE error event in
+/// a stream), which they get a moment to send before their connections close.
 pub async fn run(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
-    // Without TCP_NODELAY a streamed answer's small SSE writes can wait on the client's
-    // delayed ACK (Nagle's algorithm).
-    let listener = listener.tap_io(|connection| {
-        let _ = connection.set_nodelay(true);
-    });
-    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
-        shutdown.await;
-        tracing::info!("shutting down: finishing in-flight requests");
-        let _ = stopping.send(());
-    });
-    tokio::select! {
-        served = server => served,
-        () = async {
-            if stopped.await.is_ok() {
-                tokio::time::sleep(grace).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        } => {
-            tracing::warn!(grace_secs = grace.as_secs(), "in-flight requests did not finish in time; stopping anyway");
-            Ok(())
-        }
+    let cut = state.cut.clone();
+    let mut server = Server::new(router(state.clone()), state.connections);
+    server.accept(listener, shutdown).await;
+    tracing::info!("shutting down: finishing in-flight requests");
+    if server.close(grace).await {
+        return Ok(());
     }
+    tracing::warn!(
+        grace_secs = grace.as_secs(),
+        "in-flight requests did not finish in time; ending them with server_shutting_down"
+    );
+    cut.cancel();
+    if !server.close(FINAL_WRITE).await {
+        server.abort().await;
+    }
+    Ok(())
 }
+
+/// Time answers cut at shutdown get to write their last event.
+const FINAL_WRITE: Duration = Duration::from_secs(2);
 
 /// Resolves on Ctrl-C or SIGTERM.
 pub async fn shutdown_signal() {

@@ -30,9 +30,29 @@ pub struct Config {
     /// Whole-request deadline, in seconds.
     #[serde(default = "default_request_timeout")]
     pub request_timeout_secs: u64,
+    /// Most bytes of words, reasoning and tool calls one answer may receive from its backend
+    /// (over retries and a character's tool rounds); past it the answer ends with
+    /// `backend_answer_too_large` and the backend request is closed.
+    #[serde(default = "default_answer_limit")]
+    pub max_answer_bytes: usize,
     /// How long in-flight requests may take to finish after a shutdown signal, in seconds.
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace_secs: u64,
+    /// Time a client has to send a request's headers, in seconds.
+    #[serde(default = "default_header_read_timeout")]
+    pub header_read_timeout_secs: u64,
+    /// Time a client has to send a request's body, in seconds (never more than the request
+    /// deadline).
+    #[serde(default = "default_body_read_timeout")]
+    pub body_read_timeout_secs: u64,
+    /// How long a connection with no request in flight stays open, in seconds: idle
+    /// keep-alive connections, and connections that never send anything.
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout_secs: u64,
+    /// Open client connections at most (never more than half the process's descriptor
+    /// limit); more wait to be accepted until one closes.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
     /// The route that answers model names no route or alias matches; off when absent.
     #[serde(default)]
     pub default_route: Option<String>,
@@ -116,12 +136,32 @@ fn default_body_limit() -> usize {
     4 * 1024 * 1024
 }
 
+fn default_answer_limit() -> usize {
+    16 * 1024 * 1024
+}
+
 fn default_request_timeout() -> u64 {
     300
 }
 
 fn default_shutdown_grace() -> u64 {
     10
+}
+
+fn default_header_read_timeout() -> u64 {
+    10
+}
+
+fn default_body_read_timeout() -> u64 {
+    30
+}
+
+fn default_idle_timeout() -> u64 {
+    60
+}
+
+fn default_max_connections() -> usize {
+    4096
 }
 
 /// Why a configuration could not be used.
@@ -204,7 +244,12 @@ impl Config {
             default_route: None,
             max_body_bytes: default_body_limit(),
             request_timeout_secs: default_request_timeout(),
+            max_answer_bytes: default_answer_limit(),
             shutdown_grace_secs: default_shutdown_grace(),
+            header_read_timeout_secs: default_header_read_timeout(),
+            body_read_timeout_secs: default_body_read_timeout(),
+            idle_timeout_secs: default_idle_timeout(),
+            max_connections: default_max_connections(),
             routes,
         }
     }

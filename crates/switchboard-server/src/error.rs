@@ -7,6 +7,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::json;
 
+/// The code of an answer stopped for its size.
+pub const ANSWER_TOO_LARGE: &str = "backend_answer_too_large";
+
 /// An error answered to an API client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -76,6 +79,36 @@ impl ApiError {
             format!("the request took longer than {} s", timeout.as_secs()),
             "request_timeout",
         )
+    }
+
+    /// The backend's answer passed `max_answer_bytes`, or one of its events the decoders'
+    /// bound.
+    pub fn answer_too_large(detail: impl std::fmt::Display) -> Self {
+        Self::upstream(
+            StatusCode::BAD_GATEWAY,
+            format!("the backend's answer is too large: {detail}; the backend request was closed"),
+            ANSWER_TOO_LARGE,
+        )
+    }
+
+    /// The gateway is stopping and could not wait for this answer any longer.
+    pub fn shutting_down() -> Self {
+        Self::upstream(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the gateway is shutting down; the answer was cut short, send the request again",
+            "server_shutting_down",
+        )
+    }
+
+    /// The request's body did not arrive in time.
+    pub fn body_timeout(detail: impl std::fmt::Display) -> Self {
+        Self {
+            status: StatusCode::REQUEST_TIMEOUT,
+            message: detail.to_string(),
+            kind: "invalid_request_error",
+            param: None,
+            code: Some("body_timeout".into()),
+        }
     }
 
     /// The JSON body, as sent both in responses and as an SSE error event.

@@ -5,12 +5,15 @@
 //!   request model and renders the pipeline's outputs in its own format;
 //! - `pipeline/`: the one path every request takes: route or character, tool calling,
 //!   checks on the model's calls;
-//! - `upstream/`: the backends (routes) and their health.
+//! - `upstream/`: the backends (routes) and their health;
+//! - `connections`: accepting and serving client connections under their limits.
 
 mod api;
 mod app;
 pub mod config;
+mod connections;
 pub mod error;
+mod h2c;
 mod ids;
 mod pipeline;
 mod state;

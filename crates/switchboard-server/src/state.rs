@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_characters::{CharacterRegistry, LoadOptions};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::connections::ConnectionLimits;
 use crate::telemetry;
 use crate::upstream::{Health, Route, RouteTable};
 
@@ -22,6 +24,11 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
+    pub max_answer_bytes: usize,
+    pub connections: ConnectionLimits,
+    /// Cancelled when a shutdown's grace period ends: answers still running then end with
+    /// `server_shutting_down`, in their API's format.
+    pub cut: CancellationToken,
 }
 
 impl AppState {
@@ -65,6 +72,15 @@ impl AppState {
             metrics: telemetry::prometheus(),
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout(),
+            max_answer_bytes: config.max_answer_bytes,
+            connections: ConnectionLimits {
+                header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
+                body_read_timeout: Duration::from_secs(config.body_read_timeout_secs)
+                    .min(config.request_timeout()),
+                idle_timeout: Duration::from_secs(config.idle_timeout_secs),
+                max_connections: config.max_connections,
+            },
+            cut: CancellationToken::new(),
         })
     }
 }

@@ -413,3 +413,37 @@ async fn standard_fields_are_forwarded_and_vendor_extensions_only_when_the_route
     }
     gateway.stop().await.unwrap();
 }
+
+/// Client input quoted in an error is cut to a bounded length, and a body with thousands of
+/// problems gets a bounded list: a 400 KB pattern or model name never comes back whole.
+#[tokio::test]
+async fn errors_quote_client_input_cut_to_a_bounded_length() {
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let huge = format!("({}", "a".repeat(400_000));
+    let mut pattern = with_tools("qwen", "hi");
+    pattern["tools"][0]["function"]["parameters"]["properties"]["city"]["pattern"] = json!(huge);
+    let broken: Vec<Value> = (0..5_000)
+        .map(|index| json!({"type": "function", "function": {"name": format!("t{index}"), "parameters": {"type": "objekt"}}}))
+        .collect();
+    let cases = [
+        (pattern, 400, "400001 characters"),
+        (with("model", json!(huge)), 404, "400001 characters"),
+        (with("stop", json!({"a": huge})), 400, "characters)"),
+        (with("tools", json!(broken)), 400, "more problems"),
+    ];
+    for (body, status, words) in cases {
+        let answer = post(&gateway, &body).await;
+        let error = answer.error(status);
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(words), "{message}");
+        assert!(
+            answer.text.len() < 8 * 1024,
+            "{} bytes: {}",
+            answer.text.len(),
+            &answer.text[..500]
+        );
+    }
+    assert!(backend.requests().is_empty());
+    gateway.stop().await.unwrap();
+}

@@ -22,7 +22,7 @@ mod generate;
 pub use call::{ToolCall, ToolResult};
 pub use definition::{FunctionDefinition, ToolDefinition, ToolKind};
 pub use message::{Content, Message};
-pub use problem::{Problem, Problems};
+pub use problem::{MAX_QUOTED_CHARS, Problem, Problems, quote, quote_value};
 pub use profile::{Profile, ProfileKind};
 pub use switchboard_macros::tool;
 pub use tool::{FnTool, Tool, ToolError, Toolbox};

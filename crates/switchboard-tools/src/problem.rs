@@ -1,6 +1,19 @@
-//! One thing wrong with a tool list, located by its JSON path.
+//! One thing wrong with a tool list, located by its JSON path. Tool lists come from API
+//! clients, so whatever a problem quotes of them is cut to a bounded length: a 400 KB
+//! pattern must not come back as a 400 KB error.
 
 use std::fmt;
+
+use serde_json::Value;
+
+use crate::toolset::truncate_message;
+
+/// Characters of client input quoted in a message.
+pub const MAX_QUOTED_CHARS: usize = 100;
+/// Characters of a problem's message, whatever it quotes.
+const MAX_PROBLEM_CHARS: usize = 300;
+/// Characters of a problem's path (object keys come from the client too).
+const MAX_PATH_CHARS: usize = 200;
 
 /// A problem found while validating tool definitions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,8 +26,40 @@ pub struct Problem {
 impl Problem {
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            path: path.into(),
-            message: message.into(),
+            path: truncate_message(path.into(), MAX_PATH_CHARS),
+            message: truncate_message(message.into(), MAX_PROBLEM_CHARS),
+        }
+    }
+}
+
+/// Client text as a message quotes it: `"text"`, or its start and its length when longer
+/// than [`MAX_QUOTED_CHARS`].
+pub fn quote(text: &str) -> String {
+    let length = text.chars().count();
+    if length <= MAX_QUOTED_CHARS {
+        format!("\"{text}\"")
+    } else {
+        let start = truncate_message(text.to_owned(), MAX_QUOTED_CHARS);
+        format!("\"{start}\" ({length} characters)")
+    }
+}
+
+/// A client's JSON value as a message quotes it: strings as [`quote`] does, other values as
+/// JSON, cut the same way.
+pub fn quote_value(value: &Value) -> String {
+    match value {
+        Value::String(text) => quote(text),
+        other => {
+            let text = other.to_string();
+            let length = text.chars().count();
+            if length <= MAX_QUOTED_CHARS {
+                text
+            } else {
+                format!(
+                    "{} ({length} characters)",
+                    truncate_message(text, MAX_QUOTED_CHARS)
+                )
+            }
         }
     }
 }

@@ -4,7 +4,7 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
-use crate::problem::{Problem, pointer};
+use crate::problem::{MAX_QUOTED_CHARS, Problem, pointer, quote_value};
 
 const TYPE_NAMES: &[&str] = &[
     "\"array\"",
@@ -29,7 +29,7 @@ pub(crate) fn compile(schema: &Value, path: &str) -> Result<Validator, Vec<Probl
             {
                 format!(
                     "{} is not a JSON Schema type; use one of {}",
-                    error.instance(),
+                    quote_value(error.instance()),
                     TYPE_NAMES.join(", ")
                 )
             } else {
@@ -47,19 +47,20 @@ pub(crate) fn compile(schema: &Value, path: &str) -> Result<Validator, Vec<Probl
         .map_err(|error| {
             vec![Problem::new(
                 path,
-                format!("schema does not compile: {error}"),
+                format!("schema does not compile: {}", describe(&error)),
             )]
         })
 }
 
 /// One violation as a short sentence. The crate's own messages print whole schemas for
-/// some keywords; models and people need the allowed values, not the schema.
+/// some keywords; models and people need the allowed values, not the schema. The value
+/// at fault is quoted cut to a bounded length.
 pub(crate) fn describe(error: &ValidationError<'_>) -> String {
     match error.kind() {
         ValidationErrorKind::Enum { options } => {
             format!(
                 "{} is not one of the allowed values: {}",
-                error.instance(),
+                quote_value(error.instance()),
                 list_values(options)
             )
         }
@@ -89,10 +90,18 @@ pub(crate) fn describe(error: &ValidationError<'_>) -> String {
             format!(
                 "expected {expected}, got {} {}",
                 type_name(error.instance()),
-                error.instance()
+                quote_value(error.instance())
             )
         }
-        _ => error.to_string(),
+        _ => {
+            let message = error.to_string();
+            let instance = error.instance().to_string();
+            if instance.chars().count() > MAX_QUOTED_CHARS {
+                message.replacen(&instance, &quote_value(error.instance()), 1)
+            } else {
+                message
+            }
+        }
     }
 }
 

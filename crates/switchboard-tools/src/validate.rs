@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::defaults::Defaults;
-use crate::problem::{Problem, Problems, pointer};
+use crate::problem::{Problem, Problems, pointer, quote, quote_value};
 use crate::profile::{Profile, STRICT_MAX_DEPTH, STRICT_MAX_PROPERTIES};
 use crate::schema::{self, walk};
 use crate::toolset::CompiledTool;
@@ -74,7 +74,7 @@ fn validate_tool(
         Some(Value::String(kind)) if kind == "function" => {}
         Some(other) => problems.push(Problem::new(
             pointer(path, "type"),
-            format!("must be \"function\", got {other}"),
+            format!("must be \"function\", got {}", quote_value(other)),
         )),
         None => problems.push(Problem::new(
             pointer(path, "type"),
@@ -112,7 +112,7 @@ fn validate_tool(
         Some(other) => {
             problems.push(Problem::new(
                 pointer(&function_path, "strict"),
-                format!("expected a boolean, got {other}"),
+                format!("expected a boolean, got {}", quote_value(other)),
             ));
             None
         }
@@ -167,7 +167,8 @@ fn check_name(
                 problems.push(Problem::new(
                     &path,
                     format!(
-                        "\"{name}\" is {} characters long, at most {} allowed",
+                        "{} is {} characters long, at most {} allowed",
+                        quote(name),
                         name.chars().count(),
                         profile.max_name_len
                     ),
@@ -176,7 +177,7 @@ fn check_name(
             if !profile.name_matches(name) {
                 problems.push(Problem::new(
                     &path,
-                    format!("\"{name}\" does not match {}", profile.name_pattern),
+                    format!("{} does not match {}", quote(name), profile.name_pattern),
                 ));
             }
             (problems.len() == before).then(|| name.clone())
@@ -184,7 +185,7 @@ fn check_name(
         Some(other) => {
             problems.push(Problem::new(
                 path,
-                format!("expected a string, got {other}"),
+                format!("expected a string, got {}", quote_value(other)),
             ));
             None
         }
@@ -234,7 +235,7 @@ fn check_description(
         Some(other) => {
             problems.push(Problem::new(
                 path,
-                format!("expected a string, got {other}"),
+                format!("expected a string, got {}", quote_value(other)),
             ));
             None
         }
@@ -274,9 +275,7 @@ fn check_parameters(
         return None;
     };
     if root.get("type") != Some(&Value::String("object".into())) {
-        let found = root
-            .get("type")
-            .map_or("nothing".to_owned(), Value::to_string);
+        let found = root.get("type").map_or("nothing".to_owned(), quote_value);
         problems.push(Problem::new(
             pointer(&path, "type"),
             format!("the root type must be \"object\", got {found}"),
@@ -365,7 +364,7 @@ fn check_strict(parameters: &Value, path: &str, problems: &mut Vec<Problem>) {
         {
             problems.push(Problem::new(
                 pointer(here, "required"),
-                format!("strict mode requires every property in required; \"{name}\" is missing (make it nullable instead)"),
+                format!("strict mode requires every property in required; {} is missing (make it nullable instead)", quote(name)),
             ));
         }
     });
@@ -428,7 +427,8 @@ fn report_duplicates(items: &[Value], problems: &mut Vec<Problem>) {
             problems.push(Problem::new(
                 format!("/{index}/function/name"),
                 format!(
-                    "duplicate tool name \"{name}\" (also at {})",
+                    "duplicate tool name {} (also at {})",
+                    quote(name),
                     others.join(", ")
                 ),
             ));

@@ -405,3 +405,44 @@ fn definitions_round_trip_openai_json() {
     let definition = tools.definitions().next().unwrap();
     assert_eq!(serde_json::to_value(definition).unwrap(), narrator());
 }
+
+/// Client input quoted back in a problem (an invalid pattern, a name, a wrong value) is cut
+/// to a bounded length, so a 400 KB pattern does not come back as a 400 KB error.
+#[test]
+fn quoted_input_is_cut_in_problems() {
+    let huge = format!("({}", "a".repeat(400_000));
+    let list = json!([
+        tool("p", json!({"type": "object", "properties": {"x": {"type": "string", "pattern": huge}}})),
+        {"type": "function", "function": {"name": "b".repeat(400_000), "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "c", "strict": huge, "parameters": {"type": "object"}}},
+        tool("e", json!({"type": "object", "properties": {"y": {"type": ["string", huge]}}})),
+        tool("f", json!({"type": "object", "properties": {"z": {"type": "integer", "default": huge}}})),
+    ]);
+    let found = problems(list, &Profile::api());
+    assert!(found.len() >= 5, "{}", found.len());
+    for line in &found {
+        assert!(
+            line.chars().count() <= 400,
+            "{} characters: {}…",
+            line.chars().count(),
+            &line[..200]
+        );
+    }
+    assert!(
+        has(&found, "/0/function/parameters", "(aaaa")
+            && has(
+                &found,
+                "/0/function/parameters",
+                "(400001 characters) is not a \"regex\""
+            ),
+        "{found:#?}"
+    );
+    assert!(
+        has(&found, "/1/function/name", "400000 characters"),
+        "{found:#?}"
+    );
+    assert!(
+        has(&found, "/2/function/strict", "expected a boolean"),
+        "{found:#?}"
+    );
+}

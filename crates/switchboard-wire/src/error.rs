@@ -28,6 +28,9 @@ pub enum DecodeErrorKind {
     /// The backend itself reported an error inside the stream.
     #[error("the backend reported an error: {0}")]
     Backend(String),
+    /// One line or event longer than the decoders accept.
+    #[error("an event longer than {limit} bytes")]
+    TooLarge { limit: usize },
 }
 
 impl DecodeError {
@@ -54,6 +57,16 @@ impl DecodeError {
         let offset =
             (start + line_start + error.column().saturating_sub(1)).min(start + text.len());
         Self::new(offset, DecodeErrorKind::Json(error.to_string()))
+    }
+
+    /// The line or event starting at `offset` passed [`MAX_EVENT_BYTES`](crate::MAX_EVENT_BYTES).
+    pub(crate) fn too_large(offset: usize) -> Self {
+        Self::new(
+            offset,
+            DecodeErrorKind::TooLarge {
+                limit: crate::MAX_EVENT_BYTES,
+            },
+        )
     }
 
     pub(crate) fn protocol(offset: usize, message: impl Into<String>) -> Self {

@@ -31,6 +31,21 @@ pub enum StreamEvent {
     Finish(FinishReason),
 }
 
+impl StreamEvent {
+    /// Bytes of text the event carries (words, reasoning, a call's name or arguments): what
+    /// an answer that is kept whole accumulates, and what its bounds count.
+    pub fn text_len(&self) -> usize {
+        match self {
+            StreamEvent::TextDelta(text)
+            | StreamEvent::ReasoningDelta(text)
+            | StreamEvent::ReasoningSignature(text) => text.len(),
+            StreamEvent::ToolCallStart { id, name, .. } => id.len() + name.len(),
+            StreamEvent::ToolCallArguments { delta, .. } => delta.len(),
+            StreamEvent::ToolCallEnd { .. } | StreamEvent::Usage(_) | StreamEvent::Finish(_) => 0,
+        }
+    }
+}
+
 /// Token counts; `total_tokens` is always the sum of the other two. Counts come from backends,
 /// so sums saturate at `u64::MAX` rather than overflow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

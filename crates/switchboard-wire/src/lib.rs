@@ -21,5 +21,6 @@ mod sse;
 pub use decoder::{Format, StreamDecoder, decode_body};
 pub use error::{BodyError, ConvertError, DecodeError, DecodeErrorKind, EncodeError};
 pub use event::{FinishReason, StreamEvent, Usage};
+pub use lines::MAX_EVENT_BYTES;
 pub use request::{ChatRequest, REASONING_EFFORTS, ToolChoice};
 pub use response::{ChatResponse, CollectError, Collector, collect};

@@ -1,8 +1,14 @@
 //! Line framing over a byte stream fed in arbitrary pieces: both SSE and NDJSON are lines,
 //! and only a complete line is turned into text, so a UTF-8 character split across two
-//! network reads is never seen half.
+//! network reads is never seen half. A line is bounded: a backend that never sends a newline
+//! cannot make the gateway buffer without end.
 
 use crate::{DecodeError, DecodeErrorKind};
+
+/// The longest line, and the longest SSE event, a decoder accepts. Generous for any real
+/// answer (a whole tool call's arguments in one event fit many times over), small enough
+/// that a runaway backend is stopped long before it hurts.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// Bytes received but not yet consumed as complete lines.
 #[derive(Debug, Default)]
@@ -32,6 +38,9 @@ impl Lines {
         let mut from = self.searched;
         while let Some(found) = self.buffer[from..].iter().position(|&byte| byte == b'\n') {
             let end = from + found;
+            if end - start > MAX_EVENT_BYTES {
+                return Err(DecodeError::too_large(self.base + start));
+            }
             let mut line = &self.buffer[start..end];
             if let [rest @ .., b'\r'] = line {
                 line = rest;
@@ -44,6 +53,9 @@ impl Lines {
         self.buffer.drain(..start);
         self.base += start;
         self.searched = self.buffer.len();
+        if self.buffer.len() > MAX_EVENT_BYTES {
+            return Err(DecodeError::too_large(self.base));
+        }
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 //! event; `eventsource-stream` only works on an async stream and loses offsets.
 
 use crate::DecodeError;
-use crate::lines::Lines;
+use crate::lines::{Lines, MAX_EVENT_BYTES};
 
 /// One dispatched event: its `event:` name (empty when absent), its joined `data:` lines,
 /// the offset of its first field and the offset of its data's first byte in the body.
@@ -60,7 +60,10 @@ impl Pending {
                 }
                 self.data.push_str(value);
                 self.has_data = true;
-                self.start.get_or_insert(offset);
+                let start = *self.start.get_or_insert(offset);
+                if self.data.len() > MAX_EVENT_BYTES {
+                    return Err(DecodeError::too_large(start));
+                }
             }
             "event" => {
                 value.clone_into(&mut self.name);

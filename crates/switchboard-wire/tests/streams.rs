@@ -342,3 +342,40 @@ fn a_truncated_json_body_is_a_truncation() {
         "{error}"
     );
 }
+
+/// One line or event from a backend is bounded: past `MAX_EVENT_BYTES` the decoder stops
+/// with `TooLarge` at the event's offset rather than buffering whatever the backend sends.
+#[test]
+fn an_event_past_the_bound_is_an_error_in_every_format() {
+    use switchboard_wire::MAX_EVENT_BYTES;
+    let text = "x".repeat(MAX_EVENT_BYTES + 1);
+    let openai = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"hi\"}}}}]}}\n\ndata: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+    );
+    // The same size as many `data:` lines of one event.
+    let lines = format!("data: {}\n", "x".repeat(16)).repeat(MAX_EVENT_BYTES / 16 + 1);
+    let multi_line = format!("event: message_start\n{lines}\n");
+    let ollama = format!(
+        "{{\"message\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"done\":false}}\n"
+    );
+    for (format, body, offset) in [
+        (
+            Format::OpenAi,
+            openai.as_bytes(),
+            openai.find("\n\n").unwrap() + 2,
+        ),
+        (Format::Anthropic, multi_line.as_bytes(), 0),
+        (Format::Ollama, ollama.as_bytes(), 0),
+    ] {
+        let pieces: Vec<&[u8]> = body.chunks(64 * 1024).collect();
+        let error = decode_pieces(format, &pieces).unwrap_err();
+        assert_eq!(
+            error.kind,
+            DecodeErrorKind::TooLarge {
+                limit: MAX_EVENT_BYTES
+            },
+            "{format:?}: {error}"
+        );
+        assert_eq!(error.offset, offset, "{format:?}");
+    }
+}

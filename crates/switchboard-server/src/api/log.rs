@@ -1,7 +1,11 @@
 //! One structured log line and the request metrics for every request, whatever API it came
-//! through. Labels are the endpoint and the resolved route or character, never the raw
-//! client string.
+//! through and however it ended: answered, failed, or abandoned by its client (a request
+//! whose handler is dropped before its line was written is logged as `client_closed`).
+//! Labels are the endpoint and the resolved route or character, never the raw client
+//! string.
 
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use axum::http::StatusCode;
@@ -41,13 +45,17 @@ impl Tally {
     }
 }
 
-/// A request being served, until its line is written.
-#[derive(Debug, Clone)]
+/// A request being served, until its line is written (at most once).
+#[derive(Debug)]
 pub struct RequestLog {
     pub request_id: String,
     /// The API, e.g. `chat_completions`.
     pub endpoint: &'static str,
     pub started: Instant,
+    written: AtomicBool,
+    /// The route answering, and whether the answer streams, once known: the labels of the
+    /// line written if the client leaves.
+    answering: OnceLock<(String, bool)>,
 }
 
 impl RequestLog {
@@ -56,7 +64,15 @@ impl RequestLog {
             request_id,
             endpoint,
             started: Instant::now(),
+            written: AtomicBool::new(false),
+            answering: OnceLock::new(),
         }
+    }
+
+    /// Names the route answering, for the line written should the client leave before the
+    /// answer is complete.
+    pub fn answering(&self, route: &str, streamed: bool) {
+        let _ = self.answering.set((route.to_owned(), streamed));
     }
 
     /// A streamed answer whose client left before its end.
@@ -72,6 +88,9 @@ impl RequestLog {
 
     /// `outcome` is the HTTP status, or `client_closed`.
     fn write(&self, route: &str, outcome: &str, tally: Tally, streamed: bool) {
+        if self.written.swap(true, Ordering::Relaxed) {
+            return;
+        }
         let latency = self.started.elapsed();
         tracing::info!(
             target: "switchboard::request",
@@ -100,5 +119,21 @@ impl RequestLog {
             .increment(tally.completion_tokens);
         metrics::counter!("gateway_tool_calls_total", "route" => route.to_owned())
             .increment(tally.tool_calls as u64);
+    }
+}
+
+impl Drop for RequestLog {
+    /// The handler was dropped before the line was written: its client went away (hyper
+    /// drops a request's future when its connection closes).
+    fn drop(&mut self) {
+        if !self.written.load(Ordering::Relaxed) {
+            let (route, streamed) = self
+                .answering
+                .get()
+                .map_or(("-", false), |(route, streamed)| {
+                    (route.as_str(), *streamed)
+                });
+            self.write(route, "client_closed", Tally::default(), streamed);
+        }
     }
 }

@@ -38,6 +38,7 @@ pub async fn stream(
     route: String,
     log: RequestLog,
 ) -> Response {
+    log.answering(&route, true);
     let first = match outputs.recv().await {
         Some(Err(error)) => {
             let response = error_response(error);

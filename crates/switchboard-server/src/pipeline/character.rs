@@ -5,7 +5,6 @@
 //! client asked for one reply, however many requests it takes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use switchboard_characters::Character;
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
@@ -13,6 +12,7 @@ use switchboard_tools::{Content, Message};
 use switchboard_wire::{ChatRequest, StreamEvent};
 use tokio::sync::mpsc;
 
+use super::Limits;
 use super::completion::{Outputs, backend_error};
 use super::finisher::Output;
 use crate::error::ApiError;
@@ -50,7 +50,7 @@ pub struct Turn {
     /// Tokens the whole turn may take, tool rounds included: the client's `max_tokens`
     /// under the gateway's `character_max_tokens`.
     pub max_tokens: u32,
-    pub timeout: Duration,
+    pub limits: Limits,
 }
 
 /// Runs one turn with the character and reports its words as outputs; `length` when the
@@ -60,8 +60,10 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
         text,
         history,
         max_tokens,
-        timeout,
+        limits,
     } = turn;
+    let timeout = limits.timeout;
+    let cut = limits.cut.clone();
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let turn = async {
@@ -84,6 +86,7 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
                 route.model.clone(),
                 ConversationOptions {
                     max_tokens: Some(max_tokens),
+                    max_reply_bytes: limits.max_answer_bytes,
                     ..ConversationOptions::default()
                 },
             )
@@ -109,6 +112,11 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
                     .await
                     .map_err(|error| match error {
                         switchboard_runtime::TurnError::Backend(error) => backend_error(error),
+                        switchboard_runtime::TurnError::TooLarge { limit } => {
+                            ApiError::answer_too_large(format_args!(
+                                "more than max_answer_bytes ({limit} bytes)"
+                            ))
+                        }
                         other => ApiError::upstream(
                             axum::http::StatusCode::BAD_GATEWAY,
                             other.to_string(),
@@ -133,6 +141,9 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
                 }
             }
             () = sender.closed() => {}
+            () = cut.cancelled() => {
+                let _ = sender.send(Err(ApiError::shutting_down()));
+            }
         }
     });
     receiver

@@ -4,16 +4,16 @@
 //! A streaming response and a whole one read the same channel, so they cannot disagree.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::http::StatusCode;
 use futures::StreamExt;
 use switchboard_parsers::{Family, ParseEvent, ToolRequirement, parser};
 use switchboard_providers::{BackendError, ConnectionFailure};
 use switchboard_tools::{Message, Toolset};
-use switchboard_wire::{ChatRequest, Format, StreamEvent};
+use switchboard_wire::{ChatRequest, DecodeErrorKind, Format, StreamEvent};
 use tokio::sync::mpsc;
 
+use super::Limits;
 use super::finisher::{Finisher, Output};
 use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
@@ -37,7 +37,7 @@ pub struct Completion {
     /// The request's tools, compiled, to check the model's calls.
     pub tools: Toolset,
     pub call_ids: CallIdShape,
-    pub timeout: Duration,
+    pub limits: Limits,
 }
 
 /// Starts the answer. Dropping the receiver (the client went away) cancels the backend
@@ -45,7 +45,8 @@ pub struct Completion {
 pub fn start(completion: Completion) -> Outputs {
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
-        let timeout = completion.timeout;
+        let timeout = completion.limits.timeout;
+        let cut = completion.limits.cut.clone();
         let work = async {
             if let Err(error) = answer(&completion, &sender).await {
                 let _ = sender.send(Err(error));
@@ -58,6 +59,9 @@ pub fn start(completion: Completion) -> Outputs {
                 }
             }
             () = sender.closed() => {}
+            () = cut.cancelled() => {
+                let _ = sender.send(Err(ApiError::shutting_down()));
+            }
         }
     });
     receiver
@@ -180,6 +184,9 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
         .filter(|requirement| *requirement != ToolRequirement::Auto);
     let attempts = if enforced.is_some() { 2 } else { 1 };
     let mut usage = None;
+    // Counted over every attempt: held calls, a gate's held outputs and the prompted text
+    // all grow with the answer, and a whole answer is collected in full.
+    let mut received = 0;
     for attempt in 1..=attempts {
         // Native backends get the flag; where we parse calls ourselves we cap them.
         let max_calls = (markup.is_some() && !parallel).then_some(1);
@@ -202,6 +209,7 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
                 requirement: enforced.clone(),
                 held: Vec::new(),
             },
+            received,
         };
         let words = round.stream(&messages, Shown::Everything).await?;
         if let Some(broken) = round.finisher.take_broken() {
@@ -216,6 +224,7 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
             return send(sender, round.finisher.finish()?).await;
         }
         usage = round.finisher.usage();
+        received = round.received;
         if attempt < attempts
             && let Some(enforced) = &enforced
         {
@@ -259,6 +268,8 @@ struct Round<'a> {
     markup: Option<Family>,
     finisher: Finisher,
     gate: Gate,
+    /// Bytes of the answer received so far, bounded by `max_answer_bytes`.
+    received: usize,
 }
 
 impl Round<'_> {
@@ -283,6 +294,13 @@ impl Round<'_> {
             .map_err(backend_error)?;
         while let Some(event) = events.next().await {
             let event = event.map_err(backend_error)?;
+            self.received += event.text_len();
+            let limit = self.completion.limits.max_answer_bytes;
+            if self.received > limit {
+                return Err(ApiError::answer_too_large(format_args!(
+                    "more than max_answer_bytes ({limit} bytes)"
+                )));
+            }
             let mut outputs = Vec::new();
             if native
                 && matches!(event, StreamEvent::ToolCallStart { .. })
@@ -390,6 +408,9 @@ impl Gate {
 /// Each `BackendError` variant gets its own code here: a new variant gets its line below.
 pub fn backend_error(error: BackendError) -> ApiError {
     let code = match &error {
+        BackendError::Decode(decode) if matches!(decode.kind, DecodeErrorKind::TooLarge { .. }) => {
+            return ApiError::answer_too_large(decode);
+        }
         BackendError::Http { status: 429, .. } => "rate_limited",
         // Busy rather than broken: clients that know the difference retry (Anthropic's 529).
         BackendError::Http {

@@ -17,7 +17,7 @@ mod tools;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use switchboard_tools::Toolset;
+use switchboard_tools::{Toolset, quote};
 use switchboard_wire::ChatRequest;
 
 use crate::error::ApiError;
@@ -45,6 +45,17 @@ pub struct GatewayRequest {
     pub call_ids: CallIdShape,
 }
 
+/// What bounds one answer, from the configuration.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The whole request's deadline.
+    pub timeout: std::time::Duration,
+    /// Bytes of words, reasoning and calls the answer may receive from its backend.
+    pub max_answer_bytes: usize,
+    /// Cancelled when the gateway stops waiting for answers at shutdown.
+    pub cut: tokio_util::sync::CancellationToken,
+}
+
 /// An answer under way.
 #[derive(Debug)]
 pub struct Started {
@@ -63,10 +74,16 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
         tools,
         call_ids,
     } = request;
+    let limits = Limits {
+        timeout: state.request_timeout,
+        max_answer_bytes: state.max_answer_bytes,
+        cut: state.cut.clone(),
+    };
     if let Some(name) = model.strip_prefix(character::PREFIX) {
         let character = state.characters.get(name).ok_or_else(|| {
             ApiError::not_found(format!(
-                "no character named \"{name}\" is loaded; GET /v1/models lists them"
+                "no character named {} is loaded; GET /v1/models lists them",
+                quote(name)
             ))
         })?;
         let route = state.character_route.clone().ok_or_else(|| {
@@ -86,7 +103,7 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
                 .map_or(state.character_max_tokens, |asked| {
                     asked.min(state.character_max_tokens)
                 }),
-            timeout: state.request_timeout,
+            limits,
         };
         let outputs = character::start(character, route, turn);
         return Ok(Started { label, outputs });
@@ -99,7 +116,7 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
             request,
             tools,
             call_ids,
-            timeout: state.request_timeout,
+            limits,
         }),
     })
 }
@@ -114,7 +131,8 @@ pub fn route(state: &AppState, model: &str) -> Result<Arc<Route>, ApiError> {
             .map(|route| route.name.as_str())
             .collect();
         ApiError::not_found(format!(
-            "no route is named \"{model}\"; configured routes: {}",
+            "no route is named {}; configured routes: {}",
+            quote(model),
             known.join(", ")
         ))
     })

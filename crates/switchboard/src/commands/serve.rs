@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use switchboard_server::{AppState, Config, shutdown_signal};
 
-use super::check::{CharactersDir, init_character_logs, runtime};
+use super::check::{CharactersDir, init_character_logs};
 
 /// Serve OpenAI-compatible chat completions with tool calling, and the characters.
 #[derive(Debug, clap::Args)]
@@ -39,7 +39,11 @@ pub struct Args {
 pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
     let config = load_config(&args, characters)?;
-    runtime()?.block_on(async move {
+    // Threads for every core: a large tool list compiles on one while the rest serve.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
         let env = |name: &str| {
             std::env::var(name)
                 .ok()

@@ -50,6 +50,7 @@ pub async fn handle(
         )
         .await;
     }
+    log.answering(&started.label, false);
     match collect(started.outputs).await {
         Ok(answer) => {
             log.finish(

@@ -2,7 +2,7 @@
 //! OpenAI enforces, every problem listed, each with the parameter it is about.
 
 use serde_json::{Map, Value};
-use switchboard_tools::Toolset;
+use switchboard_tools::{Toolset, quote, quote_value};
 use switchboard_wire::REASONING_EFFORTS;
 
 use crate::error::ApiError;
@@ -25,6 +25,9 @@ pub struct Checked {
     pub tools: Toolset,
 }
 
+/// Problems named in one error; a body of thousands of broken tools gets a bounded answer.
+const MAX_PROBLEMS_LISTED: usize = 20;
+
 const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
 
 /// Validates a parsed request body. All problems are reported in one 400.
@@ -46,7 +49,10 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
             String::new()
         }
         Some(other) => {
-            problems.push(invalid("model", format!("expected a string, got {other}")));
+            problems.push(invalid(
+                "model",
+                format!("expected a string, got {}", quote_value(other)),
+            ));
             String::new()
         }
     };
@@ -59,7 +65,7 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
         Some(other) => {
             problems.push(invalid(
                 "stream",
-                format!("expected a boolean, got {other}"),
+                format!("expected a boolean, got {}", quote_value(other)),
             ));
             false
         }
@@ -86,7 +92,11 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
                     .is_some_and(|value| value > 0 && value <= u64::from(u32::MAX)) => {}
             Some(other) => problems.push(invalid(
                 field,
-                format!("must be a positive integer up to {}, got {other}", u32::MAX),
+                format!(
+                    "must be a positive integer up to {}, got {}",
+                    u32::MAX,
+                    quote_value(other)
+                ),
             )),
         }
     }
@@ -95,7 +105,10 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
         Some(Value::Array(stops)) if stops.iter().all(Value::is_string) => {}
         Some(other) => problems.push(invalid(
             "stop",
-            format!("must be a string or an array of strings, got {other}"),
+            format!(
+                "must be a string or an array of strings, got {}",
+                quote_value(other)
+            ),
         )),
     }
     check_standard_fields(request, &mut problems);
@@ -104,14 +117,14 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
         Some(Value::Number(number)) if number.as_u64() == Some(1) => {}
         Some(other) => problems.push(invalid(
             "n",
-            format!("only n = 1 is supported, got {other}"),
+            format!("only n = 1 is supported, got {}", quote_value(other)),
         )),
     }
     match request.get("parallel_tool_calls") {
         None | Some(Value::Null) | Some(Value::Bool(_)) => {}
         Some(other) => problems.push(invalid(
             "parallel_tool_calls",
-            format!("expected a boolean, got {other}"),
+            format!("expected a boolean, got {}", quote_value(other)),
         )),
     }
     if problems.is_empty() {
@@ -123,11 +136,18 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
         })
     } else {
         let param = problems.first().map(|first| first.param.clone());
-        let message = problems
+        let mut message = problems
             .iter()
+            .take(MAX_PROBLEMS_LISTED)
             .map(|problem| format!("{}: {}", problem.param, problem.message))
             .collect::<Vec<_>>()
             .join("; ");
+        if problems.len() > MAX_PROBLEMS_LISTED {
+            message.push_str(&format!(
+                "; and {} more problems",
+                problems.len() - MAX_PROBLEMS_LISTED
+            ));
+        }
         Err(ApiError::invalid_request(message, param))
     }
 }
@@ -149,7 +169,7 @@ fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
         Some(other) => {
             problems.push(invalid(
                 "messages",
-                format!("expected an array, got {other}"),
+                format!("expected an array, got {}", quote_value(other)),
             ));
             return;
         }
@@ -177,9 +197,7 @@ fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
                 format!(
                     "must be one of {}, got {}",
                     ROLES.join(", "),
-                    message
-                        .get("role")
-                        .map_or("nothing".into(), Value::to_string)
+                    message.get("role").map_or("nothing".into(), quote_value)
                 ),
             ));
             continue;
@@ -210,7 +228,8 @@ fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
                     Some(id) if !call_ids.contains(&id) => problems.push(invalid(
                         at("tool_call_id"),
                         format!(
-                            "\"{id}\" does not answer a tool call of an earlier assistant message"
+                            "{} does not answer a tool call of an earlier assistant message",
+                            quote(id)
                         ),
                     )),
                     Some(_) => {}
@@ -346,14 +365,14 @@ fn check_tool_choice(
                 Some(name) => {
                     let known = tools.as_ref().is_some_and(|tools| tools.get(name).is_some());
                     if !known && problems.iter().all(|problem| !problem.param.starts_with("tools")) {
-                        problems.push(invalid("tool_choice.function.name", format!("\"{name}\" is not one of the request's tools")));
+                        problems.push(invalid("tool_choice.function.name", format!("{} is not one of the request's tools", quote(name))));
                     }
                 }
             }
         }
         other => problems.push(invalid(
             "tool_choice",
-            format!("must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\", \"function\": {{\"name\": …}}}}, got {other}"),
+            format!("must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\", \"function\": {{\"name\": …}}}}, got {}", quote_value(other)),
         )),
     }
 }
@@ -498,7 +517,10 @@ fn check_number(
                 .is_some_and(|value| (min..=max).contains(&value)) => {}
         Some(other) => problems.push(invalid(
             field,
-            format!("must be a number from {min} to {max}, got {other}"),
+            format!(
+                "must be a number from {min} to {max}, got {}",
+                quote_value(other)
+            ),
         )),
     }
 }

@@ -1,0 +1,435 @@
+//! The attacks of issue 13 replayed against real `switchboard serve` processes on loopback,
+//! where process-level behaviour is what matters: descriptor exhaustion under a lowered
+//! limit, idle connections by the hundred, memory (RSS from /proc) under growing tool
+//! lists and answers that never end, HTTP/2 from curl, and SIGTERM mid-stream. Each is
+//! bounded in count and time; memory figures are printed (`--nocapture`) for the record.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_testkit::{OpenAiScript, ScriptedServer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A `switchboard serve` process and what it logged.
+struct Served {
+    child: Child,
+    base: String,
+    logs: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    /// Starts `switchboard serve` with this configuration (listening on a free port), under
+    /// `ulimit -n LIMIT` when given, and waits until it listens.
+    fn start(config: &str, descriptor_limit: Option<u32>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("switchboard.toml");
+        let characters = dir.path().join("characters");
+        std::fs::create_dir(&characters).unwrap();
+        std::fs::write(
+            &file,
+            format!(
+                "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{config}",
+                characters.display()
+            ),
+        )
+        .unwrap();
+        let binary = env!("CARGO_BIN_EXE_switchboard");
+        let mut command = match descriptor_limit {
+            Some(limit) => {
+                let mut shell = Command::new("sh");
+                shell.args([
+                    "-c",
+                    &format!("ulimit -n {limit} && exec \"$0\" serve --config \"$1\""),
+                    binary,
+                ]);
+                shell.arg(&file);
+                shell
+            }
+            None => {
+                let mut direct = Command::new(binary);
+                direct.args(["serve", "--config"]).arg(&file);
+                direct
+            }
+        };
+        let mut child = command
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let logs = Arc::new(Mutex::new(String::new()));
+        let (listening, address) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&logs);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(at) = line.split("listening on ").nth(1) {
+                    let _ = listening.send(at.trim().to_owned());
+                }
+                let mut logs = sink.lock().unwrap();
+                logs.push_str(&line);
+                logs.push('\n');
+            }
+        });
+        let base = address
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("serve did not start:\n{}", logs.lock().unwrap()));
+        Self {
+            child,
+            base,
+            logs,
+            _dir: dir,
+        }
+    }
+
+    fn address(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
+    fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+
+    /// Resident memory, in MiB.
+    fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: f64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        kib / 1024.0
+    }
+
+    fn open_descriptors(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+            .unwrap()
+            .count()
+    }
+
+    fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// Waits for the process to exit (bounded); its exit code.
+    fn wait(&mut self, bound: Duration) -> Option<i32> {
+        let deadline = std::time::Instant::now() + bound;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serve did not exit:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn route(name: &str, url: &str) -> String {
+    format!("[[route]]\nname = \"{name}\"\nprovider = \"openai\"\nurl = \"{url}\"\nmodel = \"m\"\n")
+}
+
+fn chat(model: &str) -> Value {
+    json!({"model": model, "messages": [{"role": "user", "content": "hi"}]})
+}
+
+/// Under `ulimit -n 256`, 300 silent connections do not make the gateway unreachable: it
+/// accepts at most half its descriptors' worth, says so once, closes the silent ones at
+/// the idle timeout, and answers the request queued behind them.
+#[tokio::test]
+async fn silent_connections_cannot_exhaust_descriptors() {
+    let served = Served::start(
+        "idle_timeout_secs = 2\nheader_read_timeout_secs = 2\n",
+        Some(256),
+    );
+    let mut silent = Vec::new();
+    for _ in 0..300 {
+        silent.push(TcpStream::connect(served.address()).await.unwrap());
+    }
+    let health = tokio::time::timeout(
+        Duration::from_secs(60),
+        reqwest::get(format!("{}/healthz", served.base)),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("/healthz unanswered:\n{}", served.logs()))
+    .unwrap();
+    assert_eq!(health.status(), 200);
+    let logs = served.logs();
+    assert!(
+        logs.contains("open connections reached max_connections"),
+        "{logs}"
+    );
+    assert!(!logs.contains("Too many open files"), "{logs}");
+    assert!(served.open_descriptors() <= 256);
+    drop(silent);
+}
+
+/// 500 keep-alive connections left idle are closed at the idle timeout (10 s here): the
+/// process's descriptors come back down.
+#[tokio::test]
+async fn idle_keep_alive_connections_are_released() {
+    let served = Served::start("idle_timeout_secs = 10\n", None);
+    let baseline = served.open_descriptors();
+    let mut idle = Vec::new();
+    for _ in 0..500 {
+        let mut socket = TcpStream::connect(served.address()).await.unwrap();
+        socket
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        idle.push(socket);
+    }
+    for socket in &mut idle {
+        let mut buffer = [0u8; 512];
+        let read = socket.read(&mut buffer).await.unwrap();
+        assert!(buffer[..read].starts_with(b"HTTP/1.1 200"));
+    }
+    let during = served.open_descriptors();
+    assert!(during >= baseline + 500, "{baseline} → {during}");
+    for socket in &mut idle {
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(30), socket.read_to_end(&mut rest));
+        assert!(closed.await.is_ok(), "an idle connection stayed open");
+    }
+    let after = served.open_descriptors();
+    eprintln!(
+        "descriptors: {baseline} at start, {during} with 500 idle connections, {after} after the idle timeout"
+    );
+    assert!(after <= baseline + 5, "{baseline} → {after}");
+}
+
+/// `count` tools with 20 patterned properties each (about 1.4 KB of JSON per tool).
+fn heavy_tools(count: usize, tag: &str) -> Value {
+    let properties: serde_json::Map<String, Value> = (0..20)
+        .map(|index| {
+            (
+                format!("p{index}"),
+                json!({"type": "string", "pattern": "^[a-z]+$", "enum": ["a", "b", "c"]}),
+            )
+        })
+        .collect();
+    (0..count)
+        .map(|index| {
+            json!({"type": "function", "function": {"name": format!("{tag}_{index}"),
+                "description": "x", "parameters": {"type": "object", "properties": properties}}})
+        })
+        .collect()
+}
+
+/// Distinct tool lists, large and medium, do not grow the process without bound: large
+/// lists are not kept, medium ones only up to the cache's memory bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distinct_tool_lists_do_not_grow_memory_without_bound() {
+    let served = Served::start("", None);
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/chat/completions", served.base);
+    let send = |tools: Value| {
+        let mut body = chat("no-such-route");
+        body["tools"] = tools;
+        client.post(&url).json(&body).send()
+    };
+    assert_eq!(send(heavy_tools(2, "warm")).await.unwrap().status(), 404);
+    let before = served.rss_mib();
+    for list in 0..16 {
+        // About 1 MB of JSON each: the issue's case (twelve took 130 MB to 547 MB).
+        let response = send(heavy_tools(720, &format!("large{list}")))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404);
+    }
+    let after_large = served.rss_mib();
+    for list in 0..40 {
+        let response = send(heavy_tools(300, &format!("medium{list}")))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404);
+    }
+    let after_medium = served.rss_mib();
+    eprintln!(
+        "tool lists: RSS {before:.0} MiB before, {after_large:.0} MiB after 16 distinct 1 MB lists, {after_medium:.0} MiB after 40 more of 420 KB"
+    );
+    assert!(after_large - before < 300.0, "{before} → {after_large}");
+    assert!(after_medium - before < 400.0, "{before} → {after_medium}");
+}
+
+/// A backend that answers an endless stream, either as endless events or as one line
+/// that never ends; counts the connections it served.
+async fn endless_backend(one_line: bool) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = Arc::clone(&served);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut head = vec![0u8; 65536];
+                let _ = socket.read(&mut head).await;
+                let _ = socket
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                    .await;
+                let text = "x".repeat(8192);
+                let piece = if one_line {
+                    text.clone()
+                } else {
+                    format!(
+                        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+                    )
+                };
+                if one_line {
+                    let start = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"";
+                    let _ = socket
+                        .write_all(format!("{:x}\r\n{start}\r\n", start.len()).as_bytes())
+                        .await;
+                }
+                let frame = format!("{:x}\r\n{piece}\r\n", piece.len());
+                while socket.write_all(frame.as_bytes()).await.is_ok() {}
+            });
+        }
+    });
+    (base, served)
+}
+
+/// Whole answers from a backend that never stops, and one SSE line that never ends, stop
+/// at their bounds with `backend_answer_too_large`; memory stays flat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_answers_stop_at_their_bound() {
+    let (events, _) = endless_backend(false).await;
+    let (line, _) = endless_backend(true).await;
+    let served = Served::start(
+        &format!("{}{}", route("events", &events), route("line", &line)),
+        None,
+    );
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/chat/completions", served.base);
+    let before = served.rss_mib();
+    let mut peak: f64 = before;
+    for model in ["events", "line", "events", "line"] {
+        let answer = tokio::time::timeout(
+            Duration::from_secs(120),
+            client.post(&url).json(&chat(model)).send(),
+        )
+        .await
+        .expect("the answer ends")
+        .unwrap();
+        assert_eq!(answer.status(), 502);
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "backend_answer_too_large", "{body}");
+        peak = peak.max(served.rss_mib());
+    }
+    let after = served.rss_mib();
+    eprintln!(
+        "endless answers: RSS {before:.0} MiB before, {after:.0} MiB after two endless streams and two endless lines (16 MiB bounds)"
+    );
+    assert!(after - before < 250.0, "{before} → {after}");
+}
+
+/// curl gets HTTP/2 with prior knowledge and through the h2c upgrade.
+#[tokio::test]
+async fn curl_gets_http2_with_prior_knowledge_and_by_upgrade() {
+    let served = Served::start("", None);
+    let url = format!("{}/healthz", served.base);
+    for flag in ["--http2-prior-knowledge", "--http2"] {
+        let output = Command::new("curl")
+            .args(["-s", "-w", "\n%{http_version} %{http_code}", flag, &url])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{flag}: {text}");
+        assert!(text.contains("\"status\":\"ok\""), "{flag}: {text}");
+        assert!(text.ends_with("\n2 200"), "{flag}: {text}");
+    }
+    // A request with a body is answered over HTTP/1.1, as the upgrade allows.
+    let output = Command::new("curl")
+        .args([
+            "-s",
+            "-w",
+            "\n%{http_version} %{http_code}",
+            "--http2",
+            "-d",
+        ])
+        .arg(chat("no-such-route").to_string())
+        .args(["-H", "content-type: application/json"])
+        .arg(format!("{}/v1/chat/completions", served.base))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.ends_with("\n1.1 404"), "{text}");
+    assert!(text.contains("model_not_found"), "{text}");
+}
+
+/// SIGTERM mid-stream: the stream still running when the grace ends gets the
+/// `server_shutting_down` error event, and the process exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_stream_ends_the_stream_with_an_error_event() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let mut reply = OpenAiScript::new()
+        .text("The first part")
+        .text(" and the rest.")
+        .finish("stop", 1, 1)
+        .reply();
+    reply.gate = Some((1, Arc::clone(&gate)));
+    // The first connection is serve's start-up reachability probe.
+    let probe = OpenAiScript::new().finish("stop", 1, 1).reply();
+    let backend = ScriptedServer::start(vec![probe, reply]).await;
+    let mut served = Served::start(
+        &format!("shutdown_grace_secs = 1\n{}", route("qwen", &backend.base)),
+        None,
+    );
+    let mut body = chat("qwen");
+    body["stream"] = json!(true);
+    let mut response = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", served.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let mut received =
+        String::from_utf8_lossy(&response.chunk().await.unwrap().unwrap()).into_owned();
+    assert!(received.contains("The first part"), "{received}");
+    served.signal("TERM");
+    while let Ok(Some(bytes)) = response.chunk().await {
+        received.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    assert!(
+        received.contains("\"code\":\"server_shutting_down\""),
+        "{received}"
+    );
+    assert!(!received.contains("[DONE]"), "{received}");
+    let code = tokio::task::spawn_blocking(move || {
+        let code = served.wait(Duration::from_secs(20));
+        (code, served.logs())
+    })
+    .await
+    .unwrap();
+    assert_eq!(code.0, Some(0), "{}", code.1);
+}
