@@ -57,8 +57,7 @@ static GATEWAY: LazyLock<Result<Gateway, String>> = LazyLock::new(|| {
         .start_paused(true)
         .build()
         .map_err(|error| format!("cannot start a runtime: {error}"))?;
-    // Building the state loads the characters, which starts their engine threads.
-    let state = runtime.block_on(async { AppState::build(&config, &|_| None) })?;
+    let state = AppState::build(&config, &|_| None)?;
     Ok(Gateway {
         runtime,
         router: router(state),

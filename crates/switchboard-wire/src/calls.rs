@@ -2,6 +2,10 @@
 //! non-streaming bodies) normalise calls the same way: dense indices in order of
 //! appearance, unique ids, a start only once the name is known, `{}` for a call without
 //! arguments, and a finish reason that agrees with the calls actually made.
+//!
+//! Decoders address calls by slot, in the order the backend opened them; events carry the
+//! index a call got when its start was emitted, so a call named late cannot start before
+//! one named earlier.
 
 use crate::ids::{AnswerIds, IdSource};
 use crate::{FinishReason, StreamEvent};
@@ -10,6 +14,8 @@ use crate::{FinishReason, StreamEvent};
 struct Call {
     id: String,
     name: Option<String>,
+    /// The index its events carry, given when its start is emitted.
+    index: usize,
     /// Arguments held back: before the start is emitted, or while only whitespace has
     /// arrived (so that an empty call can still become `{}`).
     held: String,
@@ -21,6 +27,7 @@ struct Call {
 pub(crate) struct Calls {
     ids: AnswerIds,
     calls: Vec<Call>,
+    started: usize,
     finished: bool,
 }
 
@@ -29,56 +36,60 @@ impl Calls {
         Self {
             ids: AnswerIds::new(ids),
             calls: Vec::new(),
+            started: 0,
             finished: false,
         }
     }
 
-    /// Opens a new call and returns its index.
+    /// Opens a new call and returns its slot.
     pub(crate) fn open(
         &mut self,
         id: Option<&str>,
         name: Option<&str>,
         out: &mut Vec<StreamEvent>,
     ) -> usize {
-        let index = self.calls.len();
+        let slot = self.calls.len();
         let id = self.ids.assign(id);
         self.calls.push(Call {
             id,
             name: None,
+            index: 0,
             held: String::new(),
             sent_arguments: false,
             ended: false,
         });
         if let Some(name) = name {
-            self.name(index, name, out);
+            self.name(slot, name, out);
         }
-        index
+        slot
     }
 
-    pub(crate) fn is_open(&self, index: usize) -> bool {
-        self.calls.get(index).is_some_and(|call| !call.ended)
+    pub(crate) fn is_open(&self, slot: usize) -> bool {
+        self.calls.get(slot).is_some_and(|call| !call.ended)
     }
 
     /// Gives a call its name, if it has none yet; later repeats of a name are ignored.
-    pub(crate) fn name(&mut self, index: usize, name: &str, out: &mut Vec<StreamEvent>) {
-        let Some(call) = self.calls.get_mut(index) else {
+    pub(crate) fn name(&mut self, slot: usize, name: &str, out: &mut Vec<StreamEvent>) {
+        let Some(call) = self.calls.get_mut(slot) else {
             return;
         };
         if call.name.is_some() || name.is_empty() {
             return;
         }
         call.name = Some(name.to_owned());
+        call.index = self.started;
+        self.started += 1;
         out.push(StreamEvent::ToolCallStart {
-            index,
+            index: call.index,
             id: call.id.clone(),
             name: name.to_owned(),
         });
         let held = std::mem::take(&mut call.held);
-        self.arguments(index, &held, out);
+        self.arguments(slot, &held, out);
     }
 
-    pub(crate) fn arguments(&mut self, index: usize, delta: &str, out: &mut Vec<StreamEvent>) {
-        let Some(call) = self.calls.get_mut(index) else {
+    pub(crate) fn arguments(&mut self, slot: usize, delta: &str, out: &mut Vec<StreamEvent>) {
+        let Some(call) = self.calls.get_mut(slot) else {
             return;
         };
         if delta.is_empty() {
@@ -94,32 +105,35 @@ impl Calls {
             std::mem::take(&mut call.held) + delta
         };
         call.sent_arguments = true;
-        out.push(StreamEvent::ToolCallArguments { index, delta });
+        out.push(StreamEvent::ToolCallArguments {
+            index: call.index,
+            delta,
+        });
     }
 
     /// Ends a call; a call never named is an error the caller reports with its offset.
-    pub(crate) fn close(&mut self, index: usize, out: &mut Vec<StreamEvent>) -> Result<(), String> {
-        let Some(call) = self.calls.get_mut(index) else {
-            return Err(format!("tool call {index} was never started"));
+    pub(crate) fn close(&mut self, slot: usize, out: &mut Vec<StreamEvent>) -> Result<(), String> {
+        let Some(call) = self.calls.get_mut(slot) else {
+            return Err(format!("tool call {slot} was never started"));
         };
         if call.ended {
             return Ok(());
         }
         if call.name.is_none() {
             return Err(format!(
-                "tool call {index} (id {}) has no function name",
+                "tool call {slot} (id {}) has no function name",
                 call.id
             ));
         }
         if !call.sent_arguments {
             call.sent_arguments = true;
             out.push(StreamEvent::ToolCallArguments {
-                index,
+                index: call.index,
                 delta: "{}".to_owned(),
             });
         }
         call.ended = true;
-        out.push(StreamEvent::ToolCallEnd { index });
+        out.push(StreamEvent::ToolCallEnd { index: call.index });
         Ok(())
     }
 
@@ -129,8 +143,8 @@ impl Calls {
         reason: FinishReason,
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), String> {
-        for index in 0..self.calls.len() {
-            self.close(index, out)?;
+        for slot in 0..self.calls.len() {
+            self.close(slot, out)?;
         }
         self.finished = true;
         out.push(StreamEvent::Finish(
@@ -191,6 +205,44 @@ mod tests {
                 Finish(FinishReason::ToolCalls),
             ]
         );
+    }
+
+    #[test]
+    fn a_call_named_late_starts_after_the_calls_named_before_it() {
+        let mut calls = Calls::new(IdSource::seeded(0));
+        let mut out = Vec::new();
+        let first = calls.open(Some("a"), None, &mut out);
+        calls.arguments(first, "{\"x\":1}", &mut out);
+        let second = calls.open(Some("b"), Some("g"), &mut out);
+        calls.name(first, "f", &mut out);
+        calls.finish(FinishReason::Stop, &mut out).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                ToolCallStart {
+                    index: 0,
+                    id: "b".into(),
+                    name: "g".into()
+                },
+                ToolCallStart {
+                    index: 1,
+                    id: "a".into(),
+                    name: "f".into()
+                },
+                ToolCallArguments {
+                    index: 1,
+                    delta: "{\"x\":1}".into()
+                },
+                ToolCallEnd { index: 1 },
+                ToolCallArguments {
+                    index: 0,
+                    delta: "{}".into()
+                },
+                ToolCallEnd { index: 0 },
+                Finish(FinishReason::ToolCalls),
+            ]
+        );
+        assert_eq!(second, 1);
     }
 
     #[test]
