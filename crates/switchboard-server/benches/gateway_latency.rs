@@ -10,7 +10,8 @@
 //! it would in its own process.
 //!
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
-//! native route and on a prompted (hermes markup) route.
+//! native route and on a prompted (hermes markup) route; and the streamed native tool call
+//! asked through the Messages API (to `message_stop`), against the same direct request.
 //!
 //! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S]`
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
@@ -37,6 +38,7 @@ const HERMES_MODEL: &str = "fast-hermes";
 const CALL_ID: &str = "call_Xq3R9s8T7u6V5w4Y3z2A1b0C";
 const ARGUMENTS: &str = r#"{"city": "Paris", "unit": "celsius"}"#;
 const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
+const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 
 type Failure = String;
 
@@ -129,33 +131,52 @@ struct Case {
     route: &'static str,
     backend_model: &'static str,
     stream: bool,
+    /// The API the gateway is asked through (the backend is always asked in OpenAI's).
+    api: Api,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Api {
+    ChatCompletions,
+    Messages,
 }
 
 impl Case {
-    const ALL: [Case; 4] = [
+    const ALL: [Case; 5] = [
         Case {
             name: "native route, tool call, whole",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: false,
+            api: Api::ChatCompletions,
         },
         Case {
             name: "native route, tool call, streamed (to [DONE])",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: true,
+            api: Api::ChatCompletions,
         },
         Case {
             name: "prompted hermes route, tool call, whole",
             route: "hermes",
             backend_model: HERMES_MODEL,
             stream: false,
+            api: Api::ChatCompletions,
         },
         Case {
             name: "prompted hermes route, tool call, streamed (to [DONE])",
             route: "hermes",
             backend_model: HERMES_MODEL,
             stream: true,
+            api: Api::ChatCompletions,
+        },
+        Case {
+            name: "native route, tool call, Messages API streamed (to message_stop)",
+            route: "native",
+            backend_model: NATIVE_MODEL,
+            stream: true,
+            api: Api::Messages,
         },
     ];
 }
@@ -172,7 +193,8 @@ struct Target {
     client: reqwest::Client,
     url: String,
     body: Bytes,
-    stream: bool,
+    /// How a complete streamed body ends.
+    end: Option<&'static [u8]>,
 }
 
 impl Target {
@@ -182,6 +204,25 @@ impl Target {
             Via::Gateway => case.route,
         };
         let city = json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]});
+        if via == Via::Gateway && case.api == Api::Messages {
+            let body = json!({
+                "model": model,
+                "stream": case.stream,
+                "max_tokens": 1024,
+                "system": "You are a weather assistant.",
+                "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+                "tools": [
+                    {"name": "get_weather", "description": "Current weather in a city", "input_schema": city},
+                    {"name": "get_time", "description": "Local time in a city", "input_schema": city}
+                ]
+            });
+            return Self {
+                client: client.clone(),
+                url: format!("{base}/v1/messages"),
+                body: Bytes::from(body.to_string()),
+                end: case.stream.then_some(MESSAGE_STOP),
+            };
+        }
         let body = json!({
             "model": model,
             "stream": case.stream,
@@ -198,7 +239,7 @@ impl Target {
             client: client.clone(),
             url: format!("{base}/v1/chat/completions"),
             body: Bytes::from(body.to_string()),
-            stream: case.stream,
+            end: case.stream.then_some(SSE_DONE),
         }
     }
 
@@ -221,9 +262,12 @@ impl Target {
         if !status.is_success() {
             return Err(format!("{status}: {}", String::from_utf8_lossy(&body)));
         }
-        if self.stream && !body.ends_with(SSE_DONE) {
+        if let Some(end) = self.end
+            && !body.ends_with(end)
+        {
             return Err(format!(
-                "the stream did not end with [DONE]: {}",
+                "the stream did not end with {}: {}",
+                String::from_utf8_lossy(end).trim(),
                 String::from_utf8_lossy(&body)
             ));
         }
@@ -237,7 +281,12 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
     direct.call().await?;
     let answer = through.call().await?;
     let text = String::from_utf8_lossy(&answer);
-    let call = if case.stream {
+    let call = if case.api == Api::Messages {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .find_map(|event| event["content_block"]["name"].as_str().map(str::to_owned))
+    } else if case.stream {
         text.lines()
             .filter_map(|line| line.strip_prefix("data: "))
             .filter_map(|data| serde_json::from_str::<Value>(data).ok())
@@ -253,7 +302,8 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
                 .map(str::to_owned)
         })
     };
-    let finished = text.contains(r#""finish_reason":"tool_calls""#);
+    let finished = text.contains(r#""finish_reason":"tool_calls""#)
+        || text.contains(r#""stop_reason":"tool_use""#);
     if call.as_deref() == Some("get_weather") && finished {
         Ok(())
     } else {

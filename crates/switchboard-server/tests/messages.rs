@@ -960,7 +960,7 @@ async fn count_tokens_estimates_where_the_backend_cannot_count() {
     let gateway = one_route("openai", &format!("{}/v1", none.base), "").await;
     for _ in 0..2 {
         let answer = post_to(&gateway, "/v1/messages/count_tokens", &body).await;
-        // 16 characters: 4 tokens, and 4 for the message.
+        // 16 bytes: 4 tokens, and 4 for the message.
         assert_eq!(count_answer(&answer), (8, "estimate".to_owned()));
     }
     assert_eq!(

@@ -60,21 +60,23 @@ pub async fn count_tokens(
     Ok((route.name.clone(), count))
 }
 
-/// Characters per token in the estimate: about right for English text and code with the
-/// tokenizers of current models, and on the high side for other languages.
-const CHARS_PER_TOKEN: u64 = 4;
+/// Bytes of UTF-8 per token in the estimate: about right for English text and code with
+/// the tokenizers of current models. (Bytes rather than characters: a string's length is
+/// known without reading it, and a long conversation is estimated on every streamed answer.)
+const BYTES_PER_TOKEN: u64 = 4;
 /// What a message's role markers cost, roughly, in every chat template.
 const TOKENS_PER_MESSAGE: u64 = 4;
 /// An image at the size models scale them to (about 1.15 megapixels).
 const TOKENS_PER_IMAGE: u64 = 1600;
 
-/// The estimate used where the backend cannot count: every character of the messages'
+/// The estimate used where the backend cannot count: the UTF-8 bytes of the messages'
 /// text, reasoning, tool calls and results and of the tool definitions, divided by 4 and
 /// rounded up, plus 4 tokens per message and 1,600 per image.
 pub fn estimate_tokens(request: &ChatRequest) -> u64 {
-    let mut chars = 0u64;
+    let mut bytes = 0u64;
+    let mut schemas = Length(0);
     let mut fixed = 0u64;
-    let mut count = |text: &str| chars += text.chars().count() as u64;
+    let mut count = |text: &str| bytes += text.len() as u64;
     for message in &request.messages {
         fixed += TOKENS_PER_MESSAGE;
         match message {
@@ -111,10 +113,25 @@ pub fn estimate_tokens(request: &ChatRequest) -> u64 {
             count(description);
         }
         if let Some(parameters) = &function.parameters {
-            count(&parameters.to_string());
+            // Writing into a counter cannot fail.
+            let _ = serde_json::to_writer(&mut schemas, parameters);
         }
     }
-    chars.div_ceil(CHARS_PER_TOKEN) + fixed
+    (bytes + schemas.0).div_ceil(BYTES_PER_TOKEN) + fixed
+}
+
+/// Counts the bytes written to it, to measure JSON without building the text.
+struct Length(u64);
+
+impl std::io::Write for Length {
+    fn write(&mut self, buffer: &[u8]) -> std::io::Result<usize> {
+        self.0 += buffer.len() as u64;
+        Ok(buffer.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn images(content: &Content) -> u64 {
@@ -133,7 +150,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_estimate_is_a_quarter_of_the_characters_plus_fixed_costs() {
+    fn the_estimate_is_a_quarter_of_the_bytes_plus_fixed_costs() {
         let mut request = ChatRequest::new(
             "m",
             vec![
@@ -147,13 +164,18 @@ mod tests {
                 },
             ],
         );
-        // 12 characters: 3 tokens; two messages: 8; one image: 1600.
+        // 12 bytes: 3 tokens; two messages: 8; one image: 1600.
         assert_eq!(estimate_tokens(&request), 3 + 8 + 1600);
         request.messages.push(Message::assistant("é", Vec::new()));
         assert_eq!(
             estimate_tokens(&request),
             4 + 12 + 1600,
-            "13 characters round up"
+            "14 bytes round up"
         );
+        request.tools = serde_json::from_value(json!([{"type": "function", "function":
+            {"name": "f", "parameters": {"type": "object"}}}]))
+        .unwrap();
+        // "f" and {"type":"object"}: 18 more bytes, 32 in all.
+        assert_eq!(estimate_tokens(&request), 8 + 12 + 1600);
     }
 }
