@@ -6,6 +6,7 @@
 //! Input: an endpoint (index into [`ENDPOINTS`]), then the body.
 
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::body::Body;
@@ -50,7 +51,17 @@ struct Gateway {
     router: Router,
 }
 
+/// Panics anywhere in the process. A task the router spawned may panic out of sight of the
+/// request (tokio catches it); counting them makes that a finding in `cargo test` too, where
+/// no fuzzer hook aborts the process.
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+
 static GATEWAY: LazyLock<Result<Gateway, String>> = LazyLock::new(|| {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        previous(info);
+    }));
     let config = Config::from_toml(&config_text())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -74,6 +85,7 @@ pub(crate) fn check(data: &[u8]) -> Result<(), Finding> {
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(body.to_vec()))
         .map_err(|error| Finding::Setup(format!("cannot build a request: {error}")))?;
+    let panics = PANICS.load(Ordering::SeqCst);
     let (status, answer) = gateway.runtime.block_on(async {
         let response = gateway
             .router
@@ -92,6 +104,12 @@ pub(crate) fn check(data: &[u8]) -> Result<(), Finding> {
             })?;
         Ok::<_, Finding>((status, answer))
     })?;
+    if PANICS.load(Ordering::SeqCst) != panics {
+        return Err(Finding::broken(
+            format!("POST {path}"),
+            format!("a task panicked while the gateway answered {status}"),
+        ));
+    }
     judge(status, &answer).map_err(|problem| Finding::broken(format!("POST {path}"), problem))
 }
 
