@@ -255,11 +255,9 @@ impl Finisher {
 
     /// Adds usage; an answer that took several requests (retries) costs their sum.
     pub fn add_usage(&mut self, usage: Usage) {
+        // Counts come from backends: a hostile one must not overflow the sum.
         let total = self.usage.get_or_insert_with(Usage::default);
-        *total = Usage::new(
-            total.prompt_tokens + usage.prompt_tokens,
-            total.completion_tokens + usage.completion_tokens,
-        );
+        *total = total.plus(usage);
     }
 
     fn end(&mut self, mut pending: Pending, out: &mut Vec<Output>) {
