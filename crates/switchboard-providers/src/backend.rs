@@ -22,9 +22,8 @@ pub trait Backend: Send + Sync {
     /// template and tools included); `None` when the backend offers no way to count.
     fn count_tokens(
         &self,
-        request: ChatRequest,
+        _request: ChatRequest,
     ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
-        let _ = request;
         Box::pin(async { Ok(None) })
     }
 }

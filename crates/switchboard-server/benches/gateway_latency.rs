@@ -10,10 +10,12 @@
 //! it would in its own process.
 //!
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
-//! native route and on a prompted (hermes markup) route; and the streamed native tool call
-//! asked through the Messages API (to `message_stop`), against the same direct request.
+//! native route and on a prompted (hermes markup) route. The streamed native case also asks
+//! through the Messages API (to `message_stop`), interleaved in the same run, so the two
+//! APIs' added latency is compared under the same noise.
 //!
-//! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S]`
+//! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S] [--only TEXT]`
+//! (`--only` runs the cases whose name contains TEXT)
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
 
 use std::sync::Arc;
@@ -71,19 +73,46 @@ fn main() -> Result<(), Failure> {
         settings.warmup.as_secs_f64(),
         load_average()
     );
-    for case in Case::ALL {
-        let direct = Target::new(&client, &backend, case, Via::Direct);
-        let through = Target::new(&client, &gateway.base_url(), case, Via::Gateway);
-        load.block_on(check_answers(&direct, &through, case))?;
-        run(&load, &settings, &direct, &through, settings.warmup)?;
-        let (mut direct_times, mut gateway_times, lag) =
-            run(&load, &settings, &direct, &through, settings.measured)?;
-        let direct_summary = summarize(&mut direct_times);
-        let gateway_summary = summarize(&mut gateway_times);
+    for case in Case::ALL.into_iter().filter(|case| {
+        settings
+            .only
+            .as_ref()
+            .is_none_or(|only| case.name.contains(only.as_str()))
+    }) {
+        let base = gateway.base_url();
+        let direct = Target::new(&client, &backend, case, Via::Direct, Api::ChatCompletions);
+        let mut paths = vec![(
+            "through the gateway",
+            "added by the gateway",
+            Target::new(&client, &base, case, Via::Gateway, Api::ChatCompletions),
+        )];
+        if case.messages_too {
+            paths.push((
+                "through the gateway, Messages API",
+                "added by the gateway, Messages API",
+                Target::new(&client, &base, case, Via::Gateway, Api::Messages),
+            ));
+        }
+        for (_, _, through) in &paths {
+            load.block_on(check_answers(&direct, through, case))?;
+        }
+        let targets: Vec<&Target> = std::iter::once(&direct)
+            .chain(paths.iter().map(|(_, _, through)| through))
+            .collect();
+        run(&load, &settings, &targets, settings.warmup)?;
+        let (times, lag) = run(&load, &settings, &targets, settings.measured)?;
+        let summaries: Vec<Summary> = times
+            .into_iter()
+            .map(|mut times| summarize(&mut times))
+            .collect();
         heading(case.name);
-        report("direct to the backend", &direct_summary);
-        report("through the gateway", &gateway_summary);
-        print_added(&direct_summary, &gateway_summary);
+        report("direct to the backend", &summaries[0]);
+        for ((label, _, _), summary) in paths.iter().zip(&summaries[1..]) {
+            report(label, summary);
+        }
+        for ((_, added, _), summary) in paths.iter().zip(&summaries[1..]) {
+            print_added(added, &summaries[0], summary);
+        }
         println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
     }
     println!("\nload average at the end: {}", load_average());
@@ -92,12 +121,13 @@ fn main() -> Result<(), Failure> {
         .map_err(|error| error.to_string())
 }
 
-/// Rate and durations, from `--rate`, `--seconds` and `--warmup` (cargo's own `--bench`
-/// flag is ignored).
+/// Rate and durations, from `--rate`, `--seconds` and `--warmup`, and the cases to run,
+/// from `--only` (cargo's own `--bench` flag is ignored).
 struct Settings {
     rate: u32,
     measured: Duration,
     warmup: Duration,
+    only: Option<String>,
 }
 
 impl Settings {
@@ -106,6 +136,7 @@ impl Settings {
             rate: 1000,
             measured: Duration::from_secs(4),
             warmup: Duration::from_secs(1),
+            only: None,
         };
         while let Some(arg) = args.next() {
             let mut value = |name: &str| -> Result<f64, Failure> {
@@ -118,6 +149,7 @@ impl Settings {
                 "--rate" => settings.rate = value("--rate")? as u32,
                 "--seconds" => settings.measured = Duration::from_secs_f64(value("--seconds")?),
                 "--warmup" => settings.warmup = Duration::from_secs_f64(value("--warmup")?),
+                "--only" => settings.only = args.next(),
                 _ => {}
             }
         }
@@ -131,10 +163,11 @@ struct Case {
     route: &'static str,
     backend_model: &'static str,
     stream: bool,
-    /// The API the gateway is asked through (the backend is always asked in OpenAI's).
-    api: Api,
+    /// Also ask the gateway through the Messages API, in the same run.
+    messages_too: bool,
 }
 
+/// The API the gateway is asked through (the backend is always asked in OpenAI's).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Api {
     ChatCompletions,
@@ -142,41 +175,34 @@ enum Api {
 }
 
 impl Case {
-    const ALL: [Case; 5] = [
+    const ALL: [Case; 4] = [
         Case {
             name: "native route, tool call, whole",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: false,
-            api: Api::ChatCompletions,
+            messages_too: false,
         },
         Case {
-            name: "native route, tool call, streamed (to [DONE])",
+            name: "native route, tool call, streamed (to [DONE], Messages: to message_stop)",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: true,
-            api: Api::ChatCompletions,
+            messages_too: true,
         },
         Case {
             name: "prompted hermes route, tool call, whole",
             route: "hermes",
             backend_model: HERMES_MODEL,
             stream: false,
-            api: Api::ChatCompletions,
+            messages_too: false,
         },
         Case {
             name: "prompted hermes route, tool call, streamed (to [DONE])",
             route: "hermes",
             backend_model: HERMES_MODEL,
             stream: true,
-            api: Api::ChatCompletions,
-        },
-        Case {
-            name: "native route, tool call, Messages API streamed (to message_stop)",
-            route: "native",
-            backend_model: NATIVE_MODEL,
-            stream: true,
-            api: Api::Messages,
+            messages_too: false,
         },
     ];
 }
@@ -193,18 +219,19 @@ struct Target {
     client: reqwest::Client,
     url: String,
     body: Bytes,
+    api: Api,
     /// How a complete streamed body ends.
     end: Option<&'static [u8]>,
 }
 
 impl Target {
-    fn new(client: &reqwest::Client, base: &str, case: Case, via: Via) -> Self {
+    fn new(client: &reqwest::Client, base: &str, case: Case, via: Via, api: Api) -> Self {
         let model = match via {
             Via::Direct => case.backend_model,
             Via::Gateway => case.route,
         };
         let city = json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]});
-        if via == Via::Gateway && case.api == Api::Messages {
+        if api == Api::Messages {
             let body = json!({
                 "model": model,
                 "stream": case.stream,
@@ -220,6 +247,7 @@ impl Target {
                 client: client.clone(),
                 url: format!("{base}/v1/messages"),
                 body: Bytes::from(body.to_string()),
+                api,
                 end: case.stream.then_some(MESSAGE_STOP),
             };
         }
@@ -239,6 +267,7 @@ impl Target {
             client: client.clone(),
             url: format!("{base}/v1/chat/completions"),
             body: Bytes::from(body.to_string()),
+            api,
             end: case.stream.then_some(SSE_DONE),
         }
     }
@@ -281,7 +310,7 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
     direct.call().await?;
     let answer = through.call().await?;
     let text = String::from_utf8_lossy(&answer);
-    let call = if case.api == Api::Messages {
+    let call = if through.api == Api::Messages {
         text.lines()
             .filter_map(|line| line.strip_prefix("data: "))
             .filter_map(|data| serde_json::from_str::<Value>(data).ok())
@@ -314,69 +343,65 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
     }
 }
 
-/// Runs both paths, interleaved, for `duration`; returns the latencies of each and the
-/// pacer's launch lag.
+/// Runs the paths (direct first), interleaved, for `duration`; returns the latencies of each
+/// and the pacer's launch lag.
 fn run(
     runtime: &tokio::runtime::Runtime,
     settings: &Settings,
-    direct: &Target,
-    through: &Target,
+    targets: &[&Target],
     duration: Duration,
-) -> Result<(Vec<Duration>, Vec<Duration>, Summary), Failure> {
+) -> Result<(Vec<Vec<Duration>>, Summary), Failure> {
     let period = Duration::from_secs(1) / settings.rate;
     let count = (duration.as_secs_f64() * f64::from(settings.rate)) as u32;
-    let (results, received) = std_mpsc::channel::<(Via, Result<Duration, Failure>)>();
+    let paths = targets.len() as u32;
+    let (results, received) = std_mpsc::channel::<(usize, Result<Duration, Failure>)>();
     let handle = runtime.handle().clone();
-    let mut lags = Vec::with_capacity(count as usize * 2);
+    let mut lags = Vec::with_capacity((count * paths) as usize);
     let start = Instant::now() + Duration::from_millis(10);
     for index in 0..count {
-        for (via, target, offset) in [
-            (Via::Direct, direct, Duration::ZERO),
-            (Via::Gateway, through, period / 2),
-        ] {
-            let scheduled = start + period * index + offset;
+        for (path, target) in targets.iter().enumerate() {
+            // The paths take turns, evenly spaced within each period.
+            let scheduled = start + period * index + period * path as u32 / paths;
             if let Some(wait) = scheduled.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
             lags.push(scheduled.elapsed());
-            let target = target.clone();
+            let target = (*target).clone();
             let results = results.clone();
             handle.spawn(async move {
                 let outcome = target.call().await.map(|_| scheduled.elapsed());
-                let _ = results.send((via, outcome));
+                let _ = results.send((path, outcome));
             });
         }
     }
     drop(results);
-    let mut direct_times = Vec::with_capacity(count as usize);
-    let mut gateway_times = Vec::with_capacity(count as usize);
+    let mut times = vec![Vec::with_capacity(count as usize); targets.len()];
     let mut failures = Vec::new();
-    for _ in 0..count * 2 {
-        let (via, outcome) = received
+    for _ in 0..count * paths {
+        let (path, outcome) = received
             .recv_timeout(Duration::from_secs(30))
             .map_err(|_| "requests did not finish within 30 s".to_owned())?;
-        match (via, outcome) {
-            (Via::Direct, Ok(latency)) => direct_times.push(latency),
-            (Via::Gateway, Ok(latency)) => gateway_times.push(latency),
-            (_, Err(failure)) => failures.push(failure),
+        match outcome {
+            Ok(latency) => times[path].push(latency),
+            Err(failure) => failures.push(failure),
         }
     }
     if let Some(first) = failures.first() {
         return Err(format!(
             "{} of {} requests failed; the first: {first}",
             failures.len(),
-            count * 2
+            count * paths
         ));
     }
-    Ok((direct_times, gateway_times, summarize(&mut lags)))
+    Ok((times, summarize(&mut lags)))
 }
 
-fn print_added(direct: &Summary, gateway: &Summary) {
+fn print_added(label: &str, direct: &Summary, gateway: &Summary) {
     let added =
         |via: Duration, direct: Duration| via.as_secs_f64() * 1e3 - direct.as_secs_f64() * 1e3;
     println!(
         "{:<48} median {:>9.3} ms  p99 {:>9.3} ms",
-        "added by the gateway",
+        label,
         added(gateway.median, direct.median),
         added(gateway.p99, direct.p99)
     );

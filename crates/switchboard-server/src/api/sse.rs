@@ -9,6 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::stream;
+use tokio::sync::mpsc::error::TryRecvError;
 
 use super::log::{RequestLog, Tally};
 use crate::error::ApiError;
@@ -85,14 +86,20 @@ impl<R: Renderer> Streaming<R> {
             self.log.as_ref()?;
             let output = match self.first.take() {
                 Some(output) => output,
-                None => match self.renderer.keepalive() {
-                    None => self.outputs.recv().await,
-                    Some((wait, text)) => {
-                        match tokio::time::timeout(wait, self.outputs.recv()).await {
-                            Ok(output) => output,
-                            Err(_) => return Some(Bytes::from(text)),
+                // An output already waiting needs no keep-alive timer: a busy stream arms
+                // none.
+                None => match self.outputs.try_recv() {
+                    Ok(output) => Some(output),
+                    Err(TryRecvError::Disconnected) => None,
+                    Err(TryRecvError::Empty) => match self.renderer.keepalive() {
+                        None => self.outputs.recv().await,
+                        Some((wait, text)) => {
+                            match tokio::time::timeout(wait, self.outputs.recv()).await {
+                                Ok(output) => output,
+                                Err(_) => return Some(Bytes::from(text)),
+                            }
                         }
-                    }
+                    },
                 },
             };
             let text = match output {

@@ -1,7 +1,7 @@
 //! The request's tools, compiled once per distinct list. Clients send the same tools with
 //! every request of a conversation and compiling their schemas is the dearest step of a
 //! request (a tenth of the gateway's CPU in the latency benchmark), so lists that compiled
-//! are kept, keyed by their JSON text. Every front-end compiles through here.
+//! are kept, keyed by their shape and JSON text. Every front-end compiles through here.
 //!
 //! Two bounds keep this from being turned against the gateway. The kept lists are bounded
 //! by the memory they hold, not by their number (one list near the body limit holds about
@@ -51,12 +51,23 @@ static LARGE_COMPILE: Mutex<()> = Mutex::new(());
 /// A list of tools in OpenAI's function shape, compiled under the `api` profile. Lists with
 /// problems are not kept: they are rare and their report is rebuilt.
 pub fn compile_tools(list: &Value) -> Result<Toolset, Problems> {
-    let key = list.to_string();
+    compile_converted("openai", list, || list.clone())
+}
+
+/// A list of tools in another API's shape (`shape` names it), kept by its own JSON text:
+/// `convert` (to OpenAI's function shape) runs only when the list is not kept already.
+pub fn compile_converted(
+    shape: &'static str,
+    original: &Value,
+    convert: impl FnOnce() -> Value,
+) -> Result<Toolset, Problems> {
+    // The same text means different tools in different shapes.
+    let key = format!("{shape}\n{original}");
     if let Some(toolset) = kept(&key) {
         return Ok(toolset);
     }
     if key.len() <= INLINE_COMPILE_BYTES {
-        return compile_and_keep(list, key);
+        return compile_and_keep(&convert(), key);
     }
     let compile = || {
         // A poisoned lock only means another compile panicked; the slot is still usable.
@@ -69,7 +80,7 @@ pub fn compile_tools(list: &Value) -> Result<Toolset, Problems> {
         }
         let compiling = metrics::gauge!("gateway_tool_lists_compiling");
         compiling.increment(1.0);
-        let compiled = compile_and_keep(list, key.clone());
+        let compiled = compile_and_keep(&convert(), key.clone());
         compiling.decrement(1.0);
         compiled
     };

@@ -20,6 +20,8 @@ use crate::pipeline::tool_checks::ToolCallProblem;
 
 /// How long a stream may stay silent before a `ping` keeps the client's idle timer alive.
 const PING_EVERY: Duration = Duration::from_secs(5);
+/// Anthropic's `ping` event, written once rather than serialised for every wait.
+const PING: &str = "event: ping\ndata: {\"type\":\"ping\"}\n\n";
 
 /// How the answer is presented.
 #[derive(Debug, Clone)]
@@ -78,7 +80,7 @@ impl Renderer for EventRenderer {
     }
 
     fn keepalive(&mut self) -> Option<(Duration, String)> {
-        Some((PING_EVERY, SseEncoder::sse(&[StreamPayload::Ping])))
+        Some((PING_EVERY, PING.to_owned()))
     }
 }
 
@@ -172,6 +174,11 @@ pub fn error_response(error: ApiError) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ping_is_anthropics_ping_event() {
+        assert_eq!(PING, SseEncoder::sse(&[StreamPayload::Ping]));
+    }
 
     #[test]
     fn statuses_get_anthropic_error_types() {

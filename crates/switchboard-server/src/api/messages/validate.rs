@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use switchboard_tools::Toolset;
 
 use crate::error::ApiError;
-use crate::pipeline::compile_tools;
+use crate::pipeline::compile_converted;
 
 /// A problem with one field of the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -444,16 +444,15 @@ struct Tools {
 }
 
 fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Tools> {
-    let list = match tools {
-        None | Some(Value::Null) => return None,
-        Some(Value::Array(list)) => list,
-        Some(other) => {
-            problems.push(invalid("tools", format!("expected an array, got {other}")));
-            return None;
-        }
+    let original = tools.filter(|tools| !tools.is_null())?;
+    let Value::Array(list) = original else {
+        problems.push(invalid(
+            "tools",
+            format!("expected an array, got {original}"),
+        ));
+        return None;
     };
-    let mut functions = Vec::new();
-    // The position in `tools` of each compiled function, to name problems by it.
+    // The position in `tools` of each custom tool, in the order they are compiled.
     let mut positions = Vec::new();
     let mut tools = Tools {
         compiled: Toolset::default(),
@@ -463,13 +462,13 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
     };
     let before = problems.len();
     for (index, tool) in list.iter().enumerate() {
-        let at = format!("tools.{index}");
+        let at = || format!("tools.{index}");
         let Value::Object(tool) = tool else {
-            problems.push(invalid(at, "each tool must be an object"));
+            problems.push(invalid(at(), "each tool must be an object"));
             continue;
         };
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
-            problems.push(invalid(format!("{at}.name"), "each tool needs a name"));
+            problems.push(invalid(format!("{}.name", at()), "each tool needs a name"));
             continue;
         };
         match tool.get("type") {
@@ -481,7 +480,7 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
             }
             Some(other) => {
                 problems.push(invalid(
-                    format!("{at}.type"),
+                    format!("{}.type", at()),
                     format!("expected a string, got {other}"),
                 ));
                 continue;
@@ -489,7 +488,7 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
         }
         if !tool.get("input_schema").is_some_and(Value::is_object) {
             problems.push(invalid(
-                format!("{at}.input_schema"),
+                format!("{}.input_schema", at()),
                 "a custom tool needs its input_schema, a JSON Schema object",
             ));
             continue;
@@ -498,17 +497,31 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
             tools.deferred.push(name.to_owned());
         }
         tools.custom.push(name.to_owned());
-        let mut function = json!({"name": name, "parameters": tool["input_schema"]});
-        if let Some(description) = tool.get("description").filter(|value| !value.is_null()) {
-            function["description"] = description.clone();
-        }
-        functions.push(json!({"type": "function", "function": function}));
         positions.push(index);
     }
     if problems.len() > before {
         return None;
     }
-    match compile_tools(&Value::Array(functions)) {
+    // In OpenAI's function shape, built only for a list not compiled before.
+    let functions = || {
+        Value::Array(
+            positions
+                .iter()
+                .map(|&index| {
+                    let tool = &list[index];
+                    let mut function =
+                        json!({"name": tool["name"], "parameters": tool["input_schema"]});
+                    if let Some(description) =
+                        tool.get("description").filter(|value| !value.is_null())
+                    {
+                        function["description"] = description.clone();
+                    }
+                    json!({"type": "function", "function": function})
+                })
+                .collect(),
+        )
+    };
+    match compile_converted("anthropic", original, functions) {
         Ok(compiled) => tools.compiled = compiled,
         Err(found) => {
             for problem in found.0 {
