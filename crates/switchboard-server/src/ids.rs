@@ -1,6 +1,6 @@
-//! Ids the gateway hands out: `chatcmpl-…` per answer and `call_…` per tool call. Backend
-//! call ids that are missing, reused or not in OpenAI's shape are replaced, the same way in
-//! a streamed and a whole answer.
+//! Ids the gateway hands out: `chatcmpl-…` or `resp_…` per answer and `call_…` per tool
+//! call. Backend call ids that are missing, reused or not in OpenAI's shape are replaced,
+//! the same way in a streamed and a whole answer.
 
 use std::collections::HashSet;
 
@@ -18,6 +18,11 @@ fn random(length: usize) -> String {
 /// A new answer id.
 pub fn completion_id() -> String {
     format!("chatcmpl-{}", random(29))
+}
+
+/// A new Responses API response id.
+pub fn response_id() -> String {
+    format!("resp_{}", random(32))
 }
 
 /// A new request id for logs and the `x-request-id` header.

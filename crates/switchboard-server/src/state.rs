@@ -6,6 +6,7 @@ use std::time::Duration;
 use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_characters::{CharacterRegistry, LoadOptions};
 
+use crate::api::responses::store::{MemoryStore, ResponseStore};
 use crate::config::Config;
 use crate::telemetry;
 use crate::upstream::{Health, Route, RouteTable};
@@ -21,6 +22,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
+    /// Responses made with `store: true`.
+    pub responses: Arc<dyn ResponseStore>,
 }
 
 impl AppState {
@@ -63,6 +66,12 @@ impl AppState {
             metrics: telemetry::prometheus(),
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout(),
+            responses: Arc::new(MemoryStore::new(
+                std::num::NonZeroUsize::new(config.responses.store_max_entries)
+                    .unwrap_or(std::num::NonZeroUsize::MIN),
+                config.responses.store_max_bytes,
+                Duration::from_secs(config.responses.store_ttl_secs),
+            )),
         })
     }
 }

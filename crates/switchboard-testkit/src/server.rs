@@ -111,6 +111,39 @@ impl ScriptedServer {
         }
     }
 
+    /// Starts a server that answers every connection with what `respond` makes of its
+    /// request: for clients whose requests cannot be predicted one by one (an agent that
+    /// may ask again, or ask something else first).
+    pub async fn answering(respond: impl Fn(&Captured) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&captured);
+        let hung_up = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let hangups = Arc::clone(&hung_up);
+        let respond = Arc::new(respond);
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let log = Arc::clone(&log);
+                let hangups = Arc::clone(&hangups);
+                let respond = Arc::clone(&respond);
+                tokio::spawn(async move {
+                    let Some(request) = read_request(&mut socket).await else {
+                        return;
+                    };
+                    let reply = respond(&request);
+                    log.lock().unwrap().push(request);
+                    send_reply(socket, reply, &hangups).await;
+                });
+            }
+        });
+        Self {
+            base,
+            captured,
+            hung_up,
+        }
+    }
+
     /// How many clients closed their connection while a gated reply was held open: how a
     /// test sees that a request it started was cancelled.
     pub fn hung_up(&self) -> usize {
@@ -129,15 +162,24 @@ async fn answer(
     log: Arc<Mutex<Vec<Captured>>>,
     hung_up: Arc<std::sync::atomic::AtomicUsize>,
 ) {
+    let Some(request) = read_request(&mut socket).await else {
+        return;
+    };
+    log.lock().unwrap().push(request);
+    send_reply(socket, reply, &hung_up).await;
+}
+
+/// Reads one request (head and a `content-length` body); `None` if the client left.
+async fn read_request(socket: &mut TcpStream) -> Option<Captured> {
     socket.set_nodelay(true).unwrap();
     let mut request = Vec::new();
     let mut buffer = [0u8; 8192];
     let head_end = loop {
         let Ok(read) = socket.read(&mut buffer).await else {
-            return;
+            return None;
         };
         if read == 0 {
-            return;
+            return None;
         }
         request.extend_from_slice(&buffer[..read]);
         if let Some(at) = request.windows(4).position(|window| window == b"\r\n\r\n") {
@@ -151,16 +193,19 @@ async fn answer(
         .map_or(0, |value| value.trim().parse().unwrap());
     while request.len() < head_end + length {
         let Ok(read) = socket.read(&mut buffer).await else {
-            return;
+            return None;
         };
         if read == 0 {
-            return;
+            return None;
         }
         request.extend_from_slice(&buffer[..read]);
     }
     let body = serde_json::from_slice(&request[head_end..head_end + length]).unwrap_or(Value::Null);
-    log.lock().unwrap().push(Captured { head, body });
+    Some(Captured { head, body })
+}
 
+/// Writes `reply` over chunked HTTP/1.1 and closes the connection.
+async fn send_reply(mut socket: TcpStream, reply: Reply, hung_up: &std::sync::atomic::AtomicUsize) {
     let mut response = format!(
         "HTTP/1.1 {} Scripted\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
         reply.status

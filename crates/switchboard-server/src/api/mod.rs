@@ -8,6 +8,7 @@ mod body;
 pub mod chat;
 mod log;
 pub mod ops;
+pub mod responses;
 mod sse;
 
 /// The id the request-id middleware gave this request.

@@ -109,6 +109,28 @@ async fn read_answer(response: reqwest::Response) -> Answer {
     }
 }
 
+/// `POST` a JSON body to `path` (`/v1/responses`).
+pub async fn post_to(gateway: &RunningGateway, path: &str, body: &Value) -> Answer {
+    let response = client()
+        .post(format!("{}{path}", gateway.base_url()))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    read_answer(response).await
+}
+
+/// `DELETE` a path.
+pub async fn delete(gateway: &RunningGateway, path: &str) -> Answer {
+    let response = client()
+        .delete(format!("{}{path}", gateway.base_url()))
+        .send()
+        .await
+        .unwrap();
+    read_answer(response).await
+}
+
 /// `POST /v1/chat/completions` with a JSON body.
 pub async fn post(gateway: &RunningGateway, body: &Value) -> Answer {
     post_bytes(gateway, body.to_string().into_bytes()).await

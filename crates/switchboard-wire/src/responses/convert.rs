@@ -53,14 +53,60 @@ pub fn parse_input(input: &Input) -> Result<Vec<Item>, ConvertError> {
     }
 }
 
+/// Item types a request may carry.
+const ITEM_TYPES: &[&str] = &[
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "reasoning",
+    "additional_tools",
+    "tool_search_call",
+    "tool_search_output",
+    "local_shell_call",
+    "local_shell_call_output",
+    "item_reference",
+];
+
+const ROLES: &[&str] = &["user", "assistant", "system", "developer"];
+
 /// One item; a message may leave out its `type`.
 fn parse_item(value: &Value, path: &str) -> Result<Item, ConvertError> {
     let mut value = value.clone();
-    if let Value::Object(object) = &mut value
-        && !object.contains_key("type")
-        && object.contains_key("role")
-    {
+    let Value::Object(object) = &mut value else {
+        return Err(ConvertError::invalid(path, "each item must be an object"));
+    };
+    if !object.contains_key("type") && object.contains_key("role") {
         object.insert("type".into(), Value::from("message"));
+    }
+    match object.get("type").and_then(Value::as_str) {
+        Some(kind) if ITEM_TYPES.contains(&kind) => {}
+        other => {
+            return Err(ConvertError::invalid(
+                format!("{path}.type"),
+                format!(
+                    "must be one of {}, got {}",
+                    ITEM_TYPES.join(", "),
+                    other.map_or_else(|| "nothing".to_owned(), |kind| format!("\"{kind}\""))
+                ),
+            ));
+        }
+    }
+    if object.get("type").and_then(Value::as_str) == Some("message")
+        && !object
+            .get("role")
+            .and_then(Value::as_str)
+            .is_some_and(|role| ROLES.contains(&role))
+    {
+        return Err(ConvertError::invalid(
+            format!("{path}.role"),
+            format!(
+                "must be one of {}, got {}",
+                ROLES.join(", "),
+                object.get("role").unwrap_or(&Value::Null)
+            ),
+        ));
     }
     serde_path_to_error::deserialize::<_, Item>(value).map_err(|error| {
         let inner = error.path().to_string();

@@ -9,7 +9,7 @@ use crate::pipeline::compile_tools;
 
 /// A problem with one parameter of the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Invalid {
+pub(crate) struct Invalid {
     param: String,
     message: String,
 }
@@ -120,17 +120,22 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
             tools: tools.unwrap_or_default(),
         })
     } else {
-        let param = problems.first().map(|first| first.param.clone());
-        let message = problems
-            .iter()
-            .map(|problem| format!("{}: {}", problem.param, problem.message))
-            .collect::<Vec<_>>()
-            .join("; ");
-        Err(ApiError::invalid_request(message, param))
+        Err(rejection(&problems))
     }
 }
 
-fn invalid(param: impl Into<String>, message: impl Into<String>) -> Invalid {
+/// Every problem in one 400, whose `param` is the first problem's.
+pub(crate) fn rejection(problems: &[Invalid]) -> ApiError {
+    let param = problems.first().map(|first| first.param.clone());
+    let message = problems
+        .iter()
+        .map(|problem| format!("{}: {}", problem.param, problem.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    ApiError::invalid_request(message, param)
+}
+
+pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> Invalid {
     Invalid {
         param: param.into(),
         message: message.into(),
@@ -304,7 +309,7 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
 }
 
 /// `/0/function/name` → `[0].function.name`, the way OpenAI names parameters.
-fn pointer_to_param(pointer: &str) -> String {
+pub(crate) fn pointer_to_param(pointer: &str) -> String {
     pointer
         .split('/')
         .skip(1)
@@ -356,7 +361,7 @@ fn check_tool_choice(
     }
 }
 
-fn check_number(
+pub(crate) fn check_number(
     request: &Map<String, Value>,
     field: &str,
     min: f64,
