@@ -4,7 +4,7 @@
 //! streamed through the SDK's own accumulator and not.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::Command;
+mod common;
 
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
@@ -48,39 +48,9 @@ format = "hermes"
     Setup { backend, gateway }
 }
 
-/// Runs `client.py BASE CASE` and returns the JSON it printed. A missing SDK fails the
-/// test with the way to install it: these tests never pass by skipping.
+/// Runs `client.py BASE CASE` and returns the JSON it printed.
 async fn sdk(base: String, case: &'static str) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/client.py");
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("python3")
-            .arg(script)
-            .arg(&base)
-            .arg(case)
-            .output()
-    })
-    .await
-    .unwrap()
-    .unwrap_or_else(|error| {
-        panic!("cannot run python3 ({error}); these tests need Python 3 with the openai SDK: run scripts/test")
-    });
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if output.status.code() == Some(3) {
-        panic!(
-            "the official openai Python SDK is not installed; run scripts/test (it installs tests/requirements.txt)\n{stderr}"
-        );
-    }
-    assert!(
-        output.status.success(),
-        "client.py {case} failed ({}):\n{stderr}",
-        output.status
-    );
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
-        panic!(
-            "client.py {case} printed no JSON ({error}):\n{}\n{stderr}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
+    common::python("client.py", vec![base, case.to_owned()]).await
 }
 
 /// The backend's replies for one case: the same answer twice, per SSE event for the

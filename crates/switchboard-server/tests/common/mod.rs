@@ -373,6 +373,39 @@ pub fn without_ids(mut summary: Value) -> Value {
     summary
 }
 
+/// Runs `python3 tests/sdk/SCRIPT ARGS…` and returns the JSON it printed. A missing SDK
+/// (exit status 3) fails the test with the way to install it: these tests never pass by
+/// skipping.
+pub async fn python(script: &str, args: Vec<String>) -> Value {
+    let path = format!("{}/tests/sdk/{script}", env!("CARGO_MANIFEST_DIR"));
+    let label = args.join(" ");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3").arg(path).args(args).output()
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|error| {
+        panic!("cannot run python3 ({error}); these tests need Python 3 with the SDKs in tests/requirements.txt: run scripts/test")
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.code() == Some(3) {
+        panic!(
+            "a Python SDK these tests drive is not installed; run scripts/test (it installs tests/requirements.txt)\n{stderr}"
+        );
+    }
+    assert!(
+        output.status.success(),
+        "{script} {label} failed ({}):\n{stderr}",
+        output.status
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "{script} {label} printed no JSON ({error}):\n{}\n{stderr}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
 /// The chat request a scripted backend received, as JSON.
 pub fn sent(server: &switchboard_testkit::ScriptedServer, index: usize) -> Value {
     let requests = server.requests();
