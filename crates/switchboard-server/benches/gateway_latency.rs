@@ -10,7 +10,9 @@
 //! it would in its own process.
 //!
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
-//! native route and on a prompted (hermes markup) route.
+//! native route and on a prompted (hermes markup) route; and the same streamed call asked
+//! through the Responses API (`/v1/responses`, to `response.completed`), against the same
+//! direct Chat Completions baseline.
 //!
 //! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S]`
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
@@ -37,6 +39,7 @@ const HERMES_MODEL: &str = "fast-hermes";
 const CALL_ID: &str = "call_Xq3R9s8T7u6V5w4Y3z2A1b0C";
 const ARGUMENTS: &str = r#"{"city": "Paris", "unit": "celsius"}"#;
 const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
+const RESPONSES_DONE: &str = "event: response.completed\n";
 
 type Failure = String;
 
@@ -129,33 +132,46 @@ struct Case {
     route: &'static str,
     backend_model: &'static str,
     stream: bool,
+    /// Asked through `/v1/responses` (the direct baseline stays Chat Completions).
+    responses: bool,
 }
 
 impl Case {
-    const ALL: [Case; 4] = [
+    const ALL: [Case; 5] = [
         Case {
             name: "native route, tool call, whole",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: false,
+            responses: false,
         },
         Case {
             name: "native route, tool call, streamed (to [DONE])",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: true,
+            responses: false,
+        },
+        Case {
+            name: "Responses API, native route, tool call, streamed (to response.completed)",
+            route: "native",
+            backend_model: NATIVE_MODEL,
+            stream: true,
+            responses: true,
         },
         Case {
             name: "prompted hermes route, tool call, whole",
             route: "hermes",
             backend_model: HERMES_MODEL,
             stream: false,
+            responses: false,
         },
         Case {
             name: "prompted hermes route, tool call, streamed (to [DONE])",
             route: "hermes",
             backend_model: HERMES_MODEL,
             stream: true,
+            responses: false,
         },
     ];
 }
@@ -173,6 +189,8 @@ struct Target {
     url: String,
     body: Bytes,
     stream: bool,
+    /// The stream is the Responses API's.
+    responses: bool,
 }
 
 impl Target {
@@ -182,6 +200,27 @@ impl Target {
             Via::Gateway => case.route,
         };
         let city = json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]});
+        let responses = case.responses && via == Via::Gateway;
+        if responses {
+            let body = json!({
+                "model": model,
+                "stream": true,
+                "store": false,
+                "instructions": "You are a weather assistant.",
+                "input": "What is the weather in Paris?",
+                "tools": [
+                    {"type": "function", "name": "get_weather", "description": "Current weather in a city", "parameters": city},
+                    {"type": "function", "name": "get_time", "description": "Local time in a city", "parameters": city}
+                ]
+            });
+            return Self {
+                client: client.clone(),
+                url: format!("{base}/v1/responses"),
+                body: Bytes::from(body.to_string()),
+                stream: true,
+                responses,
+            };
+        }
         let body = json!({
             "model": model,
             "stream": case.stream,
@@ -199,6 +238,7 @@ impl Target {
             url: format!("{base}/v1/chat/completions"),
             body: Bytes::from(body.to_string()),
             stream: case.stream,
+            responses,
         }
     }
 
@@ -221,9 +261,18 @@ impl Target {
         if !status.is_success() {
             return Err(format!("{status}: {}", String::from_utf8_lossy(&body)));
         }
-        if self.stream && !body.ends_with(SSE_DONE) {
+        let complete = if self.responses {
+            // The last event is the terminal one.
+            String::from_utf8_lossy(&body)
+                .rsplit("\n\n")
+                .nth(1)
+                .is_some_and(|last| last.starts_with(RESPONSES_DONE))
+        } else {
+            !self.stream || body.ends_with(SSE_DONE)
+        };
+        if !complete {
             return Err(format!(
-                "the stream did not end with [DONE]: {}",
+                "the stream did not end as it should: {}",
                 String::from_utf8_lossy(&body)
             ));
         }
@@ -237,6 +286,28 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
     direct.call().await?;
     let answer = through.call().await?;
     let text = String::from_utf8_lossy(&answer);
+    if case.responses {
+        let completed = text
+            .split("\n\n")
+            .filter_map(|event| event.strip_prefix(RESPONSES_DONE))
+            .filter_map(|event| event.strip_prefix("data: "))
+            .find_map(|data| serde_json::from_str::<Value>(data).ok());
+        let call = completed.as_ref().and_then(|event| {
+            event["response"]["output"]
+                .as_array()?
+                .iter()
+                .find(|item| item["type"] == "function_call")
+                .and_then(|item| item["name"].as_str().map(str::to_owned))
+        });
+        return if call.as_deref() == Some("get_weather") {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: the gateway's answer is not a get_weather function call:\n{text}",
+                case.name
+            ))
+        };
+    }
     let call = if case.stream {
         text.lines()
             .filter_map(|line| line.strip_prefix("data: "))

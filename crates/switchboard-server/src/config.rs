@@ -376,6 +376,24 @@ tool_calling = "native"
     }
 
     #[test]
+    fn the_responses_store_is_configured_and_checked() {
+        let config = Config::from_toml(
+            "[responses]\nstore_max_entries = 5\nstore_max_bytes = 1024\nstore_ttl_secs = 60\n",
+        )
+        .unwrap();
+        assert_eq!(config.responses.store_max_entries, 5);
+        assert_eq!(config.responses.store_ttl_secs, 60);
+        assert_eq!(
+            Config::from_toml("").unwrap().responses.store_max_bytes,
+            64 * 1024 * 1024
+        );
+        let error = Config::from_toml("[responses]\nstore_max_entries = 0\n").unwrap_err();
+        assert!(error.contains("responses.store_max_entries"), "{error}");
+        let error = Config::from_toml("[responses]\nstore_max_entrys = 3\n").unwrap_err();
+        assert!(error.contains("store_max_entrys"), "{error}");
+    }
+
+    #[test]
     fn environment_gives_routes() {
         let config = Config::from_environment(|name| match name {
             "OPENAI_BASE_URL" => Some("http://127.0.0.1:8000/v1".into()),

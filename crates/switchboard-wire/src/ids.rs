@@ -40,16 +40,16 @@ impl IdSource {
         id.extend((0..24).map(|_| char::from(self.rng.sample(rand::distr::Alphanumeric))));
         id
     }
+}
 
-    /// `PREFIX_` followed by 32 random ASCII letters and digits: the ids of Responses API
-    /// objects (`resp_`, `msg_`, `fc_`, …).
-    pub fn item_id(&mut self, prefix: &str) -> String {
-        let mut id = String::with_capacity(prefix.len() + 33);
-        id.push_str(prefix);
-        id.push('_');
-        id.extend((0..32).map(|_| char::from(self.rng.sample(rand::distr::Alphanumeric))));
-        id
-    }
+/// `PREFIX_` and 32 random letters and digits from the thread's generator (cheaper than a
+/// fresh [`IdSource`] where nothing needs to be reproducible).
+pub fn item_id(prefix: &str) -> String {
+    let mut id = String::with_capacity(prefix.len() + 33);
+    id.push_str(prefix);
+    id.push('_');
+    id.extend((0..32).map(|_| char::from(rand::rng().sample(rand::distr::Alphanumeric))));
+    id
 }
 
 /// The ids handed out within one answer, so parallel calls never share one.

@@ -275,7 +275,11 @@ fn tool_choice(
                 })?;
             let mut allowed = Vec::with_capacity(listed.len());
             for (index, tool) in listed.iter().enumerate() {
-                allowed.push(named(tool, &format!("tool_choice.tools[{index}]"), tools)?);
+                let kind = tool.get("type").and_then(Value::as_str);
+                // A hosted tool among the allowed ones is left out like the tool itself.
+                if matches!(kind, Some("function" | "custom")) {
+                    allowed.push(named(tool, &format!("tool_choice.tools[{index}]"), tools)?);
+                }
             }
             tools.restrict(&allowed);
             match choice.get("mode").and_then(Value::as_str) {
@@ -770,7 +774,7 @@ mod tests {
                 .tool_choice,
             Some(ToolChoice::Function("g".into()))
         );
-        let allowed = choice(json!({"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "f"}]})).unwrap();
+        let allowed = choice(json!({"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "f"}, {"type": "web_search"}]})).unwrap();
         assert_eq!(allowed.request.tools.len(), 1);
         assert_eq!(allowed.request.tool_choice, Some(ToolChoice::Required));
         let error = choice(json!({"type": "web_search"})).unwrap_err();

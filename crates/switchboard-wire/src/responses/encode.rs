@@ -9,6 +9,7 @@
 //! `response.completed`, `response.incomplete` (the length limit) or `response.failed`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
@@ -17,15 +18,15 @@ use super::events::{Event, Sequenced};
 use super::items::{ContentPart, Item, MessageContent, Role, TextPart};
 use super::response::{IncompleteDetails, Response, ResponseError, Status};
 use super::tools::CallKind;
-use crate::ids::IdSource;
+use crate::ids::item_id;
 use crate::{FinishReason, StreamEvent, Usage};
 
 /// Turns one answer's events into Responses events.
 #[derive(Debug)]
 pub struct Encoder {
-    response: Response,
+    /// Shared with the lifecycle events that carry it; written copy-on-write.
+    response: Arc<Response>,
     kinds: HashMap<String, CallKind>,
-    ids: IdSource,
     sequence: u64,
     started: bool,
     /// The message or reasoning item being written.
@@ -62,9 +63,8 @@ impl Encoder {
         response.status = Status::InProgress;
         response.output.clear();
         Self {
-            response,
+            response: Arc::new(response),
             kinds,
-            ids: IdSource::random(),
             sequence: 0,
             started: false,
             open: None,
@@ -80,12 +80,12 @@ impl Encoder {
     }
 
     pub fn into_response(self) -> Response {
-        self.response
+        Arc::unwrap_or_clone(self.response)
     }
 
-    /// Adds a field of our own to the response (`tool_call_errors`).
-    pub fn set_extra(&mut self, field: &str, value: Value) {
-        self.response.extra.insert(field.to_owned(), value);
+    /// Problems with the model's calls, reported on the response as `tool_call_errors`.
+    pub fn set_tool_call_errors(&mut self, problems: Value) {
+        Arc::make_mut(&mut self.response).tool_call_errors = Some(problems);
     }
 
     /// `response.created` and `response.in_progress`, once; every other method sends them
@@ -130,28 +130,25 @@ impl Encoder {
         for (_, call) in std::mem::take(&mut self.calls) {
             self.end_call(call, &mut out);
         }
-        self.response.usage = Some(self.usage.unwrap_or_default().into());
         let incomplete = match &self.reason {
             Some(FinishReason::Length) => Some("max_output_tokens"),
             Some(FinishReason::ContentFilter) => Some("content_filter"),
             _ => None,
         };
+        let usage = self.usage.unwrap_or_default().into();
+        let response = Arc::make_mut(&mut self.response);
+        response.usage = Some(usage);
+        response.status = match incomplete {
+            Some(_) => Status::Incomplete,
+            None => Status::Completed,
+        };
+        response.incomplete_details = incomplete.map(|reason| IncompleteDetails {
+            reason: reason.to_owned(),
+        });
+        let response = Arc::clone(&self.response);
         let event = match incomplete {
-            Some(reason) => {
-                self.response.status = Status::Incomplete;
-                self.response.incomplete_details = Some(IncompleteDetails {
-                    reason: reason.to_owned(),
-                });
-                Event::Incomplete {
-                    response: Box::new(self.response.clone()),
-                }
-            }
-            None => {
-                self.response.status = Status::Completed;
-                Event::Completed {
-                    response: Box::new(self.response.clone()),
-                }
-            }
+            Some(_) => Event::Incomplete { response },
+            None => Event::Completed { response },
         };
         out.push(self.sequenced(event));
         out
@@ -161,12 +158,13 @@ impl Encoder {
     pub fn fail(&mut self, code: &str, message: &str) -> Vec<Sequenced> {
         let mut out = Vec::new();
         self.ensure_started(&mut out);
-        self.response.status = Status::Failed;
-        self.response.error = Some(ResponseError {
+        let response = Arc::make_mut(&mut self.response);
+        response.status = Status::Failed;
+        response.error = Some(ResponseError {
             code: code.to_owned(),
             message: message.to_owned(),
         });
-        let response = Box::new(self.response.clone());
+        let response = Arc::clone(&self.response);
         out.push(self.sequenced(Event::Failed { response }));
         out
     }
@@ -190,7 +188,7 @@ impl Encoder {
             return;
         }
         self.started = true;
-        let response = Box::new(self.response.clone());
+        let response = Arc::clone(&self.response);
         self.push(
             out,
             Event::Created {
@@ -202,14 +200,18 @@ impl Encoder {
 
     /// Adds an item to the output and announces it; returns its index.
     fn add_item(&mut self, item: Item, out: &mut Vec<Sequenced>) -> usize {
-        let output_index = self.response.output.len();
-        self.response.output.push(item.clone());
+        let output = &mut Arc::make_mut(&mut self.response).output;
+        let output_index = output.len();
+        output.push(item.clone());
         self.push(out, Event::OutputItemAdded { output_index, item });
         output_index
     }
 
     fn done_item(&mut self, output_index: usize, item: Item, out: &mut Vec<Sequenced>) {
-        if let Some(slot) = self.response.output.get_mut(output_index) {
+        if let Some(slot) = Arc::make_mut(&mut self.response)
+            .output
+            .get_mut(output_index)
+        {
             *slot = item.clone();
         }
         self.push(out, Event::OutputItemDone { output_index, item });
@@ -257,7 +259,7 @@ impl Encoder {
 
     fn open_text(&mut self, reasoning: bool, out: &mut Vec<Sequenced>) -> OpenText {
         if reasoning {
-            let id = self.ids.item_id("rs");
+            let id = item_id("rs");
             let output_index = self.add_item(reasoning_item(&id, None), out);
             self.push(
                 out,
@@ -275,7 +277,7 @@ impl Encoder {
                 text: String::new(),
             }
         } else {
-            let id = self.ids.item_id("msg");
+            let id = item_id("msg");
             let output_index = self.add_item(message_item(&id, None), out);
             self.push(
                 out,
@@ -362,7 +364,7 @@ impl Encoder {
         };
         let mut call = OpenCall {
             output_index: 0,
-            item_id: self.ids.item_id(prefix),
+            item_id: item_id(prefix),
             call_id: call_id.to_owned(),
             kind,
             arguments: String::new(),

@@ -1,6 +1,8 @@
 //! The events of a streamed response. Each goes out as an SSE event whose `event:` line is
 //! its `type`, with an increasing `sequence_number`.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -11,15 +13,15 @@ use super::response::Response;
 #[serde(tag = "type")]
 pub enum Event {
     #[serde(rename = "response.created")]
-    Created { response: Box<Response> },
+    Created { response: Arc<Response> },
     #[serde(rename = "response.in_progress")]
-    InProgress { response: Box<Response> },
+    InProgress { response: Arc<Response> },
     #[serde(rename = "response.completed")]
-    Completed { response: Box<Response> },
+    Completed { response: Arc<Response> },
     #[serde(rename = "response.incomplete")]
-    Incomplete { response: Box<Response> },
+    Incomplete { response: Arc<Response> },
     #[serde(rename = "response.failed")]
-    Failed { response: Box<Response> },
+    Failed { response: Arc<Response> },
     #[serde(rename = "response.output_item.added")]
     OutputItemAdded { output_index: usize, item: Item },
     #[serde(rename = "response.output_item.done")]
@@ -147,8 +149,66 @@ pub struct Sequenced {
 impl Sequenced {
     /// `event: TYPE\ndata: JSON\n\n`.
     pub fn sse(&self) -> String {
-        // Serialising our own plain structs cannot fail; an empty object keeps the stream valid.
-        let json = serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned());
-        format!("event: {}\ndata: {json}\n\n", self.event.kind())
+        sse(std::slice::from_ref(self))
+    }
+}
+
+/// The events as SSE text: `event: TYPE\ndata: JSON\n\n` each. Written by hand around each
+/// event's own JSON, and a response object shared by consecutive lifecycle events
+/// (`response.created`, `response.in_progress`) is serialised once: serde's `flatten` and
+/// repeated serialisation would make this, the hottest step of a streamed answer, several
+/// times dearer.
+pub fn sse(events: &[Sequenced]) -> String {
+    let mut text = String::new();
+    let mut shared: Option<(*const Response, String)> = None;
+    for Sequenced {
+        event,
+        sequence_number,
+    } in events
+    {
+        let kind = event.kind();
+        text.push_str("event: ");
+        text.push_str(kind);
+        text.push_str("\ndata: ");
+        match event.response() {
+            Some(response) => {
+                let pointer = Arc::as_ptr(response);
+                if shared.as_ref().is_none_or(|(last, _)| *last != pointer) {
+                    shared = Some((pointer, json(response.as_ref())));
+                }
+                let body = shared.as_ref().map_or("{}", |(_, body)| body.as_str());
+                text.push_str("{\"type\":\"");
+                text.push_str(kind);
+                text.push_str("\",\"response\":");
+                text.push_str(body);
+            }
+            None => {
+                let body = json(event);
+                text.push_str(body.strip_suffix('}').unwrap_or(&body));
+            }
+        }
+        text.push_str(",\"sequence_number\":");
+        text.push_str(&sequence_number.to_string());
+        text.push_str("}\n\n");
+    }
+    text
+}
+
+/// Serialising our own plain types cannot fail; an empty object keeps the stream valid.
+fn json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned())
+}
+
+impl Event {
+    /// The response a lifecycle event carries.
+    fn response(&self) -> Option<&Arc<Response>> {
+        match self {
+            Event::Created { response }
+            | Event::InProgress { response }
+            | Event::Completed { response }
+            | Event::Incomplete { response }
+            | Event::Failed { response } => Some(response),
+            _ => None,
+        }
     }
 }

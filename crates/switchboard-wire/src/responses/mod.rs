@@ -15,7 +15,7 @@ mod tools;
 
 pub use convert::{Converted, parse_input, to_chat};
 pub use encode::Encoder;
-pub use events::{Event, Sequenced};
+pub use events::{Event, Sequenced, sse};
 pub use items::{ContentPart, Item, MessageContent, Role, TextPart, ToolOutput};
 pub use request::{Input, ReasoningConfig, ResponsesRequest, TextConfig};
 pub use response::{

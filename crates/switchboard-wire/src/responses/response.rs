@@ -32,9 +32,9 @@ pub struct Response {
     pub usage: Option<ResponseUsage>,
     pub user: Option<String>,
     pub metadata: Map<String, Value>,
-    /// Fields of our own (`tool_call_errors`).
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    /// Problems with the model's calls (ours, not OpenAI's), when there are any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_errors: Option<Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -89,7 +89,7 @@ pub async fn create(
             match output {
                 Ok(output) => {
                     tally.add(&output);
-                    renderer.take(output);
+                    renderer.take(output, false);
                 }
                 Err(error) => return fail(&log, &started.label, error),
             }
@@ -318,6 +318,6 @@ fn skeleton(request: &ResponsesRequest) -> ResponseObject {
         usage: None,
         user: request.user.clone(),
         metadata: request.metadata.clone().unwrap_or_default(),
-        extra: Map::new(),
+        tool_call_errors: None,
     }
 }

@@ -6,7 +6,7 @@
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use switchboard_wire::responses::{Encoder, Item, Response, Sequenced};
+use switchboard_wire::responses::{Encoder, Item, Response, Sequenced, sse};
 
 use super::store::{ResponseStore, StoredResponse};
 use crate::api::sse::Renderer;
@@ -41,22 +41,32 @@ impl ResponseRenderer {
         }
     }
 
-    /// The events one output makes.
-    pub fn take(&mut self, output: Output) -> Vec<Sequenced> {
-        match output {
+    /// Takes one output; returns its SSE text when `render` (a stream), else only folds it
+    /// into the response (a whole answer).
+    pub fn take(&mut self, output: Output, render: bool) -> String {
+        // The opening events go first and are dropped before the response grows, so that
+        // the response they share is never copied.
+        let opening = self.encoder.start();
+        let mut text = if render { sse(&opening) } else { String::new() };
+        drop(opening);
+        let events = match output {
             Output::Problems(found) => {
                 self.problems.extend(found);
-                Vec::new()
+                return text;
             }
             Output::Event(event) => self.encoder.event(&event),
+        };
+        if render {
+            text.push_str(&sse(&events));
         }
+        text
     }
 
     /// Ends the answer: the closing events, and the keeping of a stored response.
     pub fn close(&mut self) -> (Vec<Sequenced>, BoxFuture<'static, ()>) {
         if !self.problems.is_empty() {
             let problems = serde_json::to_value(&self.problems).unwrap_or(Value::Null);
-            self.encoder.set_extra("tool_call_errors", problems);
+            self.encoder.set_tool_call_errors(problems);
         }
         let events = self.encoder.finish();
         let keeping: BoxFuture<'static, ()> = match self.keep.take() {
@@ -82,14 +92,9 @@ impl ResponseRenderer {
     }
 }
 
-fn sse(events: Vec<Sequenced>) -> String {
-    events.iter().map(Sequenced::sse).collect()
-}
-
 impl Renderer for ResponseRenderer {
     fn output(&mut self, output: Output) -> String {
-        let events = self.take(output);
-        sse(events)
+        self.take(output, true)
     }
 
     fn before_end(&mut self) -> BoxFuture<'static, ()> {
@@ -103,11 +108,11 @@ impl Renderer for ResponseRenderer {
             Some(events) => events,
             None => self.close().0,
         };
-        sse(events)
+        sse(&events)
     }
 
     fn error(&mut self, error: &ApiError) -> String {
         let code = error.code.as_deref().unwrap_or(error.kind);
-        sse(self.encoder.fail(code, &error.message))
+        sse(&self.encoder.fail(code, &error.message))
     }
 }
