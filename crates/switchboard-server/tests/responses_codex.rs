@@ -194,8 +194,9 @@ async fn gateway(
 /// Runs `codex exec PROMPT` with `model` against the gateway in a scratch directory;
 /// returns that directory after checking that Codex exited 0.
 fn run_codex(codex: &Path, gateway: &str, model: &str, prompt: &str, name: &str) -> PathBuf {
-    let scratch =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("codex-{name}-{}", std::process::id()));
+    // One directory per case, emptied before each run so runs never pile up, and kept
+    // after it for a look at what Codex did.
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("codex-{name}"));
     let _ = std::fs::remove_dir_all(&scratch);
     let home = scratch.join("codex-home");
     let work = scratch.join("work");
