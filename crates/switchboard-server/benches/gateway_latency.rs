@@ -11,8 +11,9 @@
 //!
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
 //! native route and on a prompted (hermes markup) route. The streamed native case also asks
-//! through the Messages API (to `message_stop`), interleaved in the same run, so the two
-//! APIs' added latency is compared under the same noise.
+//! through the Messages API (to `message_stop`) and the Responses API (to
+//! `response.completed`), interleaved in the same run, so the three APIs' added latency is
+//! compared under the same noise.
 //!
 //! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S] [--only TEXT]`
 //! (`--only` runs the cases whose name contains TEXT)
@@ -41,6 +42,7 @@ const CALL_ID: &str = "call_Xq3R9s8T7u6V5w4Y3z2A1b0C";
 const ARGUMENTS: &str = r#"{"city": "Paris", "unit": "celsius"}"#;
 const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
 const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+const RESPONSE_COMPLETED: &str = "event: response.completed\n";
 
 type Failure = String;
 
@@ -86,11 +88,21 @@ fn main() -> Result<(), Failure> {
             "added by the gateway",
             Target::new(&client, &base, case, Via::Gateway, Api::ChatCompletions),
         )];
-        if case.messages_too {
+        for &api in case.also {
+            let (through, added) = match api {
+                Api::Messages => (
+                    "through the gateway, Messages API",
+                    "added by the gateway, Messages API",
+                ),
+                Api::Responses | Api::ChatCompletions => (
+                    "through the gateway, Responses API",
+                    "added by the gateway, Responses API",
+                ),
+            };
             paths.push((
-                "through the gateway, Messages API",
-                "added by the gateway, Messages API",
-                Target::new(&client, &base, case, Via::Gateway, Api::Messages),
+                through,
+                added,
+                Target::new(&client, &base, case, Via::Gateway, api),
             ));
         }
         for (_, _, through) in &paths {
@@ -163,8 +175,8 @@ struct Case {
     route: &'static str,
     backend_model: &'static str,
     stream: bool,
-    /// Also ask the gateway through the Messages API, in the same run.
-    messages_too: bool,
+    /// Also ask the gateway through these APIs, in the same run.
+    also: &'static [Api],
 }
 
 /// The API the gateway is asked through (the backend is always asked in OpenAI's).
@@ -172,6 +184,7 @@ struct Case {
 enum Api {
     ChatCompletions,
     Messages,
+    Responses,
 }
 
 impl Case {
@@ -181,28 +194,28 @@ impl Case {
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: false,
-            messages_too: false,
+            also: &[],
         },
         Case {
-            name: "native route, tool call, streamed (to [DONE], Messages: to message_stop)",
+            name: "native route, tool call, streamed (to [DONE]; Messages, Responses: to their last event)",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: true,
-            messages_too: true,
+            also: &[Api::Messages, Api::Responses],
         },
         Case {
             name: "prompted hermes route, tool call, whole",
             route: "hermes",
             backend_model: HERMES_MODEL,
             stream: false,
-            messages_too: false,
+            also: &[],
         },
         Case {
             name: "prompted hermes route, tool call, streamed (to [DONE])",
             route: "hermes",
             backend_model: HERMES_MODEL,
             stream: true,
-            messages_too: false,
+            also: &[],
         },
     ];
 }
@@ -220,7 +233,7 @@ struct Target {
     url: String,
     body: Bytes,
     api: Api,
-    /// How a complete streamed body ends.
+    /// How a complete streamed Chat Completions or Messages body ends.
     end: Option<&'static [u8]>,
 }
 
@@ -231,6 +244,26 @@ impl Target {
             Via::Gateway => case.route,
         };
         let city = json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]});
+        if api == Api::Responses {
+            let body = json!({
+                "model": model,
+                "stream": case.stream,
+                "store": false,
+                "instructions": "You are a weather assistant.",
+                "input": "What is the weather in Paris?",
+                "tools": [
+                    {"type": "function", "name": "get_weather", "description": "Current weather in a city", "parameters": city},
+                    {"type": "function", "name": "get_time", "description": "Local time in a city", "parameters": city}
+                ]
+            });
+            return Self {
+                client: client.clone(),
+                url: format!("{base}/v1/responses"),
+                body: Bytes::from(body.to_string()),
+                api,
+                end: None,
+            };
+        }
         if api == Api::Messages {
             let body = json!({
                 "model": model,
@@ -291,12 +324,18 @@ impl Target {
         if !status.is_success() {
             return Err(format!("{status}: {}", String::from_utf8_lossy(&body)));
         }
-        if let Some(end) = self.end
-            && !body.ends_with(end)
-        {
+        let complete = match self.end {
+            Some(end) => body.ends_with(end),
+            // The Responses stream's last event is the terminal one.
+            None if self.api == Api::Responses => String::from_utf8_lossy(&body)
+                .rsplit("\n\n")
+                .nth(1)
+                .is_some_and(|last| last.starts_with(RESPONSE_COMPLETED)),
+            None => true,
+        };
+        if !complete {
             return Err(format!(
-                "the stream did not end with {}: {}",
-                String::from_utf8_lossy(end).trim(),
+                "the stream did not end as it should: {}",
                 String::from_utf8_lossy(&body)
             ));
         }
@@ -310,6 +349,28 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
     direct.call().await?;
     let answer = through.call().await?;
     let text = String::from_utf8_lossy(&answer);
+    if through.api == Api::Responses {
+        let completed = text
+            .split("\n\n")
+            .filter_map(|event| event.strip_prefix(RESPONSE_COMPLETED))
+            .filter_map(|event| event.strip_prefix("data: "))
+            .find_map(|data| serde_json::from_str::<Value>(data).ok());
+        let call = completed.as_ref().and_then(|event| {
+            event["response"]["output"]
+                .as_array()?
+                .iter()
+                .find(|item| item["type"] == "function_call")
+                .and_then(|item| item["name"].as_str().map(str::to_owned))
+        });
+        return if call.as_deref() == Some("get_weather") {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: the gateway's Responses answer is not a get_weather function call:\n{text}",
+                case.name
+            ))
+        };
+    }
     let call = if through.api == Api::Messages {
         text.lines()
             .filter_map(|line| line.strip_prefix("data: "))

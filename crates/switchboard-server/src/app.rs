@@ -25,15 +25,24 @@ pub fn router(state: AppState) -> Router {
             "/v1/messages/count_tokens",
             post(api::messages::count_tokens::handle),
         )
+        .route("/v1/responses", post(api::responses::create))
+        .route(
+            "/v1/responses/{id}",
+            get(api::responses::retrieve).delete(api::responses::delete),
+        )
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(api::responses::input_items),
+        )
         .route("/v1/models", get(api::ops::models))
         .route("/healthz", get(api::ops::healthz))
         .route("/metrics", get(api::ops::metrics))
         .fallback(|| async {
-            let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/models, /healthz and /metrics", None).with_code("not_found");
+            let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/models, /healthz and /metrics", None).with_code("not_found");
             ApiError { status: axum::http::StatusCode::NOT_FOUND, ..error }.into_response()
         })
         .method_not_allowed_fallback(|| async {
-            let error = ApiError::invalid_request("this endpoint does not take that method (chat completions and messages are POST, the rest GET)", None)
+            let error = ApiError::invalid_request("this endpoint does not take that method (chat completions, messages and responses are POST, stored responses GET or DELETE, the rest GET)", None)
                 .with_code("method_not_allowed");
             ApiError { status: axum::http::StatusCode::METHOD_NOT_ALLOWED, ..error }.into_response()
         })

@@ -56,8 +56,49 @@ pub struct Config {
     /// The route that answers model names no route or alias matches; off when absent.
     #[serde(default)]
     pub default_route: Option<String>,
+    /// The Responses API's store (`store: true`, `previous_response_id`).
+    #[serde(default)]
+    pub responses: ResponsesConfig,
     #[serde(default, rename = "route")]
     pub routes: Vec<RouteConfig>,
+}
+
+/// `[responses]`: bounds of the store that keeps responses made with `store: true`, in this
+/// process's memory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponsesConfig {
+    /// Most responses kept; the least recently used goes first.
+    #[serde(default = "default_store_entries")]
+    pub store_max_entries: usize,
+    /// Most bytes kept (each response with the conversation it continues, as JSON).
+    #[serde(default = "default_store_bytes")]
+    pub store_max_bytes: usize,
+    /// How long a response is kept after it was made, in seconds.
+    #[serde(default = "default_store_ttl")]
+    pub store_ttl_secs: u64,
+}
+
+impl Default for ResponsesConfig {
+    fn default() -> Self {
+        Self {
+            store_max_entries: default_store_entries(),
+            store_max_bytes: default_store_bytes(),
+            store_ttl_secs: default_store_ttl(),
+        }
+    }
+}
+
+fn default_store_entries() -> usize {
+    1000
+}
+
+fn default_store_bytes() -> usize {
+    64 * 1024 * 1024
+}
+
+fn default_store_ttl() -> u64 {
+    3600
 }
 
 /// One backend model clients can name in `"model"`.
@@ -242,6 +283,7 @@ impl Config {
             character_route: None,
             character_max_tokens: default_character_max_tokens(),
             default_route: None,
+            responses: ResponsesConfig::default(),
             max_body_bytes: default_body_limit(),
             request_timeout_secs: default_request_timeout(),
             max_answer_bytes: default_answer_limit(),
@@ -330,6 +372,9 @@ impl Config {
         {
             problems.push(format!("default_route: no route is named \"{name}\""));
         }
+        if self.responses.store_max_entries == 0 {
+            problems.push("responses.store_max_entries must be at least 1".to_owned());
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -406,6 +451,24 @@ tool_calling = "native"
         assert!(error.contains("must start with http://"), "{error}");
         assert!(error.contains("already exists"), "{error}");
         assert!(error.contains("unknown parser family \"nope\""), "{error}");
+    }
+
+    #[test]
+    fn the_responses_store_is_configured_and_checked() {
+        let config = Config::from_toml(
+            "[responses]\nstore_max_entries = 5\nstore_max_bytes = 1024\nstore_ttl_secs = 60\n",
+        )
+        .unwrap();
+        assert_eq!(config.responses.store_max_entries, 5);
+        assert_eq!(config.responses.store_ttl_secs, 60);
+        assert_eq!(
+            Config::from_toml("").unwrap().responses.store_max_bytes,
+            64 * 1024 * 1024
+        );
+        let error = Config::from_toml("[responses]\nstore_max_entries = 0\n").unwrap_err();
+        assert!(error.contains("responses.store_max_entries"), "{error}");
+        let error = Config::from_toml("[responses]\nstore_max_entrys = 3\n").unwrap_err();
+        assert!(error.contains("store_max_entrys"), "{error}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! Ids the gateway hands out: `chatcmpl-…` or `msg_…` per answer and `call_…` or `toolu_…`
-//! per tool call, in the shape of the API the client speaks. Backend call ids that are
-//! missing, reused or not in that shape are replaced, the same way in a streamed and a
+//! Ids the gateway hands out: `chatcmpl-…`, `msg_…` or `resp_…` per answer and `call_…` or
+//! `toolu_…` per tool call, in the shape of the API the client speaks. Backend call ids that
+//! are missing, reused or not in that shape are replaced, the same way in a streamed and a
 //! whole answer.
 
 use std::collections::HashSet;
@@ -24,6 +24,11 @@ pub fn completion_id() -> String {
 /// A new Messages answer id.
 pub fn message_id() -> String {
     format!("msg_{}", random(24))
+}
+
+/// A new Responses API response id.
+pub fn response_id() -> String {
+    format!("resp_{}", random(32))
 }
 
 /// A new request id for logs and the `x-request-id` header.

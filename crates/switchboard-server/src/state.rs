@@ -7,6 +7,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_characters::{CharacterRegistry, LoadOptions};
 use tokio_util::sync::CancellationToken;
 
+use crate::api::responses::store::{MemoryStore, ResponseStore};
 use crate::config::Config;
 use crate::connections::ConnectionLimits;
 use crate::telemetry;
@@ -29,6 +30,8 @@ pub struct AppState {
     /// Cancelled when a shutdown's grace period ends: answers still running then end with
     /// `server_shutting_down`, in their API's format.
     pub cut: CancellationToken,
+    /// Responses made with `store: true`.
+    pub responses: Arc<dyn ResponseStore>,
 }
 
 impl AppState {
@@ -81,6 +84,12 @@ impl AppState {
                 max_connections: config.max_connections,
             },
             cut: CancellationToken::new(),
+            responses: Arc::new(MemoryStore::new(
+                std::num::NonZeroUsize::new(config.responses.store_max_entries)
+                    .unwrap_or(std::num::NonZeroUsize::MIN),
+                config.responses.store_max_bytes,
+                Duration::from_secs(config.responses.store_ttl_secs),
+            )),
         })
     }
 }

@@ -479,7 +479,7 @@ async fn a_claude_code_turn_reaches_a_model_server_cleanly() {
     )
     .await;
     let streamed = {
-        let answer = post_to(
+        let answer = post_anthropic(
             &gateway,
             "/v1/messages?beta=true",
             &claude_code_request("claude-sonnet-4-5-20250929"),
@@ -898,7 +898,7 @@ async fn count_tokens_asks_the_backends_tokenizer() {
 
     let vllm = ScriptedServer::responding(tokenizer_backend("vllm")).await;
     let gateway = one_route("openai", &format!("{}/v1", vllm.base), "").await;
-    let answer = post_to(&gateway, "/v1/messages/count_tokens", &body).await;
+    let answer = post_anthropic(&gateway, "/v1/messages/count_tokens", &body).await;
     assert_eq!(count_answer(&answer), (102, "backend".to_owned()));
     let asked = &vllm.requests()[0];
     assert!(asked.head.starts_with("post /tokenize "), "{}", asked.head);
@@ -910,7 +910,7 @@ async fn count_tokens_asks_the_backends_tokenizer() {
     let llama = ScriptedServer::responding(tokenizer_backend("llama.cpp")).await;
     let gateway = one_route("openai", &format!("{}/v1", llama.base), "").await;
     for _ in 0..2 {
-        let answer = post_to(&gateway, "/v1/messages/count_tokens", &body).await;
+        let answer = post_anthropic(&gateway, "/v1/messages/count_tokens", &body).await;
         // "<s> Be brief. three words here </s>"
         assert_eq!(count_answer(&answer), (7, "backend".to_owned()));
     }
@@ -943,7 +943,7 @@ async fn count_tokens_asks_the_backends_tokenizer() {
     })
     .await;
     let gateway = one_route("anthropic", &anthropic.base, "").await;
-    let answer = post_to(&gateway, "/v1/messages/count_tokens", &body).await;
+    let answer = post_anthropic(&gateway, "/v1/messages/count_tokens", &body).await;
     assert_eq!(count_answer(&answer), (42, "backend".to_owned()));
     assert_eq!(
         anthropic.requests()[0].body["system"][0]["text"],
@@ -959,7 +959,7 @@ async fn count_tokens_estimates_where_the_backend_cannot_count() {
     let none = ScriptedServer::responding(tokenizer_backend("neither")).await;
     let gateway = one_route("openai", &format!("{}/v1", none.base), "").await;
     for _ in 0..2 {
-        let answer = post_to(&gateway, "/v1/messages/count_tokens", &body).await;
+        let answer = post_anthropic(&gateway, "/v1/messages/count_tokens", &body).await;
         // 16 bytes: 4 tokens, and 4 for the message.
         assert_eq!(count_answer(&answer), (8, "estimate".to_owned()));
     }
@@ -972,7 +972,7 @@ async fn count_tokens_estimates_where_the_backend_cannot_count() {
 
     let ollama = ScriptedServer::start(Vec::new()).await;
     let gateway = one_route("ollama", &ollama.base, "").await;
-    let answer = post_to(&gateway, "/v1/messages/count_tokens", &body).await;
+    let answer = post_anthropic(&gateway, "/v1/messages/count_tokens", &body).await;
     assert_eq!(count_answer(&answer), (8, "estimate".to_owned()));
     gateway.stop().await.unwrap();
 
@@ -986,7 +986,7 @@ async fn count_tokens_estimates_where_the_backend_cannot_count() {
     .await;
     let mut body = body.clone();
     body["tools"] = message_tools();
-    let answer = post_to(&gateway, "/v1/messages/count_tokens", &body).await;
+    let answer = post_anthropic(&gateway, "/v1/messages/count_tokens", &body).await;
     assert_eq!(count_answer(&answer), (102, "backend".to_owned()));
     let asked = &vllm.requests()[0].body;
     assert!(
@@ -997,7 +997,7 @@ async fn count_tokens_estimates_where_the_backend_cannot_count() {
         "{asked}"
     );
     assert!(asked.get("tools").is_none(), "{asked}");
-    let message = post_to(
+    let message = post_anthropic(
         &gateway,
         "/v1/messages/count_tokens",
         &json!({"model": "nope", "messages": [{"role": "user", "content": "x"}]}),

@@ -31,7 +31,7 @@ async fn gateway(backend: &ScriptedServer) -> RunningGateway {
 }
 
 async fn sdk(base: String, case: &'static str) -> Value {
-    python_client("messages_sdk/client.py", base, case, "anthropic", None).await
+    python_client("messages_sdk/client.py", &[&base, case], "anthropic", None).await
 }
 
 /// The same answer twice: per SSE event for `create`, one byte per HTTP chunk for

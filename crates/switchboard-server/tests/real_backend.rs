@@ -149,8 +149,7 @@ async fn a_native_call_through_the_sdk_streamed_equals_whole() {
     let body = tool_request("native", few_shot(4, "Tokyo"), 60);
     let result = python_client(
         "sdk/client.py",
-        gateway.base_url(),
-        "request",
+        &[&gateway.base_url(), "request"],
         "openai",
         Some(&body),
     )

@@ -51,7 +51,7 @@ format = "hermes"
 
 /// Runs `client.py BASE CASE` and returns the JSON it printed.
 async fn sdk(base: String, case: &'static str) -> Value {
-    python_client("sdk/client.py", base, case, "openai", None).await
+    python_client("sdk/client.py", &[&base, case], "openai", None).await
 }
 
 /// The backend's replies for one case: the same answer twice, per SSE event for the

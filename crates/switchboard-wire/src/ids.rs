@@ -42,6 +42,16 @@ impl IdSource {
     }
 }
 
+/// `PREFIX_` and 32 random letters and digits from the thread's generator (cheaper than a
+/// fresh [`IdSource`] where nothing needs to be reproducible).
+pub fn item_id(prefix: &str) -> String {
+    let mut id = String::with_capacity(prefix.len() + 33);
+    id.push_str(prefix);
+    id.push('_');
+    id.extend((0..32).map(|_| char::from(rand::rng().sample(rand::distr::Alphanumeric))));
+    id
+}
+
 /// The ids handed out within one answer, so parallel calls never share one.
 #[derive(Debug, Default)]
 pub(crate) struct AnswerIds {

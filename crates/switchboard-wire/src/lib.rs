@@ -1,6 +1,7 @@
 //! The three wire formats Switchboard speaks (OpenAI Chat Completions, Anthropic Messages,
 //! Ollama `/api/chat`) reduced to one request model and one stream event model, so that
-//! everything above this crate handles tool calls the same way whatever the backend.
+//! everything above this crate handles tool calls the same way whatever the backend; and
+//! OpenAI's Responses API, which the gateway also serves, translated to and from them.
 //!
 //! Pure code: no I/O. Decoders are incremental state machines fed bytes in any chunking;
 //! encoders turn events back into each format's stream; conversions go both ways.
@@ -16,6 +17,7 @@ pub mod ollama;
 pub mod openai;
 mod request;
 mod response;
+pub mod responses;
 mod sse;
 
 pub use decoder::{Format, StreamDecoder, decode_body};

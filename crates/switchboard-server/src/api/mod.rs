@@ -9,6 +9,7 @@ pub mod chat;
 mod log;
 pub mod messages;
 pub mod ops;
+pub mod responses;
 mod sse;
 
 /// The id the request-id middleware gave this request.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 use futures::stream;
 use tokio::sync::mpsc::error::TryRecvError;
 
@@ -19,6 +20,11 @@ use crate::pipeline::{Output, Outputs};
 pub trait Renderer: Send + 'static {
     /// SSE text for one output; empty when it completes nothing yet.
     fn output(&mut self, output: Output) -> String;
+    /// Work that must be done before the end of a complete answer is sent (keeping the
+    /// answer, so a client that reads the end can rely on it); nothing by default.
+    fn before_end(&mut self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
     /// The end of a complete answer.
     fn end(&mut self) -> String;
     /// An error after the stream began.
@@ -104,6 +110,7 @@ impl<R: Renderer> Streaming<R> {
             };
             let text = match output {
                 None => {
+                    self.renderer.before_end().await;
                     self.finish(StatusCode::OK);
                     self.renderer.end()
                 }

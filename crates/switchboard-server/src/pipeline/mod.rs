@@ -30,7 +30,7 @@ pub use collect::{Answer, collect, collect_with};
 pub use completion::Outputs;
 pub use count::{count_tokens, estimate_tokens};
 pub use finisher::Output;
-pub use tools::{compile_converted, compile_tools};
+pub use tools::{compile_converted, compile_tools, report_kept as report_kept_tools};
 
 /// A request in the gateway's own model, whatever API it arrived through.
 #[derive(Debug)]

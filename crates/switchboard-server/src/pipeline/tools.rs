@@ -91,6 +91,15 @@ pub fn compile_converted(
     }
 }
 
+/// Sets the cache's gauges to what it holds now: called when the metrics recorder is
+/// installed, so the series exist from the start instead of appearing with the first list.
+pub fn report_kept() {
+    if let Ok(kept) = KEPT.lock() {
+        metrics::gauge!("gateway_tool_lists_kept_bytes").set(kept.held as f64);
+    }
+    metrics::gauge!("gateway_tool_lists_compiling").increment(0.0);
+}
+
 fn kept(key: &str) -> Option<Toolset> {
     KEPT.lock()
         .ok()

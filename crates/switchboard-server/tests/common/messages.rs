@@ -7,32 +7,25 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use switchboard_server::RunningGateway;
 
-use super::{Answer, client};
+use super::{Answer, post_with};
 
 /// `POST` a JSON body to `path` as Anthropic's SDKs send it.
-pub async fn post_to(gateway: &RunningGateway, path: &str, body: &Value) -> Answer {
-    let response = client()
-        .post(format!("{}{path}", gateway.base_url()))
-        .header("content-type", "application/json")
-        .header("anthropic-version", "2023-06-01")
-        .header("x-api-key", "sk-ant-unused")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap();
-    Answer {
-        status,
-        headers,
-        text,
-    }
+pub async fn post_anthropic(gateway: &RunningGateway, path: &str, body: &Value) -> Answer {
+    post_with(
+        gateway,
+        path,
+        body,
+        &[
+            ("anthropic-version", "2023-06-01"),
+            ("x-api-key", "sk-ant-unused"),
+        ],
+    )
+    .await
 }
 
 /// `POST /v1/messages`
 pub async fn post_messages(gateway: &RunningGateway, body: &Value) -> Answer {
-    post_to(gateway, "/v1/messages", body).await
+    post_anthropic(gateway, "/v1/messages", body).await
 }
 
 /// A Messages request for `model` with one user message and room for 1024 tokens.

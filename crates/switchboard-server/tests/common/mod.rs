@@ -114,6 +114,37 @@ async fn read_answer(response: reqwest::Response) -> Answer {
     }
 }
 
+/// `POST` a JSON body to `path` (`/v1/responses`).
+pub async fn post_to(gateway: &RunningGateway, path: &str, body: &Value) -> Answer {
+    post_with(gateway, path, body, &[]).await
+}
+
+/// `POST` a JSON body to `path` with more request headers.
+pub async fn post_with(
+    gateway: &RunningGateway,
+    path: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> Answer {
+    let mut request = client()
+        .post(format!("{}{path}", gateway.base_url()))
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    read_answer(request.body(body.to_string()).send().await.unwrap()).await
+}
+
+/// `DELETE` a path.
+pub async fn delete(gateway: &RunningGateway, path: &str) -> Answer {
+    let response = client()
+        .delete(format!("{}{path}", gateway.base_url()))
+        .send()
+        .await
+        .unwrap();
+    read_answer(response).await
+}
+
 /// `POST /v1/chat/completions` with a JSON body.
 pub async fn post(gateway: &RunningGateway, body: &Value) -> Answer {
     post_bytes(gateway, body.to_string().into_bytes()).await
@@ -366,24 +397,24 @@ pub fn sent(server: &switchboard_testkit::ScriptedServer, index: usize) -> Value
         .clone()
 }
 
-/// Runs `python3 SCRIPT BASE CASE` (a script under tests/ driving the official `sdk`, with
+/// Runs `python3 SCRIPT ARGS…` (a script under tests/ driving the official `sdk`, with
 /// `input` as JSON on its standard input) and returns the JSON it printed. A missing SDK
 /// (exit status 3) fails the test with the way to install it: these tests never pass by
 /// skipping.
 pub async fn python_client(
     script: &str,
-    base: String,
-    case: &'static str,
+    args: &[&str],
     sdk: &'static str,
     input: Option<&Value>,
 ) -> Value {
-    let script = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
+    let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+    let case = args.join(" ");
     let input = input.map(Value::to_string).unwrap_or_default();
     let output = tokio::task::spawn_blocking(move || {
         let mut child = Command::new("python3")
-            .arg(&script)
-            .arg(&base)
-            .arg(case)
+            .arg(&path)
+            .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -405,12 +436,12 @@ pub async fn python_client(
     }
     assert!(
         output.status.success(),
-        "client.py {case} failed ({}):\n{stderr}",
+        "{script} {case} failed ({}):\n{stderr}",
         output.status
     );
     serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
         panic!(
-            "client.py {case} printed no JSON ({error}):\n{}\n{stderr}",
+            "{script} {case} printed no JSON ({error}):\n{}\n{stderr}",
             String::from_utf8_lossy(&output.stdout)
         )
     })

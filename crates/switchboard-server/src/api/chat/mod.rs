@@ -3,7 +3,7 @@
 //! `chat.completion.chunk`s or one `chat.completion`, errors in OpenAI's shape.
 
 mod render;
-mod validate;
+pub(crate) mod validate;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -10,7 +10,7 @@ use crate::pipeline::compile_tools;
 
 /// A problem with one parameter of the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Invalid {
+pub(crate) struct Invalid {
     param: String,
     message: String,
 }
@@ -135,24 +135,29 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
             tools: tools.unwrap_or_default(),
         })
     } else {
-        let param = problems.first().map(|first| first.param.clone());
-        let mut message = problems
-            .iter()
-            .take(MAX_PROBLEMS_LISTED)
-            .map(|problem| format!("{}: {}", problem.param, problem.message))
-            .collect::<Vec<_>>()
-            .join("; ");
-        if problems.len() > MAX_PROBLEMS_LISTED {
-            message.push_str(&format!(
-                "; and {} more problems",
-                problems.len() - MAX_PROBLEMS_LISTED
-            ));
-        }
-        Err(ApiError::invalid_request(message, param))
+        Err(rejection(&problems))
     }
 }
 
-fn invalid(param: impl Into<String>, message: impl Into<String>) -> Invalid {
+/// Every problem in one 400, whose `param` is the first problem's.
+pub(crate) fn rejection(problems: &[Invalid]) -> ApiError {
+    let param = problems.first().map(|first| first.param.clone());
+    let mut message = problems
+        .iter()
+        .take(MAX_PROBLEMS_LISTED)
+        .map(|problem| format!("{}: {}", problem.param, problem.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    if problems.len() > MAX_PROBLEMS_LISTED {
+        message.push_str(&format!(
+            "; and {} more problems",
+            problems.len() - MAX_PROBLEMS_LISTED
+        ));
+    }
+    ApiError::invalid_request(message, param)
+}
+
+pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> Invalid {
     Invalid {
         param: param.into(),
         message: message.into(),
@@ -325,7 +330,7 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
 }
 
 /// `/0/function/name` → `[0].function.name`, the way OpenAI names parameters.
-fn pointer_to_param(pointer: &str) -> String {
+pub(crate) fn pointer_to_param(pointer: &str) -> String {
     pointer
         .split('/')
         .skip(1)
@@ -502,7 +507,7 @@ fn check_integer(
     }
 }
 
-fn check_number(
+pub(crate) fn check_number(
     request: &Map<String, Value>,
     field: &str,
     min: f64,

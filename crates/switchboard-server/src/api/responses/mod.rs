@@ -1,0 +1,324 @@
+//! OpenAI's Responses API (`POST /v1/responses`, and `GET`/`DELETE /v1/responses/{id}` for
+//! stored responses): the request, with the stored conversation it continues, becomes the
+//! pipeline's request (its tools plain functions, hosted tools left out and named in the
+//! `x-switchboard-dropped-tools` header); the answer is rendered as Responses events or one
+//! response object, calls mapped back to the kinds of tool the client offered.
+
+mod render;
+pub mod store;
+mod validate;
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Extension, Path, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+use switchboard_tools::Toolset;
+use switchboard_wire::responses::{
+    CallKind, Encoder, Item, OfferedTools, Response as ResponseObject, ResponsesRequest, Status,
+    parse_input, to_chat,
+};
+
+use super::RequestId;
+use super::body::read_json;
+use super::chat::validate::pointer_to_param;
+use super::log::{RequestLog, Tally};
+use super::sse;
+use crate::error::ApiError;
+use crate::ids::{CallIdShape, response_id};
+use crate::pipeline::{self, GatewayRequest, compile_tools};
+use crate::state::AppState;
+use render::{Keep, ResponseRenderer};
+use store::StoredResponse;
+use validate::check_request;
+
+/// The header naming the hosted tools left out of the backend's request.
+pub const DROPPED_TOOLS_HEADER: &str = "x-switchboard-dropped-tools";
+
+/// A request ready for the pipeline, and how to present and keep its answer.
+struct Prepared {
+    gateway: GatewayRequest,
+    skeleton: ResponseObject,
+    kinds: HashMap<String, CallKind>,
+    stream: bool,
+    keep: Option<Keep>,
+    dropped: Vec<String>,
+}
+
+/// `POST /v1/responses`
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    body: Body,
+) -> Response {
+    let log = RequestLog::new(request_id, "responses");
+    let prepared = match prepare(&state, body).await {
+        Ok(prepared) => prepared,
+        Err(error) => return fail(&log, "-", error),
+    };
+    let Prepared {
+        gateway,
+        skeleton,
+        kinds,
+        stream,
+        keep,
+        dropped,
+    } = prepared;
+    let started = match pipeline::start(&state, gateway) {
+        Ok(started) => started,
+        Err(error) => return fail(&log, "-", error),
+    };
+    let mut renderer = ResponseRenderer::new(Encoder::new(skeleton, kinds), keep);
+    let mut response = if stream {
+        sse::stream(
+            started.outputs,
+            renderer,
+            IntoResponse::into_response,
+            started.label,
+            log,
+        )
+        .await
+    } else {
+        let mut outputs = started.outputs;
+        let mut tally = Tally::default();
+        while let Some(output) = outputs.recv().await {
+            match output {
+                Ok(output) => {
+                    tally.add(&output);
+                    renderer.take(output, false);
+                }
+                Err(error) => return fail(&log, &started.label, error),
+            }
+        }
+        let (_, keeping) = renderer.close();
+        keeping.await;
+        log.finish(&started.label, StatusCode::OK, tally, false);
+        Json(renderer.into_response()).into_response()
+    };
+    if !dropped.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
+    {
+        response.headers_mut().insert(DROPPED_TOOLS_HEADER, value);
+    }
+    response
+}
+
+/// `GET /v1/responses/{id}`
+pub async fn retrieve(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    match stored(&state, &id).await {
+        Ok(stored) => Json(&stored.response).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `GET /v1/responses/{id}/input_items`: the conversation the response answered.
+pub async fn input_items(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    match stored(&state, &id).await {
+        Ok(stored) => {
+            let data = &stored.input;
+            let first = data.first().and_then(item_id);
+            let last = data.last().and_then(item_id);
+            Json(json!({"object": "list", "data": data, "first_id": first, "last_id": last, "has_more": false}))
+                .into_response()
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `DELETE /v1/responses/{id}`
+pub async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    match state.responses.delete(&id).await {
+        Ok(true) => Json(json!({"id": id, "object": "response", "deleted": true})).into_response(),
+        Ok(false) => not_found(&id).into_response(),
+        Err(error) => store_error(error).into_response(),
+    }
+}
+
+async fn stored(state: &AppState, id: &str) -> Result<std::sync::Arc<StoredResponse>, ApiError> {
+    state
+        .responses
+        .get(id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| not_found(id))
+}
+
+fn item_id(item: &Item) -> Option<Value> {
+    serde_json::to_value(item).ok()?.get("id").cloned()
+}
+
+fn not_found(id: &str) -> ApiError {
+    let error = ApiError::invalid_request(
+        format!("no stored response has the id \"{id}\" (unknown, expired, deleted, or made with store: false)"),
+        Some("response_id".into()),
+    )
+    .with_code("not_found");
+    ApiError {
+        status: StatusCode::NOT_FOUND,
+        ..error
+    }
+}
+
+fn store_error(error: store::StoreError) -> ApiError {
+    ApiError::upstream(
+        StatusCode::SERVICE_UNAVAILABLE,
+        error.to_string(),
+        "store_unavailable",
+    )
+}
+
+fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
+    log.finish(route, error.status, Tally::default(), false);
+    error.into_response()
+}
+
+async fn prepare(state: &AppState, body: Body) -> Result<Prepared, ApiError> {
+    let value = read_json(body, state.max_body_bytes).await?;
+    let request = check_request(value)?;
+    let input = parse_input(&request.input).map_err(convert_error)?;
+    let history = match &request.previous_response_id {
+        None => Vec::new(),
+        Some(id) => state
+            .responses
+            .get(id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| {
+                ApiError::invalid_request(
+                    format!("previous_response_id: \"{id}\" is not stored here (unknown, expired or evicted, or made with store: false)"),
+                    Some("previous_response_id".into()),
+                )
+                .with_code("previous_response_not_found")
+            })?
+            .conversation(),
+    };
+    let converted = to_chat(&request, &history, input).map_err(convert_error)?;
+    let tools = compile(&converted.tools)?;
+    let keep = (request.store != Some(false)).then(|| {
+        let mut conversation = history;
+        conversation.extend(converted.input.iter().cloned());
+        Keep {
+            store: std::sync::Arc::clone(&state.responses),
+            input: conversation,
+        }
+    });
+    let skeleton = skeleton(&request);
+    Ok(Prepared {
+        gateway: GatewayRequest {
+            model: request.model.clone(),
+            request: converted.request,
+            tools,
+            call_ids: CallIdShape::OpenAi,
+        },
+        skeleton,
+        kinds: converted.tools.kinds,
+        stream: request.stream.unwrap_or(false),
+        keep,
+        dropped: converted.tools.dropped,
+    })
+}
+
+fn convert_error(error: switchboard_wire::ConvertError) -> ApiError {
+    match error {
+        switchboard_wire::ConvertError::Invalid { path, message } => {
+            ApiError::invalid_request(format!("{path}: {message}"), Some(path))
+        }
+        other => ApiError::invalid_request(other.to_string(), None),
+    }
+}
+
+/// The offered tools compiled, to check the model's calls; a problem names the tool where
+/// the client wrote it (`tools[2].tools[0].parameters…`).
+fn compile(offered: &OfferedTools) -> Result<Toolset, ApiError> {
+    if offered.definitions.is_empty() {
+        return Ok(Toolset::default());
+    }
+    let list = serde_json::to_value(&offered.definitions).unwrap_or(Value::Null);
+    compile_tools(&list).map_err(|found| {
+        let problems: Vec<(String, String)> = found
+            .0
+            .iter()
+            .map(|problem| (place(offered, &problem.path), problem.message.clone()))
+            .collect();
+        let param = problems.first().map(|(param, _)| param.clone());
+        let message = problems
+            .iter()
+            .map(|(param, message)| format!("{param}: {message}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        ApiError::invalid_request(message, param)
+    })
+}
+
+/// `/3/function/parameters/x` of the flattened list → where tool 3 came from, `.parameters.x`.
+fn place(offered: &OfferedTools, pointer: &str) -> String {
+    let mut segments = pointer.trim_start_matches('/').splitn(2, '/');
+    let index = segments
+        .next()
+        .and_then(|index| index.parse::<usize>().ok());
+    let rest = segments.next().unwrap_or_default();
+    match index.and_then(|index| offered.sources.get(index)) {
+        Some(source) => {
+            let rest = rest.strip_prefix("function").unwrap_or(rest);
+            format!("{source}{}", pointer_to_param(rest))
+        }
+        None => format!("tools{}", pointer_to_param(pointer)),
+    }
+}
+
+/// The response object before any output: the request's settings echoed.
+fn skeleton(request: &ResponsesRequest) -> ResponseObject {
+    let reasoning = request.reasoning.as_ref();
+    let text = request.text.as_ref();
+    let mut text_echo = Map::new();
+    text_echo.insert(
+        "format".into(),
+        text.and_then(|text| text.format.clone())
+            .unwrap_or_else(|| json!({"type": "text"})),
+    );
+    if let Some(verbosity) = text.and_then(|text| text.verbosity.clone()) {
+        text_echo.insert("verbosity".into(), Value::from(verbosity));
+    }
+    ResponseObject {
+        id: response_id(),
+        object: "response".into(),
+        created_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs()),
+        status: Status::InProgress,
+        error: None,
+        incomplete_details: None,
+        instructions: request.instructions.clone().map(Value::from),
+        max_output_tokens: request.max_output_tokens,
+        model: request.model.clone(),
+        output: Vec::new(),
+        parallel_tool_calls: request.parallel_tool_calls.unwrap_or(true),
+        previous_response_id: request.previous_response_id.clone(),
+        reasoning: json!({"effort": reasoning.and_then(|reasoning| reasoning.effort.clone()),
+            "summary": reasoning.and_then(|reasoning| reasoning.summary.clone())}),
+        store: request.store != Some(false),
+        temperature: request.temperature,
+        text: Value::Object(text_echo),
+        tool_choice: request
+            .tool_choice
+            .clone()
+            .filter(|choice| !choice.is_null())
+            .unwrap_or_else(|| Value::from("auto")),
+        tools: request.tools.clone().unwrap_or_default(),
+        top_p: request.top_p,
+        truncation: request
+            .extra
+            .get("truncation")
+            .and_then(Value::as_str)
+            .unwrap_or("disabled")
+            .to_owned(),
+        usage: None,
+        user: request.user.clone(),
+        metadata: request.metadata.clone().unwrap_or_default(),
+        tool_call_errors: None,
+    }
+}

@@ -1,0 +1,118 @@
+//! An answer in the Responses API's shapes: SSE events (`event:` lines, increasing
+//! `sequence_number`) or one response object, both from the same encoder fed the same
+//! outputs. Problems with the model's calls ride on the response as `tool_call_errors`.
+//! A response made with `store: true` is kept before its last event goes out, so a client
+//! that continues from it at once finds it.
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use switchboard_wire::responses::{Encoder, Item, Response, Sequenced, sse};
+
+use super::store::{ResponseStore, StoredResponse};
+use crate::api::sse::Renderer;
+use crate::error::ApiError;
+use crate::pipeline::Output;
+use crate::pipeline::tool_checks::ToolCallProblem;
+
+/// Where a stored response goes, and the conversation it answers.
+#[derive(Debug)]
+pub struct Keep {
+    pub store: std::sync::Arc<dyn ResponseStore>,
+    pub input: Vec<Item>,
+}
+
+/// Folds outputs into Responses events and the response object.
+#[derive(Debug)]
+pub struct ResponseRenderer {
+    encoder: Encoder,
+    problems: Vec<ToolCallProblem>,
+    keep: Option<Keep>,
+    /// The closing events, made before the end is sent (see [`Renderer::before_end`]).
+    ending: Option<Vec<Sequenced>>,
+}
+
+impl ResponseRenderer {
+    pub fn new(encoder: Encoder, keep: Option<Keep>) -> Self {
+        Self {
+            encoder,
+            problems: Vec::new(),
+            keep,
+            ending: None,
+        }
+    }
+
+    /// Takes one output; returns its SSE text when `render` (a stream), else only folds it
+    /// into the response (a whole answer).
+    pub fn take(&mut self, output: Output, render: bool) -> String {
+        // The opening events go first and are dropped before the response grows, so that
+        // the response they share is never copied.
+        let opening = self.encoder.start();
+        let mut text = if render { sse(&opening) } else { String::new() };
+        drop(opening);
+        let events = match output {
+            Output::Problems(found) => {
+                self.problems.extend(found);
+                return text;
+            }
+            Output::Event(event) => self.encoder.event(&event),
+        };
+        if render {
+            text.push_str(&sse(&events));
+        }
+        text
+    }
+
+    /// Ends the answer: the closing events, and the keeping of a stored response.
+    pub fn close(&mut self) -> (Vec<Sequenced>, BoxFuture<'static, ()>) {
+        if !self.problems.is_empty() {
+            let problems = serde_json::to_value(&self.problems).unwrap_or(Value::Null);
+            self.encoder.set_tool_call_errors(problems);
+        }
+        let events = self.encoder.finish();
+        let keeping: BoxFuture<'static, ()> = match self.keep.take() {
+            Some(Keep { store, input }) => {
+                let stored = StoredResponse {
+                    response: self.encoder.response().clone(),
+                    input,
+                };
+                Box::pin(async move {
+                    let id = stored.response.id.clone();
+                    if let Err(error) = store.put(stored).await {
+                        tracing::warn!(response = %id, %error, "response not stored");
+                    }
+                })
+            }
+            None => Box::pin(std::future::ready(())),
+        };
+        (events, keeping)
+    }
+
+    pub fn into_response(self) -> Response {
+        self.encoder.into_response()
+    }
+}
+
+impl Renderer for ResponseRenderer {
+    fn output(&mut self, output: Output) -> String {
+        self.take(output, true)
+    }
+
+    fn before_end(&mut self) -> BoxFuture<'static, ()> {
+        let (events, keeping) = self.close();
+        self.ending = Some(events);
+        keeping
+    }
+
+    fn end(&mut self) -> String {
+        let events = match self.ending.take() {
+            Some(events) => events,
+            None => self.close().0,
+        };
+        sse(&events)
+    }
+
+    fn error(&mut self, error: &ApiError) -> String {
+        let code = error.code.as_deref().unwrap_or(error.kind);
+        sse(&self.encoder.fail(code, &error.message))
+    }
+}

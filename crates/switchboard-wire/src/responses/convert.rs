@@ -1,0 +1,791 @@
+//! A Responses request (and the stored conversation it continues) as our request model.
+//!
+//! The conversation becomes Chat Completions messages: `instructions` and the leading
+//! system/developer messages one system message (local chat templates reject more than
+//! one, or a `developer` role); an assistant's reasoning, text and calls one assistant
+//! message; each call output a tool message, which must answer a call made earlier in the
+//! conversation. Tools become plain functions ([`OfferedTools`]).
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value, json};
+use switchboard_tools::{Content, Message, ToolCall};
+
+use super::items::{ContentPart, Item, MessageContent, Role, ToolOutput};
+use super::request::{Input, ResponsesRequest};
+use super::tools::{CallKind, OfferedTools, model_name};
+use crate::{ChatRequest, ConvertError, ToolChoice};
+
+/// Top-level fields that mean the same in Chat Completions: passed on as extra fields,
+/// which reach the backends whose route forwards them.
+const PASSED_ON: &[&str] = &[
+    "user",
+    "metadata",
+    "service_tier",
+    "safety_identifier",
+    "prompt_cache_key",
+];
+
+/// A request ready for the pipeline.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    pub request: ChatRequest,
+    /// The tools as offered to the model, and how each call maps back.
+    pub tools: OfferedTools,
+    /// The request's own input as items (a string input is one user message).
+    pub input: Vec<Item>,
+}
+
+/// The request's `input` as items, each parsed with its own path.
+pub fn parse_input(input: &Input) -> Result<Vec<Item>, ConvertError> {
+    match input {
+        Input::Text(text) => Ok(vec![Item::Message {
+            id: None,
+            role: Role::User,
+            content: MessageContent::Text(text.clone()),
+            status: None,
+        }]),
+        Input::Items(values) => values
+            .iter()
+            .enumerate()
+            .map(|(index, value)| parse_item(value, &format!("input[{index}]")))
+            .collect(),
+    }
+}
+
+/// Item types a request may carry.
+const ITEM_TYPES: &[&str] = &[
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "reasoning",
+    "additional_tools",
+    "tool_search_call",
+    "tool_search_output",
+    "local_shell_call",
+    "local_shell_call_output",
+    "item_reference",
+];
+
+const ROLES: &[&str] = &["user", "assistant", "system", "developer"];
+
+/// One item; a message may leave out its `type`.
+fn parse_item(value: &Value, path: &str) -> Result<Item, ConvertError> {
+    let mut value = value.clone();
+    let Value::Object(object) = &mut value else {
+        return Err(ConvertError::invalid(path, "each item must be an object"));
+    };
+    if !object.contains_key("type") && object.contains_key("role") {
+        object.insert("type".into(), Value::from("message"));
+    }
+    match object.get("type").and_then(Value::as_str) {
+        Some(kind) if ITEM_TYPES.contains(&kind) => {}
+        other => {
+            return Err(ConvertError::invalid(
+                format!("{path}.type"),
+                format!(
+                    "must be one of {}, got {}",
+                    ITEM_TYPES.join(", "),
+                    other.map_or_else(|| "nothing".to_owned(), |kind| format!("\"{kind}\""))
+                ),
+            ));
+        }
+    }
+    if object.get("type").and_then(Value::as_str) == Some("message")
+        && !object
+            .get("role")
+            .and_then(Value::as_str)
+            .is_some_and(|role| ROLES.contains(&role))
+    {
+        return Err(ConvertError::invalid(
+            format!("{path}.role"),
+            format!(
+                "must be one of {}, got {}",
+                ROLES.join(", "),
+                object.get("role").unwrap_or(&Value::Null)
+            ),
+        ));
+    }
+    serde_path_to_error::deserialize::<_, Item>(value).map_err(|error| {
+        let inner = error.path().to_string();
+        let mut at = path.to_owned();
+        if inner != "." {
+            at.push('.');
+            at.push_str(&inner);
+        }
+        let message = error.into_inner().to_string();
+        // serde names a missing field only in its message: put it in the path too.
+        if let Some(field) = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+        {
+            at.push('.');
+            at.push_str(field);
+        }
+        ConvertError::invalid(at, message)
+    })
+}
+
+/// The request in our model. `history` is the stored conversation that
+/// `previous_response_id` continues (its input and output items), `input` the request's own
+/// items from [`parse_input`].
+pub fn to_chat(
+    request: &ResponsesRequest,
+    history: &[Item],
+    input: Vec<Item>,
+) -> Result<Converted, ConvertError> {
+    let mut tools = OfferedTools::default();
+    tools.add_all(request.tools.as_deref().unwrap_or_default(), "tools")?;
+    let items: Vec<(String, &Item)> = history
+        .iter()
+        .enumerate()
+        .map(|(index, item)| (format!("previous response's item {index}"), item))
+        .chain(
+            input
+                .iter()
+                .enumerate()
+                .map(|(index, item)| (format!("input[{index}]"), item)),
+        )
+        .collect();
+    for (path, item) in &items {
+        if let Item::AdditionalTools { tools: more, .. }
+        | Item::ToolSearchOutput { tools: more, .. } = item
+        {
+            tools.add_all(more, &format!("{path}.tools"))?;
+        }
+    }
+    let tool_choice = tool_choice(request.tool_choice.as_ref(), &mut tools)?;
+    let messages = messages(request.instructions.as_deref(), &items)?;
+    let mut extra = Map::new();
+    for field in PASSED_ON {
+        if let Some(value) = request.extra.get(*field) {
+            extra.insert((*field).to_owned(), value.clone());
+        }
+    }
+    if let Some(user) = &request.user {
+        extra.insert("user".into(), Value::from(user.clone()));
+    }
+    if let Some(metadata) = &request.metadata {
+        extra.insert("metadata".into(), Value::Object(metadata.clone()));
+    }
+    let text = request.text.as_ref();
+    if let Some(verbosity) = text.and_then(|text| text.verbosity.as_ref()) {
+        extra.insert("verbosity".into(), Value::from(verbosity.clone()));
+    }
+    let response_format = match text.and_then(|text| text.format.as_ref()) {
+        None => None,
+        Some(format) => response_format(format)?,
+    };
+    let chat = ChatRequest {
+        model: request.model.clone(),
+        messages,
+        tools: tools.definitions.clone(),
+        tool_choice,
+        parallel_tool_calls: request.parallel_tool_calls,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        max_tokens: request.max_output_tokens,
+        stop: Vec::new(),
+        reasoning_effort: request
+            .reasoning
+            .as_ref()
+            .and_then(|reasoning| reasoning.effort.clone()),
+        response_format,
+        seed: None,
+        top_k: None,
+        stream: request.stream.unwrap_or(false),
+        extra,
+    };
+    Ok(Converted {
+        request: chat,
+        tools,
+        input,
+    })
+}
+
+/// `text.format` as Chat Completions' `response_format`; plain text is no format at all.
+fn response_format(format: &Value) -> Result<Option<Value>, ConvertError> {
+    match format.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(json!({"type": "json_object"}))),
+        Some("json_schema") => {
+            let mut schema = Map::new();
+            for field in ["name", "schema", "strict", "description"] {
+                if let Some(value) = format.get(field).filter(|value| !value.is_null()) {
+                    schema.insert(field.to_owned(), value.clone());
+                }
+            }
+            if !schema.contains_key("name") || !schema.contains_key("schema") {
+                return Err(ConvertError::invalid(
+                    "text.format",
+                    "a json_schema format needs a name and a schema",
+                ));
+            }
+            Ok(Some(
+                json!({"type": "json_schema", "json_schema": Value::Object(schema)}),
+            ))
+        }
+        _ => Err(ConvertError::invalid(
+            "text.format.type",
+            format!(
+                "must be \"text\", \"json_object\" or \"json_schema\", got {}",
+                format.get("type").unwrap_or(&Value::Null)
+            ),
+        )),
+    }
+}
+
+/// `tool_choice` in our model; `allowed_tools` narrows the offered tools.
+fn tool_choice(
+    choice: Option<&Value>,
+    tools: &mut OfferedTools,
+) -> Result<Option<ToolChoice>, ConvertError> {
+    let Some(choice) = choice.filter(|choice| !choice.is_null()) else {
+        return Ok(None);
+    };
+    if let Some(mode) = choice.as_str() {
+        return match mode {
+            "auto" => Ok(Some(ToolChoice::Auto)),
+            "none" => Ok(Some(ToolChoice::None)),
+            "required" => Ok(Some(ToolChoice::Required)),
+            other => Err(ConvertError::invalid(
+                "tool_choice",
+                format!("must be \"auto\", \"none\", \"required\" or an object, got \"{other}\""),
+            )),
+        };
+    }
+    let kind = choice
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match kind {
+        "function" | "custom" => Ok(Some(ToolChoice::Function(named(
+            choice,
+            "tool_choice",
+            tools,
+        )?))),
+        "allowed_tools" => {
+            let listed = choice
+                .get("tools")
+                .and_then(Value::as_array)
+                .ok_or_else(|| {
+                    ConvertError::invalid("tool_choice.tools", "list the allowed tools")
+                })?;
+            let mut allowed = Vec::with_capacity(listed.len());
+            for (index, tool) in listed.iter().enumerate() {
+                let kind = tool.get("type").and_then(Value::as_str);
+                // A hosted tool among the allowed ones is left out like the tool itself.
+                if matches!(kind, Some("function" | "custom")) {
+                    allowed.push(named(tool, &format!("tool_choice.tools[{index}]"), tools)?);
+                }
+            }
+            tools.restrict(&allowed);
+            match choice.get("mode").and_then(Value::as_str) {
+                None | Some("auto") => Ok(Some(ToolChoice::Auto)),
+                Some("required") => Ok(Some(ToolChoice::Required)),
+                Some(other) => Err(ConvertError::invalid(
+                    "tool_choice.mode",
+                    format!("must be \"auto\" or \"required\", got \"{other}\""),
+                )),
+            }
+        }
+        hosted
+            if tools
+                .dropped
+                .iter()
+                .any(|dropped| dropped.split(':').next() == Some(hosted)) =>
+        {
+            Err(ConvertError::invalid(
+                "tool_choice",
+                format!(
+                    "forces the hosted tool \"{hosted}\", which this gateway cannot run (it is left out of the request)"
+                ),
+            ))
+        }
+        other => Err(ConvertError::invalid(
+            "tool_choice.type",
+            format!("must be \"function\", \"custom\" or \"allowed_tools\", got \"{other}\""),
+        )),
+    }
+}
+
+/// The model-facing name of the tool `{"type", "name", "namespace"?}` names.
+fn named(choice: &Value, path: &str, tools: &OfferedTools) -> Result<String, ConvertError> {
+    let kind = choice
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let name = choice
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ConvertError::invalid(format!("{path}.name"), "name the tool"))?;
+    let namespace = choice.get("namespace").and_then(Value::as_str);
+    let exact = model_name(namespace, name);
+    let found = tools.kinds.iter().find(|(model, found)| match found {
+        CallKind::Function { name: own, .. } if kind == "function" => {
+            **model == exact || own == name
+        }
+        CallKind::Custom { name: own, .. } if kind == "custom" => **model == exact || own == name,
+        _ => false,
+    });
+    match found {
+        Some((model, _)) => Ok(model.clone()),
+        None if tools.dropped.iter().any(|dropped| dropped == kind) => Err(ConvertError::invalid(
+            path,
+            format!(
+                "forces the hosted tool \"{kind}\", which this gateway cannot run (it is left out of the request)"
+            ),
+        )),
+        None => Err(ConvertError::invalid(
+            format!("{path}.name"),
+            format!("\"{name}\" is not one of the request's {kind} tools"),
+        )),
+    }
+}
+
+/// The assistant turn being gathered: reasoning, text and calls that belong together.
+#[derive(Default)]
+struct Turn {
+    reasoning: String,
+    text: String,
+    calls: Vec<ToolCall>,
+}
+
+impl Turn {
+    fn is_empty(&self) -> bool {
+        self.reasoning.is_empty() && self.text.is_empty() && self.calls.is_empty()
+    }
+
+    fn flush(&mut self, messages: &mut Vec<Message>) {
+        if self.is_empty() {
+            return;
+        }
+        let turn = std::mem::take(self);
+        messages.push(Message::Assistant {
+            content: (!turn.text.is_empty()).then_some(Content::Text(turn.text)),
+            reasoning_content: (!turn.reasoning.is_empty()).then_some(turn.reasoning),
+            // Responses reasoning items carry no Anthropic signature to send back.
+            reasoning_signature: None,
+            tool_calls: turn.calls,
+            name: None,
+        });
+    }
+}
+
+fn messages(
+    instructions: Option<&str>,
+    items: &[(String, &Item)],
+) -> Result<Vec<Message>, ConvertError> {
+    let mut system: Vec<String> = instructions
+        .filter(|text| !text.is_empty())
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    let mut messages = Vec::with_capacity(items.len() + 1);
+    let mut turn = Turn::default();
+    let mut calls: HashSet<&str> = HashSet::new();
+    let answer = |call_id: &str, path: &str, calls: &HashSet<&str>| {
+        if calls.contains(call_id) {
+            Ok(())
+        } else {
+            Err(ConvertError::invalid(
+                format!("{path}.call_id"),
+                format!(
+                    "\"{call_id}\" does not answer a call made earlier in the input or in the previous response"
+                ),
+            ))
+        }
+    };
+    for (path, item) in items {
+        let leading = messages.is_empty() && turn.is_empty();
+        match item {
+            Item::Message {
+                role: Role::System | Role::Developer,
+                content,
+                ..
+            } => {
+                turn.flush(&mut messages);
+                let text = text_of(content);
+                if leading {
+                    system.push(text);
+                } else {
+                    messages.push(Message::system(text));
+                }
+            }
+            Item::Message {
+                role: Role::User,
+                content,
+                ..
+            } => {
+                turn.flush(&mut messages);
+                messages.push(Message::User {
+                    content: user_content(content, &format!("{path}.content"))?,
+                    name: None,
+                });
+            }
+            Item::Message {
+                role: Role::Assistant,
+                content,
+                ..
+            } => {
+                if !turn.calls.is_empty() {
+                    turn.flush(&mut messages);
+                }
+                turn.text.push_str(&text_of(content));
+            }
+            Item::Reasoning {
+                summary, content, ..
+            } => {
+                if !turn.text.is_empty() || !turn.calls.is_empty() {
+                    turn.flush(&mut messages);
+                }
+                for part in summary.iter().chain(content.iter().flatten()) {
+                    if !turn.reasoning.is_empty() {
+                        turn.reasoning.push('\n');
+                    }
+                    turn.reasoning.push_str(&part.text);
+                }
+            }
+            Item::FunctionCall {
+                call_id,
+                name,
+                namespace,
+                arguments,
+                ..
+            } => {
+                calls.insert(call_id);
+                turn.calls.push(ToolCall {
+                    id: call_id.clone(),
+                    name: model_name(namespace.as_deref(), name),
+                    arguments: arguments.clone(),
+                });
+            }
+            Item::CustomToolCall {
+                call_id,
+                name,
+                namespace,
+                input,
+                ..
+            } => {
+                calls.insert(call_id);
+                turn.calls.push(ToolCall {
+                    id: call_id.clone(),
+                    name: model_name(namespace.as_deref(), name),
+                    arguments: json!({"input": input}).to_string(),
+                });
+            }
+            Item::ToolSearchCall {
+                id,
+                call_id,
+                arguments,
+                ..
+            } => {
+                let call_id = call_id.as_ref().or(id.as_ref()).ok_or_else(|| {
+                    ConvertError::invalid(format!("{path}.call_id"), "the call needs its call_id")
+                })?;
+                calls.insert(call_id);
+                turn.calls.push(ToolCall {
+                    id: call_id.clone(),
+                    name: "tool_search".into(),
+                    arguments: match arguments {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    },
+                });
+            }
+            Item::LocalShellCall {
+                call_id, action, ..
+            } => {
+                calls.insert(call_id);
+                let mut arguments = action.as_object().cloned().unwrap_or_default();
+                arguments.remove("type");
+                turn.calls.push(ToolCall {
+                    id: call_id.clone(),
+                    name: "local_shell".into(),
+                    arguments: Value::Object(arguments).to_string(),
+                });
+            }
+            Item::FunctionCallOutput {
+                call_id, output, ..
+            }
+            | Item::CustomToolCallOutput {
+                call_id, output, ..
+            } => {
+                turn.flush(&mut messages);
+                answer(call_id, path, &calls)?;
+                messages.push(Message::Tool {
+                    tool_call_id: call_id.clone(),
+                    content: tool_content(output),
+                });
+            }
+            Item::ToolSearchOutput {
+                call_id,
+                tools: found,
+                ..
+            } => {
+                turn.flush(&mut messages);
+                let call_id = call_id.as_deref().ok_or_else(|| {
+                    ConvertError::invalid(
+                        format!("{path}.call_id"),
+                        "the output needs the call_id it answers",
+                    )
+                })?;
+                answer(call_id, path, &calls)?;
+                messages.push(Message::tool(
+                    call_id,
+                    Value::from(found.clone()).to_string(),
+                ));
+            }
+            Item::LocalShellCallOutput { id, output, .. } => {
+                turn.flush(&mut messages);
+                if calls.contains(id.as_str()) {
+                    messages.push(Message::tool(id.clone(), output.clone()));
+                } else {
+                    return Err(ConvertError::invalid(
+                        format!("{path}.id"),
+                        format!("\"{id}\" does not answer a local_shell_call made earlier"),
+                    ));
+                }
+            }
+            Item::AdditionalTools { .. } => {}
+            Item::ItemReference { .. } => {
+                return Err(ConvertError::invalid(
+                    format!("{path}.type"),
+                    "item_reference is not supported; continue a stored conversation with previous_response_id",
+                ));
+            }
+        }
+    }
+    turn.flush(&mut messages);
+    if !system.is_empty() {
+        messages.insert(0, Message::system(system.join("\n\n")));
+    }
+    Ok(messages)
+}
+
+/// The text of a message: text parts and refusals, in order.
+fn text_of(content: &MessageContent) -> String {
+    match content {
+        MessageContent::Text(text) => text.clone(),
+        MessageContent::Parts(parts) => parts.iter().filter_map(part_text).collect(),
+    }
+}
+
+fn part_text(part: &ContentPart) -> Option<&str> {
+    match part {
+        ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => Some(text),
+        ContentPart::Refusal { refusal } => Some(refusal),
+        ContentPart::InputImage { .. } | ContentPart::InputFile { .. } => None,
+    }
+}
+
+/// A user message's content: plain text when it is only text, else Chat Completions parts.
+fn user_content(content: &MessageContent, path: &str) -> Result<Content, ConvertError> {
+    let MessageContent::Parts(parts) = content else {
+        return Ok(Content::Text(text_of(content)));
+    };
+    parts_content(parts, path)
+}
+
+fn parts_content(parts: &[ContentPart], path: &str) -> Result<Content, ConvertError> {
+    if parts.iter().all(|part| part_text(part).is_some()) {
+        return Ok(Content::Text(parts.iter().filter_map(part_text).collect()));
+    }
+    let mut converted = Vec::with_capacity(parts.len());
+    for (index, part) in parts.iter().enumerate() {
+        converted.push(match part {
+            ContentPart::InputImage {
+                image_url: Some(url),
+                detail,
+                ..
+            } => {
+                let mut image = json!({"url": url});
+                if let Some(detail) = detail {
+                    image["detail"] = Value::from(detail.clone());
+                }
+                json!({"type": "image_url", "image_url": image})
+            }
+            ContentPart::InputImage { .. } => {
+                return Err(ConvertError::invalid(
+                    format!("{path}[{index}].image_url"),
+                    "images need an image_url (a URL or a data: URL); file ids need OpenAI's file store",
+                ));
+            }
+            ContentPart::InputFile { .. } => {
+                return Err(ConvertError::invalid(
+                    format!("{path}[{index}].type"),
+                    "input_file parts are not supported; send the file's text as input_text",
+                ));
+            }
+            text => json!({"type": "text", "text": part_text(text).unwrap_or_default()}),
+        });
+    }
+    Ok(Content::Parts(converted))
+}
+
+/// A tool's output as a tool message's content; parts other than text and images cannot
+/// travel in a tool message and are named instead of dropped.
+fn tool_content(output: &ToolOutput) -> Content {
+    match output {
+        ToolOutput::Text(text) => Content::Text(text.clone()),
+        ToolOutput::Parts(parts) => parts_content(parts, "output").unwrap_or_else(|_| {
+            Content::Text(
+                parts
+                    .iter()
+                    .map(|part| {
+                        part_text(part).unwrap_or("[a file or image the gateway cannot pass on]")
+                    })
+                    .collect(),
+            )
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(body: Value) -> ResponsesRequest {
+        serde_json::from_value(body).unwrap()
+    }
+
+    fn convert(body: Value) -> Result<Converted, ConvertError> {
+        let request = request(body);
+        let input = parse_input(&request.input)?;
+        to_chat(&request, &[], input)
+    }
+
+    #[test]
+    fn a_codex_history_becomes_chat_messages() {
+        let converted = convert(json!({
+            "model": "gpt-5.5",
+            "instructions": "Be brief.",
+            "input": [
+                {"type": "message", "id": "msg_1", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]},
+                {"role": "user", "content": "list files"},
+                {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "use ls"}], "encrypted_content": "gAAA"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing.", "annotations": []}]},
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "status": "completed"},
+                {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch", "input": "*** Begin Patch"},
+                {"type": "function_call_output", "id": "fco_1", "call_id": "call_1", "output": "a.txt"},
+                {"type": "custom_tool_call_output", "call_id": "call_2", "output": [{"type": "input_text", "text": "Done"}]},
+                {"type": "message", "role": "developer", "content": "mid-conversation note"}
+            ],
+            "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}, {"type": "custom", "name": "apply_patch"}],
+            "reasoning": {"effort": "high"},
+            "text": {"verbosity": "low", "format": {"type": "json_schema", "name": "x", "schema": {"type": "object"}}},
+            "max_output_tokens": 99,
+            "store": false,
+            "prompt_cache_key": "abc"
+        }))
+        .unwrap();
+        let messages = serde_json::to_value(&converted.request.messages).unwrap();
+        assert_eq!(
+            messages,
+            json!([
+                {"role": "system", "content": "Be brief.\n\nYou are Codex."},
+                {"role": "user", "content": "list files"},
+                {"role": "assistant", "content": "Listing.", "reasoning_content": "use ls", "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "exec_command", "arguments": "{\"cmd\":\"ls\"}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "apply_patch", "arguments": "{\"input\":\"*** Begin Patch\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
+                {"role": "tool", "tool_call_id": "call_2", "content": "Done"},
+                {"role": "system", "content": "mid-conversation note"}
+            ])
+        );
+        let chat = &converted.request;
+        assert_eq!(chat.reasoning_effort.as_deref(), Some("high"));
+        assert_eq!(chat.max_tokens, Some(99));
+        assert_eq!(
+            chat.response_format.as_ref().unwrap()["json_schema"]["name"],
+            "x"
+        );
+        assert_eq!(chat.extra["verbosity"], "low");
+        assert_eq!(chat.extra["prompt_cache_key"], "abc");
+        assert!(!chat.extra.contains_key("store"));
+        assert_eq!(converted.input.len(), 9);
+    }
+
+    #[test]
+    fn an_output_must_answer_an_earlier_call() {
+        let error = convert(json!({"model": "m", "input": [
+            {"role": "user", "content": "hi"},
+            {"type": "function_call_output", "call_id": "call_9", "output": "x"}]}))
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("input[1].call_id: \"call_9\" does not answer"),
+            "{error}"
+        );
+        // …unless the call is in the stored conversation.
+        let request = request(
+            json!({"model": "m", "input": [{"type": "function_call_output", "call_id": "call_9", "output": "x"}]}),
+        );
+        let history = [Item::FunctionCall {
+            id: None,
+            call_id: "call_9".into(),
+            name: "f".into(),
+            namespace: None,
+            arguments: "{}".into(),
+            status: None,
+        }];
+        let input = parse_input(&request.input).unwrap();
+        assert!(to_chat(&request, &history, input).is_ok());
+    }
+
+    #[test]
+    fn bad_items_name_their_path() {
+        let error = convert(json!({"model": "m", "input": [{"role": "user", "content": "hi"}, {"type": "function_call", "name": "f", "arguments": "{}"}]})).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("input[1].call_id: missing field `call_id`"),
+            "{error}"
+        );
+        let error = convert(json!({"model": "m", "input": [{"type": "teleport"}]})).unwrap_err();
+        assert!(
+            error.to_string().contains("input[0]") && error.to_string().contains("teleport"),
+            "{error}"
+        );
+        let error = convert(json!({"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file_1"}]}]})).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("input[0].content[0].image_url"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn tool_choice_forms_and_hosted_tools() {
+        let tools = json!([{"type": "function", "name": "f"}, {"type": "custom", "name": "g"}, {"type": "web_search"}]);
+        let choice = |value: Value| {
+            convert(json!({"model": "m", "input": "hi", "tools": tools, "tool_choice": value}))
+        };
+        assert_eq!(
+            choice(json!("required")).unwrap().request.tool_choice,
+            Some(ToolChoice::Required)
+        );
+        assert_eq!(
+            choice(json!({"type": "custom", "name": "g"}))
+                .unwrap()
+                .request
+                .tool_choice,
+            Some(ToolChoice::Function("g".into()))
+        );
+        let allowed = choice(json!({"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "f"}, {"type": "web_search"}]})).unwrap();
+        assert_eq!(allowed.request.tools.len(), 1);
+        assert_eq!(allowed.request.tool_choice, Some(ToolChoice::Required));
+        let error = choice(json!({"type": "web_search"})).unwrap_err();
+        assert!(error.to_string().contains("\"web_search\""), "{error}");
+        let error = choice(json!({"type": "function", "name": "nope"})).unwrap_err();
+        assert!(
+            error.to_string().starts_with("tool_choice.name:"),
+            "{error}"
+        );
+        assert_eq!(choice(json!("auto")).unwrap().tools.dropped, ["web_search"]);
+    }
+}

@@ -1,0 +1,214 @@
+//! The events of a streamed response. Each goes out as an SSE event whose `event:` line is
+//! its `type`, with an increasing `sequence_number`.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::items::{ContentPart, Item, TextPart};
+use super::response::Response;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    #[serde(rename = "response.created")]
+    Created { response: Arc<Response> },
+    #[serde(rename = "response.in_progress")]
+    InProgress { response: Arc<Response> },
+    #[serde(rename = "response.completed")]
+    Completed { response: Arc<Response> },
+    #[serde(rename = "response.incomplete")]
+    Incomplete { response: Arc<Response> },
+    #[serde(rename = "response.failed")]
+    Failed { response: Arc<Response> },
+    #[serde(rename = "response.output_item.added")]
+    OutputItemAdded { output_index: usize, item: Item },
+    #[serde(rename = "response.output_item.done")]
+    OutputItemDone { output_index: usize, item: Item },
+    #[serde(rename = "response.content_part.added")]
+    ContentPartAdded {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        part: ContentPart,
+    },
+    #[serde(rename = "response.content_part.done")]
+    ContentPartDone {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        part: ContentPart,
+    },
+    #[serde(rename = "response.output_text.delta")]
+    OutputTextDelta {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        delta: String,
+        logprobs: Vec<Value>,
+    },
+    #[serde(rename = "response.output_text.done")]
+    OutputTextDone {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        text: String,
+        logprobs: Vec<Value>,
+    },
+    #[serde(rename = "response.reasoning_summary_part.added")]
+    ReasoningSummaryPartAdded {
+        item_id: String,
+        output_index: usize,
+        summary_index: usize,
+        part: TextPart,
+    },
+    #[serde(rename = "response.reasoning_summary_part.done")]
+    ReasoningSummaryPartDone {
+        item_id: String,
+        output_index: usize,
+        summary_index: usize,
+        part: TextPart,
+    },
+    #[serde(rename = "response.reasoning_summary_text.delta")]
+    ReasoningSummaryTextDelta {
+        item_id: String,
+        output_index: usize,
+        summary_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.reasoning_summary_text.done")]
+    ReasoningSummaryTextDone {
+        item_id: String,
+        output_index: usize,
+        summary_index: usize,
+        text: String,
+    },
+    #[serde(rename = "response.function_call_arguments.delta")]
+    FunctionCallArgumentsDelta {
+        item_id: String,
+        output_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.function_call_arguments.done")]
+    FunctionCallArgumentsDone {
+        item_id: String,
+        output_index: usize,
+        name: String,
+        arguments: String,
+    },
+    #[serde(rename = "response.custom_tool_call_input.delta")]
+    CustomToolCallInputDelta {
+        item_id: String,
+        output_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.custom_tool_call_input.done")]
+    CustomToolCallInputDone {
+        item_id: String,
+        output_index: usize,
+        input: String,
+    },
+}
+
+impl Event {
+    /// The event's `type`, for the SSE `event:` line.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Created { .. } => "response.created",
+            Event::InProgress { .. } => "response.in_progress",
+            Event::Completed { .. } => "response.completed",
+            Event::Incomplete { .. } => "response.incomplete",
+            Event::Failed { .. } => "response.failed",
+            Event::OutputItemAdded { .. } => "response.output_item.added",
+            Event::OutputItemDone { .. } => "response.output_item.done",
+            Event::ContentPartAdded { .. } => "response.content_part.added",
+            Event::ContentPartDone { .. } => "response.content_part.done",
+            Event::OutputTextDelta { .. } => "response.output_text.delta",
+            Event::OutputTextDone { .. } => "response.output_text.done",
+            Event::ReasoningSummaryPartAdded { .. } => "response.reasoning_summary_part.added",
+            Event::ReasoningSummaryPartDone { .. } => "response.reasoning_summary_part.done",
+            Event::ReasoningSummaryTextDelta { .. } => "response.reasoning_summary_text.delta",
+            Event::ReasoningSummaryTextDone { .. } => "response.reasoning_summary_text.done",
+            Event::FunctionCallArgumentsDelta { .. } => "response.function_call_arguments.delta",
+            Event::FunctionCallArgumentsDone { .. } => "response.function_call_arguments.done",
+            Event::CustomToolCallInputDelta { .. } => "response.custom_tool_call_input.delta",
+            Event::CustomToolCallInputDone { .. } => "response.custom_tool_call_input.done",
+        }
+    }
+}
+
+/// An event with its place in the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sequenced {
+    #[serde(flatten)]
+    pub event: Event,
+    pub sequence_number: u64,
+}
+
+impl Sequenced {
+    /// `event: TYPE\ndata: JSON\n\n`.
+    pub fn sse(&self) -> String {
+        sse(std::slice::from_ref(self))
+    }
+}
+
+/// The events as SSE text: `event: TYPE\ndata: JSON\n\n` each. Written by hand around each
+/// event's own JSON, and a response object shared by consecutive lifecycle events
+/// (`response.created`, `response.in_progress`) is serialised once: serde's `flatten` and
+/// repeated serialisation would make this, the hottest step of a streamed answer, several
+/// times dearer.
+pub fn sse(events: &[Sequenced]) -> String {
+    let mut text = String::new();
+    let mut shared: Option<(*const Response, String)> = None;
+    for Sequenced {
+        event,
+        sequence_number,
+    } in events
+    {
+        let kind = event.kind();
+        text.push_str("event: ");
+        text.push_str(kind);
+        text.push_str("\ndata: ");
+        match event.response() {
+            Some(response) => {
+                let pointer = Arc::as_ptr(response);
+                if shared.as_ref().is_none_or(|(last, _)| *last != pointer) {
+                    shared = Some((pointer, json(response.as_ref())));
+                }
+                let body = shared.as_ref().map_or("{}", |(_, body)| body.as_str());
+                text.push_str("{\"type\":\"");
+                text.push_str(kind);
+                text.push_str("\",\"response\":");
+                text.push_str(body);
+            }
+            None => {
+                let body = json(event);
+                text.push_str(body.strip_suffix('}').unwrap_or(&body));
+            }
+        }
+        text.push_str(",\"sequence_number\":");
+        text.push_str(&sequence_number.to_string());
+        text.push_str("}\n\n");
+    }
+    text
+}
+
+/// Serialising our own plain types cannot fail; an empty object keeps the stream valid.
+fn json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned())
+}
+
+impl Event {
+    /// The response a lifecycle event carries.
+    fn response(&self) -> Option<&Arc<Response>> {
+        match self {
+            Event::Created { response }
+            | Event::InProgress { response }
+            | Event::Completed { response }
+            | Event::Incomplete { response }
+            | Event::Failed { response } => Some(response),
+            _ => None,
+        }
+    }
+}

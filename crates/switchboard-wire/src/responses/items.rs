@@ -1,0 +1,216 @@
+//! The items of a Responses conversation: what a client sends in `input` and what a
+//! response carries in `output` share one type, because clients send the output items of
+//! one response back as the input of the next (Codex resends its whole history each turn).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One item of `input` or `output`, tagged by `type`. A message without a `type` is taken
+/// as a message by the request parser before it gets here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Item {
+    Message {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        role: Role,
+        content: MessageContent,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    FunctionCall {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        call_id: String,
+        name: String,
+        /// The namespace tool the function belongs to, when it came from one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        arguments: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    FunctionCallOutput {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        call_id: String,
+        output: ToolOutput,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    CustomToolCall {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        call_id: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        input: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    CustomToolCallOutput {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        call_id: String,
+        output: ToolOutput,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    Reasoning {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default)]
+        summary: Vec<TextPart>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Vec<TextPart>>,
+        /// Another provider's opaque reasoning state: no backend here can read it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    /// Tools delivered in the conversation instead of the `tools` field (Codex does this
+    /// for its newer models).
+    AdditionalTools {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        tools: Vec<Value>,
+    },
+    /// A call of the client-executed `tool_search` tool.
+    ToolSearchCall {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution: Option<String>,
+        #[serde(default)]
+        arguments: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    /// What the client's tool search found: tools offered from then on.
+    ToolSearchOutput {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution: Option<String>,
+        #[serde(default)]
+        tools: Vec<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    LocalShellCall {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        call_id: String,
+        action: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    LocalShellCallOutput {
+        /// The `call_id` of the call it answers.
+        id: String,
+        output: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    /// A reference to a stored item by id; refused (use `previous_response_id`).
+    ItemReference { id: String },
+}
+
+impl Item {
+    /// The `type` as it appears on the wire.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Item::Message { .. } => "message",
+            Item::FunctionCall { .. } => "function_call",
+            Item::FunctionCallOutput { .. } => "function_call_output",
+            Item::CustomToolCall { .. } => "custom_tool_call",
+            Item::CustomToolCallOutput { .. } => "custom_tool_call_output",
+            Item::Reasoning { .. } => "reasoning",
+            Item::AdditionalTools { .. } => "additional_tools",
+            Item::ToolSearchCall { .. } => "tool_search_call",
+            Item::ToolSearchOutput { .. } => "tool_search_output",
+            Item::LocalShellCall { .. } => "local_shell_call",
+            Item::LocalShellCallOutput { .. } => "local_shell_call_output",
+            Item::ItemReference { .. } => "item_reference",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+    Developer,
+}
+
+/// A message's content: a plain string or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+/// One part of a message's content (or of a tool's output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    InputText {
+        text: String,
+    },
+    OutputText {
+        text: String,
+        #[serde(default)]
+        annotations: Vec<Value>,
+    },
+    InputImage {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image_url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    InputFile {
+        #[serde(flatten)]
+        fields: Map<String, Value>,
+    },
+    Refusal {
+        refusal: String,
+    },
+}
+
+/// A tool's output: text, or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolOutput {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+/// `{"type": "summary_text" | "reasoning_text" | …, "text": …}`: a reasoning item's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextPart {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub text: String,
+}
+
+impl TextPart {
+    pub fn summary(text: impl Into<String>) -> Self {
+        Self {
+            kind: "summary_text".to_owned(),
+            text: text.into(),
+        }
+    }
+}

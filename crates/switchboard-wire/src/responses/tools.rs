@@ -1,0 +1,367 @@
+//! The Responses API's tools as plain function tools every backend understands, and the
+//! way back from a model's call to the item the client expects:
+//!
+//! - `function`: as it is;
+//! - `custom` (free-form input, e.g. Codex's `apply_patch` with a Lark grammar): a function
+//!   with one string parameter `input`, the format's definition in its description; its
+//!   calls come back as `custom_tool_call` with that text as `input`;
+//! - `namespace` (a named group of functions): flattened to `NAMESPACE__NAME` (tools of the
+//!   default namespace `functions` keep their own name); calls come back with `namespace`;
+//! - client-executed `tool_search` and `local_shell`: functions whose calls come back as
+//!   `tool_search_call` and `local_shell_call`;
+//! - hosted tools (`web_search`, `file_search`, `mcp`, …), which nothing here can run:
+//!   left out, and named in [`OfferedTools::dropped`].
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use switchboard_tools::{FunctionDefinition, ToolDefinition, ToolKind};
+
+use crate::ConvertError;
+
+/// The namespace whose tools a model calls by their bare name (OpenAI's own default).
+pub const DEFAULT_NAMESPACE: &str = "functions";
+
+/// What a model-facing function stands for in the client's request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallKind {
+    Function {
+        name: String,
+        namespace: Option<String>,
+    },
+    Custom {
+        name: String,
+        namespace: Option<String>,
+    },
+    ToolSearch,
+    LocalShell,
+}
+
+/// The request's tools as offered to the model.
+#[derive(Debug, Clone, Default)]
+pub struct OfferedTools {
+    /// Plain function tools, in the order the client listed them.
+    pub definitions: Vec<ToolDefinition>,
+    /// Where each definition came from in the request (`tools[2].tools[0]`), same order.
+    pub sources: Vec<String>,
+    /// What each model-facing name stands for.
+    pub kinds: HashMap<String, CallKind>,
+    /// Hosted tools left out, by type (`mcp:LABEL` for MCP servers), without repeats.
+    pub dropped: Vec<String>,
+}
+
+/// The name the model calls a tool by.
+pub fn model_name(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) if namespace != DEFAULT_NAMESPACE => format!("{namespace}__{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+impl OfferedTools {
+    /// Adds a list of tools found at `path` (`tools`, `input[0].tools`).
+    pub fn add_all(&mut self, tools: &[Value], path: &str) -> Result<(), ConvertError> {
+        for (index, tool) in tools.iter().enumerate() {
+            self.add(tool, &format!("{path}[{index}]"), None)?;
+        }
+        Ok(())
+    }
+
+    /// What the model-facing `name` stands for; unknown names are plain functions.
+    pub fn kind(&self, name: &str) -> CallKind {
+        self.kinds.get(name).cloned().unwrap_or(CallKind::Function {
+            name: name.to_owned(),
+            namespace: None,
+        })
+    }
+
+    /// Keeps only the tools `allowed` names (model-facing), for `allowed_tools`.
+    pub fn restrict(&mut self, allowed: &[String]) {
+        let keep: Vec<bool> = self
+            .definitions
+            .iter()
+            .map(|definition| allowed.iter().any(|name| name == definition.name()))
+            .collect();
+        let mut flags = keep.iter();
+        self.definitions.retain(|_| *flags.next().unwrap_or(&false));
+        let mut flags = keep.iter();
+        self.sources.retain(|_| *flags.next().unwrap_or(&false));
+        self.kinds.retain(|name, _| allowed.contains(name));
+    }
+
+    fn add(
+        &mut self,
+        tool: &Value,
+        path: &str,
+        namespace: Option<&str>,
+    ) -> Result<(), ConvertError> {
+        let kind = tool.get("type").and_then(Value::as_str).ok_or_else(|| {
+            ConvertError::invalid(format!("{path}.type"), "each tool needs a type")
+        })?;
+        let name = || {
+            tool.get("name")
+                .and_then(Value::as_str)
+                .filter(|name| !name.is_empty())
+                .ok_or_else(|| ConvertError::invalid(format!("{path}.name"), "a name is required"))
+        };
+        let description = tool
+            .get("description")
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty());
+        match kind {
+            "function" => {
+                let name = name()?;
+                let parameters = match tool.get("parameters") {
+                    None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+                    Some(parameters) => parameters.clone(),
+                };
+                let definition = function(
+                    model_name(namespace, name),
+                    description.map(str::to_owned),
+                    parameters,
+                    tool.get("strict").and_then(Value::as_bool),
+                );
+                let kind = CallKind::Function {
+                    name: name.to_owned(),
+                    namespace: namespace.map(str::to_owned),
+                };
+                self.offer(definition, path, kind)
+            }
+            "custom" => {
+                let name = name()?;
+                let definition = function(
+                    model_name(namespace, name),
+                    Some(custom_description(description, tool.get("format"))),
+                    json!({"type": "object", "properties": {"input": {"type": "string",
+                        "description": "The tool's input, as raw text (not JSON)."}},
+                        "required": ["input"], "additionalProperties": false}),
+                    None,
+                );
+                let kind = CallKind::Custom {
+                    name: name.to_owned(),
+                    namespace: namespace.map(str::to_owned),
+                };
+                self.offer(definition, path, kind)
+            }
+            "namespace" if namespace.is_none() => {
+                let outer = name()?;
+                let tools = tool.get("tools").and_then(Value::as_array).ok_or_else(|| {
+                    ConvertError::invalid(
+                        format!("{path}.tools"),
+                        "a namespace needs its list of tools",
+                    )
+                })?;
+                for (index, inner) in tools.iter().enumerate() {
+                    self.add(inner, &format!("{path}.tools[{index}]"), Some(outer))?;
+                }
+                Ok(())
+            }
+            "namespace" => Err(ConvertError::invalid(
+                format!("{path}.type"),
+                "namespaces do not nest",
+            )),
+            "tool_search" if tool.get("execution").and_then(Value::as_str) == Some("client") => {
+                let parameters = tool.get("parameters").cloned().unwrap_or_else(|| {
+                    json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]})
+                });
+                let definition = function(
+                    "tool_search".to_owned(),
+                    Some(description.unwrap_or("Searches for more tools.").to_owned()),
+                    parameters,
+                    None,
+                );
+                self.offer(definition, path, CallKind::ToolSearch)
+            }
+            "local_shell" => {
+                let definition = function(
+                    "local_shell".to_owned(),
+                    Some("Runs a command on the user's machine and returns its output.".to_owned()),
+                    json!({"type": "object", "properties": {
+                        "command": {"type": "array", "items": {"type": "string"}, "description": "The program and its arguments."},
+                        "working_directory": {"type": "string"},
+                        "timeout_ms": {"type": "integer"},
+                        "env": {"type": "object", "additionalProperties": {"type": "string"}}},
+                        "required": ["command"]}),
+                    None,
+                );
+                self.offer(definition, path, CallKind::LocalShell)
+            }
+            hosted => {
+                let label = match tool.get("server_label").and_then(Value::as_str) {
+                    Some(label) if hosted == "mcp" => format!("mcp:{label}"),
+                    _ => hosted.to_owned(),
+                };
+                if !self.dropped.contains(&label) {
+                    self.dropped.push(label);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn offer(
+        &mut self,
+        definition: ToolDefinition,
+        path: &str,
+        kind: CallKind,
+    ) -> Result<(), ConvertError> {
+        let name = definition.name().to_owned();
+        if let Some(position) = self
+            .definitions
+            .iter()
+            .position(|known| known.name() == name)
+        {
+            // The same tool offered twice (e.g. found again by a tool search) is one tool.
+            if self.definitions[position] == definition && self.kinds.get(&name) == Some(&kind) {
+                return Ok(());
+            }
+            return Err(ConvertError::invalid(
+                format!("{path}.name"),
+                format!(
+                    "\"{name}\" is already offered by {}; tool names must be unique",
+                    self.sources[position]
+                ),
+            ));
+        }
+        self.definitions.push(definition);
+        self.sources.push(path.to_owned());
+        self.kinds.insert(name, kind);
+        Ok(())
+    }
+}
+
+fn function(
+    name: String,
+    description: Option<String>,
+    parameters: Value,
+    strict: Option<bool>,
+) -> ToolDefinition {
+    ToolDefinition {
+        kind: ToolKind::Function,
+        function: FunctionDefinition {
+            name,
+            description,
+            parameters: Some(parameters),
+            strict,
+            output_schema: None,
+        },
+    }
+}
+
+/// A custom tool's description for the model: its own, and the grammar its input follows.
+fn custom_description(description: Option<&str>, format: Option<&Value>) -> String {
+    let mut text = description
+        .unwrap_or("A tool that takes free-form text.")
+        .to_owned();
+    text.push_str("\n\nPut the tool's whole input, as raw text, in the `input` argument.");
+    if let Some(format) = format
+        && format.get("type").and_then(Value::as_str) == Some("grammar")
+    {
+        let syntax = format
+            .get("syntax")
+            .and_then(Value::as_str)
+            .unwrap_or("lark");
+        let definition = format
+            .get("definition")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        text.push_str(&format!(
+            " The input must follow this {syntax} grammar:\n{definition}"
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_tool_becomes_a_function_or_is_dropped() {
+        let tools = json!([
+            {"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}},
+            {"type": "custom", "name": "apply_patch", "description": "Edit files.", "format": {"type": "grammar", "syntax": "lark", "definition": "start: x"}},
+            {"type": "namespace", "name": "agents", "description": "", "tools": [{"type": "function", "name": "spawn"}]},
+            {"type": "namespace", "name": "functions", "tools": [{"type": "custom", "name": "exec"}]},
+            {"type": "tool_search", "execution": "client", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}},
+            {"type": "local_shell"},
+            {"type": "web_search"},
+            {"type": "mcp", "server_label": "docs"},
+            {"type": "web_search"}
+        ]);
+        let mut offered = OfferedTools::default();
+        offered.add_all(tools.as_array().unwrap(), "tools").unwrap();
+        let names: Vec<&str> = offered
+            .definitions
+            .iter()
+            .map(ToolDefinition::name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "exec_command",
+                "apply_patch",
+                "agents__spawn",
+                "exec",
+                "tool_search",
+                "local_shell"
+            ]
+        );
+        assert_eq!(offered.dropped, ["web_search", "mcp:docs"]);
+        assert_eq!(offered.sources[2], "tools[2].tools[0]");
+        assert_eq!(
+            offered.kind("agents__spawn"),
+            CallKind::Function {
+                name: "spawn".into(),
+                namespace: Some("agents".into())
+            }
+        );
+        assert_eq!(
+            offered.kind("exec"),
+            CallKind::Custom {
+                name: "exec".into(),
+                namespace: Some("functions".into())
+            }
+        );
+        let patch = &offered.definitions[1].function;
+        assert!(
+            patch
+                .description
+                .as_deref()
+                .unwrap()
+                .contains("lark grammar:\nstart: x")
+        );
+        assert_eq!(
+            patch.parameters.as_ref().unwrap()["required"],
+            json!(["input"])
+        );
+    }
+
+    #[test]
+    fn mistakes_name_their_place() {
+        let mut offered = OfferedTools::default();
+        let error = offered
+            .add_all(
+                &[json!({"type": "namespace", "name": "n", "tools": [{"type": "function"}]})],
+                "tools",
+            )
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "tools[0].tools[0].name: a name is required"
+        );
+        let twice = [
+            json!({"type": "function", "name": "f"}),
+            json!({"type": "custom", "name": "f"}),
+        ];
+        let error = OfferedTools::default()
+            .add_all(&twice, "tools")
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("tools[1].name: \"f\" is already offered by tools[0]"),
+            "{error}"
+        );
+    }
+}
