@@ -10,7 +10,10 @@
 //! it would in its own process.
 //!
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
-//! native route and on a prompted (hermes markup) route.
+//! native route and on a prompted (hermes markup) route. Then access control: the native
+//! cases through a gateway with a key whose request and token limits are checked on every
+//! request, counted in process and in Redis (a real `redis-server` on loopback, when one is
+//! installed), each against the gateway without keys in the same interleaved run.
 //!
 //! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S]`
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
@@ -28,15 +31,17 @@ use axum::routing::post;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use switchboard_bench::{Summary, heading, report, summarize};
 use switchboard_server::{Config, RunningGateway};
-use switchboard_testkit::OpenAiScript;
+use switchboard_testkit::{OpenAiScript, RedisServer};
 
 const NATIVE_MODEL: &str = "fast-native";
 const HERMES_MODEL: &str = "fast-hermes";
 const CALL_ID: &str = "call_Xq3R9s8T7u6V5w4Y3z2A1b0C";
 const ARGUMENTS: &str = r#"{"city": "Paris", "unit": "celsius"}"#;
 const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
+const BENCH_KEY: &str = "sk-sb-BenchKey0000000000000000000000000000000";
 
 type Failure = String;
 
@@ -55,7 +60,7 @@ fn main() -> Result<(), Failure> {
         .map_err(|error| error.to_string())?;
 
     let backend = load.block_on(start_backend())?;
-    let gateway = gateway_runtime.block_on(start_gateway(&backend))?;
+    let gateway = gateway_runtime.block_on(start_gateway(&backend, ""))?;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .timeout(Duration::from_secs(10))
@@ -81,13 +86,75 @@ fn main() -> Result<(), Failure> {
         heading(case.name);
         report("direct to the backend", &direct_summary);
         report("through the gateway", &gateway_summary);
-        print_added(&direct_summary, &gateway_summary);
+        print_added("added by the gateway", &direct_summary, &gateway_summary);
         println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
     }
+
+    // Access control: the same gateway without keys against one with a limited key.
+    let redis = redis_installed().then(RedisServer::start);
+    let mut keyed = vec![(
+        "key + limits in process",
+        gateway_runtime.block_on(start_gateway(&backend, &access_settings(None)))?,
+    )];
+    match &redis {
+        Some(redis) => keyed.push((
+            "key + limits in Redis",
+            gateway_runtime
+                .block_on(start_gateway(&backend, &access_settings(Some(&redis.url))))?,
+        )),
+        None => println!("\nredis-server is not installed: the Redis case is skipped"),
+    }
+    for (name, keyed_gateway) in &keyed {
+        for case in &Case::ALL[..2] {
+            let open = Target::new(&client, &gateway.base_url(), *case, Via::Direct);
+            let with_key = Target::new(&client, &keyed_gateway.base_url(), *case, Via::Gateway)
+                .with_key(BENCH_KEY);
+            load.block_on(check_answers(&open, &with_key, *case))?;
+            run(&load, &settings, &open, &with_key, settings.warmup)?;
+            let (mut open_times, mut keyed_times, lag) =
+                run(&load, &settings, &open, &with_key, settings.measured)?;
+            let open_summary = summarize(&mut open_times);
+            let keyed_summary = summarize(&mut keyed_times);
+            heading(&format!("{}: {name} vs no keys", case.name));
+            report("through the gateway, no keys", &open_summary);
+            report(&format!("through the gateway, {name}"), &keyed_summary);
+            print_added(
+                &format!("added by the {name}"),
+                &open_summary,
+                &keyed_summary,
+            );
+            println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
+        }
+    }
     println!("\nload average at the end: {}", load_average());
+    for (_, keyed_gateway) in keyed {
+        gateway_runtime
+            .block_on(keyed_gateway.stop())
+            .map_err(|error| error.to_string())?;
+    }
     gateway_runtime
         .block_on(gateway.stop())
         .map_err(|error| error.to_string())
+}
+
+/// A key with limits high enough never to refuse, so every request is checked and counted
+/// and every answer's tokens charged; shared through Redis when `state` is given.
+fn access_settings(state: Option<&str>) -> String {
+    let digest: String = Sha256::digest(BENCH_KEY.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let state = state.map_or(String::new(), |url| format!("state = \"{url}\"\n"));
+    format!(
+        "{state}[[key]]\nname = \"bench\"\nsha256 = \"{digest}\"\nrequests_per_minute = 1000000000\ntokens_per_minute = 1000000000000\n"
+    )
+}
+
+fn redis_installed() -> bool {
+    std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
 }
 
 /// Rate and durations, from `--rate`, `--seconds` and `--warmup` (cargo's own `--bench`
@@ -173,6 +240,8 @@ struct Target {
     url: String,
     body: Bytes,
     stream: bool,
+    /// Sent as `Authorization: Bearer …`.
+    key: Option<&'static str>,
 }
 
 impl Target {
@@ -199,19 +268,26 @@ impl Target {
             url: format!("{base}/v1/chat/completions"),
             body: Bytes::from(body.to_string()),
             stream: case.stream,
+            key: None,
         }
+    }
+
+    fn with_key(mut self, key: &'static str) -> Self {
+        self.key = Some(key);
+        self
     }
 
     /// Sends the request and reads the whole body; checks it is a complete success.
     async fn call(&self) -> Result<Bytes, Failure> {
-        let response = self
+        let mut request = self
             .client
             .post(&self.url)
             .header(CONTENT_TYPE, "application/json")
-            .body(self.body.clone())
-            .send()
-            .await
-            .map_err(|error| error.to_string())?;
+            .body(self.body.clone());
+        if let Some(key) = self.key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|error| error.to_string())?;
         let status = response.status();
         let mut body = Vec::new();
         let mut chunks = response.bytes_stream();
@@ -321,12 +397,12 @@ fn run(
     Ok((direct_times, gateway_times, summarize(&mut lags)))
 }
 
-fn print_added(direct: &Summary, gateway: &Summary) {
+fn print_added(label: &str, direct: &Summary, gateway: &Summary) {
     let added =
         |via: Duration, direct: Duration| via.as_secs_f64() * 1e3 - direct.as_secs_f64() * 1e3;
     println!(
         "{:<48} median {:>9.3} ms  p99 {:>9.3} ms",
-        "added by the gateway",
+        label,
         added(gateway.median, direct.median),
         added(gateway.p99, direct.p99)
     );
@@ -434,12 +510,14 @@ async fn start_backend() -> Result<String, Failure> {
     Ok(format!("http://{address}"))
 }
 
-/// The gateway with a native and a prompted route, both to the fast backend.
-async fn start_gateway(backend: &str) -> Result<RunningGateway, Failure> {
+/// The gateway with a native and a prompted route, both to the fast backend; `access`
+/// holds top-level settings and `[[key]]` tables.
+async fn start_gateway(backend: &str, access: &str) -> Result<RunningGateway, Failure> {
     let config = Config::from_toml(&format!(
         r#"
 listen = "127.0.0.1:0"
 characters = "benches/no-characters-here"
+{access}
 
 [[route]]
 name = "native"

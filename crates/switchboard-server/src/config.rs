@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use switchboard_wire::Format;
 
+use crate::access::{KeyConfig, SecretConfig};
+
 /// Everything `serve` needs to start.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +36,23 @@ pub struct Config {
     pub default_route: Option<String>,
     #[serde(default, rename = "route")]
     pub routes: Vec<RouteConfig>,
+    /// Client keys; without any, the gateway is open (and then only on a loopback address
+    /// unless `allow_unauthenticated`).
+    #[serde(default, rename = "key")]
+    pub keys: Vec<KeyConfig>,
+    /// Serve without keys on a non-loopback address.
+    #[serde(default)]
+    pub allow_unauthenticated: bool,
+    /// A secret that opens `/metrics` (besides any key) when listening beyond loopback.
+    #[serde(default)]
+    pub metrics_key: Option<SecretConfig>,
+    /// `redis://HOST:PORT/DB`: rate-limit counters shared by replicas; in-process when absent.
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Admit requests unchecked (true, the default) or refuse them with 503 while Redis
+    /// cannot be reached.
+    #[serde(default = "default_fail_open")]
+    pub rate_limit_fail_open: bool,
 }
 
 /// One backend model clients can name in `"model"`.
@@ -103,6 +122,10 @@ fn default_request_timeout() -> u64 {
 
 fn default_shutdown_grace() -> u64 {
     10
+}
+
+fn default_fail_open() -> bool {
+    true
 }
 
 /// Why a configuration could not be used.
@@ -186,6 +209,11 @@ impl Config {
             request_timeout_secs: default_request_timeout(),
             shutdown_grace_secs: default_shutdown_grace(),
             routes,
+            keys: Vec::new(),
+            allow_unauthenticated: false,
+            metrics_key: None,
+            state: None,
+            rate_limit_fail_open: default_fail_open(),
         }
     }
 
@@ -253,6 +281,7 @@ impl Config {
         {
             problems.push(format!("default_route: no route is named \"{name}\""));
         }
+        crate::access::check_config(self, &mut problems);
         if problems.is_empty() {
             Ok(())
         } else {

@@ -5,8 +5,10 @@
 //!   request model and renders the pipeline's outputs in its own format;
 //! - `pipeline/`: the one path every request takes: route or character, tool calling,
 //!   checks on the model's calls;
-//! - `upstream/`: the backends (routes) and their health.
+//! - `upstream/`: the backends (routes) and their health;
+//! - `access/`: client keys, the routes each may use, and rate limits.
 
+pub mod access;
 mod api;
 mod app;
 pub mod config;

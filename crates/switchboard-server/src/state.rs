@@ -6,6 +6,7 @@ use std::time::Duration;
 use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_characters::{CharacterRegistry, LoadOptions};
 
+use crate::access::Access;
 use crate::config::Config;
 use crate::telemetry;
 use crate::upstream::{Health, Route, RouteTable};
@@ -21,11 +22,13 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
+    pub access: Arc<Access>,
 }
 
 impl AppState {
     /// Builds the routes' clients and loads the characters. `env` reads API keys.
     pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let access = Arc::new(Access::build(config, env)?);
         let routes: Vec<Arc<Route>> = config
             .routes
             .iter()
@@ -63,6 +66,7 @@ impl AppState {
             metrics: telemetry::prometheus(),
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout(),
+            access,
         })
     }
 }

@@ -1,15 +1,18 @@
 //! Scripted LLM backends for tests: an HTTP/1.1 server on 127.0.0.1 that answers each
 //! connection with the next scripted reply, byte for byte, in a chosen chunking, and records
-//! every request. Only tests depend on this crate.
+//! every request; and a real Redis server for shared-state tests. Only tests depend on
+//! this crate.
 // A test double fails loudly: a panic here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod anthropic;
 mod ollama;
 mod openai;
+mod redis;
 mod server;
 
 pub use anthropic::AnthropicScript;
 pub use ollama::OllamaScript;
 pub use openai::{OpenAiScript, sse_body};
+pub use redis::RedisServer;
 pub use server::{Captured, Chunking, Reply, ScriptedServer};

@@ -7,6 +7,7 @@ use std::time::Instant;
 use axum::http::StatusCode;
 use switchboard_wire::StreamEvent;
 
+use crate::access::Caller;
 use crate::pipeline::{Answer, Output};
 
 /// What a finished answer amounted to.
@@ -48,6 +49,8 @@ pub struct RequestLog {
     /// The API, e.g. `chat_completions`.
     pub endpoint: &'static str,
     pub started: Instant,
+    /// Who asked: named in the line, and charged the answer's tokens.
+    pub caller: Option<Caller>,
 }
 
 impl RequestLog {
@@ -56,7 +59,14 @@ impl RequestLog {
             request_id,
             endpoint,
             started: Instant::now(),
+            caller: None,
         }
+    }
+
+    /// Names the caller's key in the line and charges the answer's tokens to it.
+    pub fn with_caller(mut self, caller: &Caller) -> Self {
+        self.caller = Some(caller.clone());
+        self
     }
 
     /// A streamed answer whose client left before its end.
@@ -73,10 +83,14 @@ impl RequestLog {
     /// `outcome` is the HTTP status, or `client_closed`.
     fn write(&self, route: &str, outcome: &str, tally: Tally, streamed: bool) {
         let latency = self.started.elapsed();
+        if let Some(caller) = &self.caller {
+            caller.charge(tally.prompt_tokens + tally.completion_tokens);
+        }
         tracing::info!(
             target: "switchboard::request",
             request_id = %self.request_id,
             endpoint = self.endpoint,
+            key = self.caller.as_ref().and_then(Caller::name).unwrap_or("-"),
             route,
             outcome,
             latency_ms = latency.as_secs_f64() * 1000.0,

@@ -1,36 +1,35 @@
 //! The operational endpoints: `/v1/models`, `/healthz` and `/metrics`.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::pipeline::CHARACTER_PREFIX;
+use crate::access::Caller;
+use crate::pipeline::character_id;
 use crate::state::AppState;
 
-/// `GET /v1/models`: the routes, then the listed characters.
-pub async fn models(State(state): State<AppState>) -> Json<Value> {
+/// `GET /v1/models`: the routes, then the listed characters, that the caller may use.
+pub async fn models(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Json<Value> {
     let data: Vec<Value> = model_ids(&state)
         .into_iter()
+        .filter(|id| caller.may_use(id))
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "switchboard"}))
         .collect();
     Json(json!({"object": "list", "data": data}))
 }
 
-/// Every model name a client can send: route names, then `character/<file stem>` (file
-/// stems make ids without spaces; `character/<CHARACTER_NAME>` is accepted too).
+/// Every model name a client can send: route names, then the listed characters' ids.
 pub fn model_ids(state: &AppState) -> Vec<String> {
     let routes = state.routes.all().iter().map(|route| route.name.clone());
     let characters = state
         .characters
         .current()
         .listed()
-        .filter_map(|character| {
-            character
-                .file()
-                .file_stem()
-                .map(|stem| format!("{CHARACTER_PREFIX}{}", stem.to_string_lossy()))
-        })
+        .filter_map(|character| character_id(character))
         .collect::<Vec<_>>();
     routes.chain(characters).collect()
 }

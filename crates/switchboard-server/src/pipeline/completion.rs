@@ -250,6 +250,21 @@ impl Gate {
 
 /// A backend failure in OpenAI's error shape, with the status the provider layer chose.
 pub fn backend_error(error: BackendError) -> ApiError {
+    // A backend refusing the route's key tends to quote the key back (masked or not): that
+    // text is the operator's business, never the client's.
+    if let BackendError::Http {
+        status: status @ (401 | 403),
+        ..
+    } = &error
+    {
+        return ApiError::upstream(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "the backend refused the gateway's credentials for this route (HTTP {status}); the route's api_key_env needs attention"
+            ),
+            "backend_auth_failed",
+        );
+    }
     let code = match &error {
         BackendError::Http { status: 429, .. } => "rate_limited",
         BackendError::Http { .. } => "backend_error",

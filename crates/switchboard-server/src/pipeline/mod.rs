@@ -19,7 +19,7 @@ use switchboard_wire::ChatRequest;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub use character::PREFIX as CHARACTER_PREFIX;
+pub use character::id as character_id;
 pub use collect::{Answer, collect};
 pub use completion::Outputs;
 pub use finisher::Output;
@@ -34,6 +34,18 @@ pub struct GatewayRequest {
     pub request: ChatRequest,
     /// The same tools compiled, to check the model's calls against.
     pub tools: Toolset,
+}
+
+/// The route or character that answers a model name, by the id `/v1/models` lists it
+/// under: a route's name (whichever alias was asked for) or `character/<file stem>`.
+pub fn model_id(state: &AppState, model: &str) -> Option<String> {
+    match model.strip_prefix(character::PREFIX) {
+        Some(name) => state
+            .characters
+            .get(name)
+            .and_then(|character| character::id(&character)),
+        None => state.routes.resolve(model).map(|route| route.name.clone()),
+    }
 }
 
 /// An answer under way.

@@ -1,0 +1,415 @@
+//! Access control: client keys, the routes each key may use, and per-key rate limits, in
+//! this process or shared by replicas through Redis.
+//!
+//! Two places check a request. The [`gate`] layer runs before any endpoint: it finds the
+//! key (401 without one), applies the key's limits to every POST (429, with OpenAI's
+//! `x-ratelimit-*` headers on refusals and successes alike) and hands the endpoint a
+//! [`Caller`]. Which route a request wants is in its body, so each API front-end calls
+//! [`authorize`] once it has parsed the body (403), and gives the caller to its
+//! `RequestLog`, which charges the answer's tokens to the key. Errors take the shape of the
+//! endpoint's own API ([`error_response`]).
+
+mod gate;
+mod keys;
+mod limits;
+mod redis;
+mod shape;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::pipeline::model_id;
+use crate::state::AppState;
+use keys::{Key, Keyring, Secret};
+use limits::{Memory, Verdict, decide};
+use redis::{Shared, StoreError};
+
+pub use gate::gate;
+pub use keys::{KeyConfig, NewKeyError, SecretConfig, new_key};
+pub use shape::error_response;
+
+/// How long an open request's lease outlives the request deadline in Redis: a replica that
+/// dies mid-request frees its slots after this.
+const LEASE_MARGIN: Duration = Duration::from_secs(60);
+
+/// The gateway's keys, and the counters behind their limits.
+#[derive(Debug)]
+pub struct Access {
+    keys: Keyring,
+    metrics_key: Option<Secret>,
+    metrics_open: bool,
+    limiter: Limiter,
+}
+
+#[derive(Debug)]
+enum Limiter {
+    Memory(Memory),
+    Redis {
+        shared: Box<Shared>,
+        lease: Duration,
+        fail_open: bool,
+        /// Set while Redis fails, so the recovery is said once.
+        failing: AtomicBool,
+    },
+}
+
+/// Who sent a request, as the [`gate`] found it: a key, or nobody on a gateway without keys.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    key: Option<Arc<Key>>,
+    access: Arc<Access>,
+    /// With Redis, the charge of this request's tokens on its way: the response does not
+    /// end before it has landed, so the client's next request is decided with it.
+    charging: Option<Charging>,
+}
+
+type Charging = Arc<Mutex<Option<JoinHandle<()>>>>;
+
+/// Takes the charge under way, if any.
+fn take(charging: &Charging) -> Option<JoinHandle<()>> {
+    charging
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+}
+
+impl Caller {
+    /// The key's name, for log lines (never the key).
+    pub fn name(&self) -> Option<&str> {
+        self.key.as_deref().map(|key| key.name.as_str())
+    }
+
+    /// Whether the caller may use a model id (a route name or `character/<name>`).
+    pub fn may_use(&self, id: &str) -> bool {
+        self.key.as_ref().is_none_or(|key| key.may_use(id))
+    }
+
+    /// Charges an answer's tokens to the key's budget; with Redis, in the background.
+    pub fn charge(&self, tokens: u64) {
+        let Some(key) = &self.key else { return };
+        if tokens == 0 {
+            return;
+        }
+        metrics::counter!("gateway_key_tokens_total", "key" => key.name.clone()).increment(tokens);
+        if key.limits.tokens_per_minute.is_none() {
+            return;
+        }
+        match &self.access.limiter {
+            Limiter::Memory(memory) => memory.charge(key, tokens),
+            Limiter::Redis { .. } => {
+                let (access, key) = (Arc::clone(&self.access), Arc::clone(key));
+                let charge = tokio::spawn(async move {
+                    if let Limiter::Redis { shared, .. } = &access.limiter {
+                        let outcome = shared.charge(&key, tokens).await;
+                        // A failure is counted and logged there; the tokens go uncharged.
+                        let _ = access.limiter.observe("charge", outcome);
+                    }
+                });
+                if let Some(charging) = &self.charging {
+                    *charging.lock().unwrap_or_else(PoisonError::into_inner) = Some(charge);
+                }
+            }
+        }
+    }
+}
+
+/// The decision on a request that is subject to limits.
+#[derive(Debug)]
+enum Admission {
+    /// The verdict is absent when Redis could not be asked and limits fail open.
+    Admitted(Option<Verdict>, Option<Lease>),
+    Refused(Verdict),
+    /// Redis could not be asked and limits fail closed.
+    Unavailable(StoreError),
+}
+
+/// An admitted request's place among the key's open requests, given back when dropped
+/// (when the response body is finished or abandoned).
+#[derive(Debug)]
+struct Lease {
+    access: Arc<Access>,
+    key: Arc<Key>,
+    id: String,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        match &self.access.limiter {
+            Limiter::Memory(memory) => memory.release(&self.key),
+            Limiter::Redis { .. } => {
+                let access = Arc::clone(&self.access);
+                let key = Arc::clone(&self.key);
+                let id = std::mem::take(&mut self.id);
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        if let Limiter::Redis { shared, .. } = &access.limiter {
+                            let outcome = shared.release(&key, &id).await;
+                            // A failure is counted and logged there; the lease lapses.
+                            let _ = access.limiter.observe("release", outcome);
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Access {
+    /// Builds the keys (reading `key_env` variables through `env`) and the limiter; refuses
+    /// a gateway that would be open to the network (see [`check_exposure`]).
+    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let keys = Keyring::build(&config.keys, env)?;
+        check_exposure(
+            config.listen,
+            !keys.is_empty(),
+            config.allow_unauthenticated,
+        )?;
+        if keys.is_empty() && !config.listen.ip().is_loopback() {
+            tracing::warn!(
+                "listening on {} without keys (allow_unauthenticated = true): anyone who can reach it may use every route",
+                config.listen
+            );
+        }
+        let metrics_key = config
+            .metrics_key
+            .as_ref()
+            .map(|secret| Secret::build("metrics_key", secret, env))
+            .transpose()?;
+        let metrics_open = metrics_open(config.listen, !keys.is_empty(), metrics_key.is_some());
+        let limiter = match &config.state {
+            None => Limiter::Memory(Memory::new(keys.len())),
+            Some(url) => Limiter::Redis {
+                shared: Box::new(Shared::new(url)?),
+                lease: config.request_timeout() + LEASE_MARGIN,
+                fail_open: config.rate_limit_fail_open,
+                failing: AtomicBool::new(false),
+            },
+        };
+        Ok(Self {
+            keys,
+            metrics_key,
+            metrics_open,
+            limiter,
+        })
+    }
+
+    /// Whether these headers may read `/metrics`.
+    fn metrics_allowed(&self, headers: &HeaderMap) -> bool {
+        self.metrics_open
+            || matches!(self.keys.identify(headers), keys::Presented::Key(_))
+            || self
+                .metrics_key
+                .as_ref()
+                .is_some_and(|secret| secret.presented_in(headers))
+    }
+
+    /// Whether answers' tokens are charged to `key` in Redis (and so should be waited for).
+    fn charges_remotely(&self, key: &Key) -> bool {
+        matches!(self.limiter, Limiter::Redis { .. }) && key.limits.tokens_per_minute.is_some()
+    }
+
+    /// Decides on a request from `key` and counts it when admitted.
+    async fn admit(self: &Arc<Self>, key: &Arc<Key>) -> Admission {
+        let lease = |id: String| Lease {
+            access: Arc::clone(self),
+            key: Arc::clone(key),
+            id,
+        };
+        let verdict = match &self.limiter {
+            Limiter::Memory(memory) => memory.admit(key),
+            Limiter::Redis {
+                shared,
+                lease: length,
+                fail_open,
+                ..
+            } => {
+                let id = format!("{:016x}", rand::random::<u64>());
+                let outcome = shared.admit(key, &id, *length).await;
+                match self.limiter.observe("admit", outcome) {
+                    Ok(levels) => {
+                        let verdict =
+                            decide(&key.limits, levels.requests, levels.tokens, levels.open);
+                        if verdict.refused.is_none() {
+                            let held = key.limits.max_concurrent.map(|_| lease(id));
+                            return Admission::Admitted(Some(verdict), held);
+                        }
+                        verdict
+                    }
+                    Err(_) if *fail_open => return Admission::Admitted(None, None),
+                    Err(error) => return Admission::Unavailable(error),
+                }
+            }
+        };
+        if verdict.refused.is_some() {
+            Admission::Refused(verdict)
+        } else {
+            let held = key.limits.max_concurrent.map(|_| lease(String::new()));
+            Admission::Admitted(Some(verdict), held)
+        }
+    }
+
+    /// Says at start-up whether the shared state answers.
+    pub async fn report(&self) {
+        if let Limiter::Redis { shared, .. } = &self.limiter {
+            let outcome = shared.ping().await;
+            if self.limiter.observe("ping", outcome).is_ok() {
+                tracing::info!(
+                    "rate limits are shared through Redis at {}",
+                    shared.address()
+                );
+            }
+        }
+    }
+}
+
+impl Limiter {
+    /// Counts and reports a failed Redis call (a warning per real attempt: at most one a
+    /// second while Redis is down), and says once when Redis answers again.
+    fn observe<T>(
+        &self,
+        operation: &'static str,
+        outcome: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let Limiter::Redis {
+            fail_open, failing, ..
+        } = self
+        else {
+            return outcome;
+        };
+        match &outcome {
+            Ok(_) => {
+                if failing.swap(false, Ordering::Relaxed) {
+                    tracing::info!("Redis answers again: rate limits are enforced again");
+                }
+            }
+            Err(error) => {
+                failing.store(true, Ordering::Relaxed);
+                metrics::counter!("gateway_rate_limit_state_errors_total", "operation" => operation)
+                    .increment(1);
+                let consequence = if *fail_open {
+                    "requests are admitted without rate limits (fail open)"
+                } else {
+                    "requests subject to rate limits are refused with 503 (rate_limit_fail_open = false)"
+                };
+                if matches!(error, StoreError::Waiting { .. }) {
+                    tracing::debug!("{error}; {consequence}");
+                } else {
+                    tracing::warn!("{error}; {consequence}");
+                }
+            }
+        }
+        outcome
+    }
+}
+
+/// Checks that the caller may use the model a request names (a route, an alias of one, or
+/// `character/<name>`): a key's `routes` globs are matched against the route or character
+/// that answers, so an alias cannot reach a route the key may not use. Every API front-end
+/// calls this once it has parsed the request's body.
+pub fn authorize(state: &AppState, caller: &Caller, model: &str) -> Result<(), ApiError> {
+    let Some(key) = caller.key.as_deref().filter(|key| key.is_restricted()) else {
+        return Ok(());
+    };
+    match model_id(state, model) {
+        Some(id) if key.may_use(&id) => Ok(()),
+        Some(id) => {
+            metrics::counter!("gateway_access_denied_total", "reason" => "route_not_allowed", "key" => key.name.clone())
+                .increment(1);
+            let asked = if id == model {
+                String::new()
+            } else {
+                format!(" (asked for as \"{model}\")")
+            };
+            Err(ApiError {
+                status: StatusCode::FORBIDDEN,
+                message: format!(
+                    "the API key \"{}\" may not use \"{id}\"{asked}; GET /v1/models lists what it may use",
+                    key.name
+                ),
+                kind: "permission_error",
+                param: Some("model".into()),
+                code: Some("model_not_allowed".into()),
+            })
+        }
+        // The pipeline's 404 lists every route; this key sees only its own.
+        None => Err(ApiError::not_found(format!(
+            "no model named \"{model}\" is available to the API key \"{}\"; GET /v1/models lists what it may use",
+            key.name
+        ))),
+    }
+}
+
+/// Refuses to serve without keys on an address other hosts can reach, unless told to.
+pub fn check_exposure(
+    listen: SocketAddr,
+    has_keys: bool,
+    allow_unauthenticated: bool,
+) -> Result<(), String> {
+    if has_keys || allow_unauthenticated || listen.ip().is_loopback() {
+        return Ok(());
+    }
+    Err(format!(
+        "refusing to listen on {listen} without keys: anyone who can reach it could use every route and character. \
+         Add [[key]] entries (`switchboard key new NAME` makes one), listen on 127.0.0.1, \
+         or set allow_unauthenticated = true to serve openly on purpose"
+    ))
+}
+
+/// Whether `/metrics` is open without a key: on a loopback address (only this host can
+/// ask), or on a gateway deliberately open to all that has no key to ask for. Otherwise a
+/// key or the `metrics_key` is needed.
+pub fn metrics_open(listen: SocketAddr, has_keys: bool, has_metrics_key: bool) -> bool {
+    listen.ip().is_loopback() || (!has_keys && !has_metrics_key)
+}
+
+/// Checks the access settings of a configuration, adding each problem found.
+pub fn check_config(config: &Config, problems: &mut Vec<String>) {
+    problems.extend(keys::check(&config.keys, config.metrics_key.as_ref()));
+    if let Some(url) = &config.state
+        && let Err(problem) = redis::check_url(url)
+    {
+        problems.push(problem);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_up_is_refused_only_when_open_to_the_network_by_accident() {
+        let public: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let loopback6: SocketAddr = "[::1]:8080".parse().unwrap();
+        let error = check_exposure(public, false, false).unwrap_err();
+        assert!(
+            error.contains("refusing to listen on 0.0.0.0:8080 without keys"),
+            "{error}"
+        );
+        assert!(error.contains("allow_unauthenticated = true"), "{error}");
+        assert!(check_exposure(public, false, true).is_ok());
+        assert!(check_exposure(public, true, false).is_ok());
+        assert!(check_exposure(loopback, false, false).is_ok());
+        assert!(check_exposure(loopback6, false, false).is_ok());
+    }
+
+    #[test]
+    fn metrics_need_a_key_off_loopback() {
+        let public: SocketAddr = "192.0.2.10:8080".parse().unwrap();
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert!(metrics_open(loopback, true, true));
+        assert!(metrics_open(loopback, false, false));
+        assert!(!metrics_open(public, true, false));
+        assert!(!metrics_open(public, false, true));
+        assert!(!metrics_open(public, true, true));
+        // Only reachable with allow_unauthenticated: there is no key to ask for.
+        assert!(metrics_open(public, false, false));
+    }
+}
