@@ -106,7 +106,7 @@ fn main() -> Result<(), Failure> {
     }
     for (name, keyed_gateway) in &keyed {
         for case in &Case::ALL[..2] {
-            let open = Target::new(&client, &gateway.base_url(), *case, Via::Direct);
+            let open = Target::new(&client, &gateway.base_url(), *case, Via::Gateway);
             let with_key = Target::new(&client, &keyed_gateway.base_url(), *case, Via::Gateway)
                 .with_key(BENCH_KEY);
             load.block_on(check_answers(&open, &with_key, *case))?;
