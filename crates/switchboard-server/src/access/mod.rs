@@ -401,6 +401,32 @@ mod tests {
     }
 
     #[test]
+    fn access_settings_are_checked_with_the_rest_of_the_file() {
+        let error = Config::from_toml(
+            "state = \"http://127.0.0.1:6379\"\n[[key]]\nname = \"a\"\nkey_env = \"A\"\nmax_concurrent = 0\n",
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("state: expected redis://HOST:PORT/DB"),
+            "{error}"
+        );
+        assert!(
+            error.contains("key[0] (\"a\").max_concurrent must be at least 1"),
+            "{error}"
+        );
+        let error = Config::from_toml("[[key]]\nname = \"a\"\nkey_env = \"A\"\nroute = [\"x\"]\n")
+            .unwrap_err();
+        assert!(error.contains("unknown field `route`"), "{error}");
+        let config = Config::from_toml("state = \"redis://:secret@127.0.0.1:6390/2\"\n").unwrap();
+        let access = Access::build(&config, &|_| None).unwrap();
+        let shown = format!("{access:?}");
+        assert!(
+            shown.contains("127.0.0.1:6390") && !shown.contains("secret"),
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn metrics_need_a_key_off_loopback() {
         let public: SocketAddr = "192.0.2.10:8080".parse().unwrap();
         let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
