@@ -3,7 +3,6 @@
 //! so an endpoint never sees an unauthenticated request, and its errors take the shape of
 //! the API the path belongs to.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -14,11 +13,10 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use http_body::{Frame, SizeHint};
-use tokio::task::JoinHandle;
 
 use super::keys::Presented;
 use super::limits::{Exceeded, Verdict};
-use super::{Admission, Caller, Charging, Lease, error_response, take};
+use super::{Admission, Caller, Lease, error_response};
 use crate::api::RequestId;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -57,14 +55,9 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         .as_ref()
         .filter(|key| key.limits.any() && request.method() == Method::POST)
         .cloned();
-    let charging = key
-        .as_deref()
-        .filter(|key| access.charges_remotely(key))
-        .map(|_| Charging::default());
     request.extensions_mut().insert(Caller {
         key,
         access: Arc::clone(access),
-        charging: charging.clone(),
     });
     let Some(key) = limited else {
         return next.run(request).await;
@@ -72,25 +65,19 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     match access.admit(&key).await {
         Admission::Admitted(verdict, lease) => {
             let mut response = next.run(request).await;
-            // A whole answer has been logged and charged by now.
-            if let Some(charge) = charging.as_ref().and_then(take) {
-                let _ = charge.await;
-            }
             if let Some(verdict) = verdict {
                 verdict.headers(response.headers_mut());
             }
             metrics::counter!("gateway_key_requests_total", "key" => key.name.clone()).increment(1);
-            if lease.is_none() && charging.is_none() {
-                return response;
+            match lease {
+                Some(lease) => response.map(|body| {
+                    Body::new(Held {
+                        body,
+                        _lease: lease,
+                    })
+                }),
+                None => response,
             }
-            response.map(|body| {
-                Body::new(Held {
-                    body,
-                    _lease: lease,
-                    charging,
-                    charge: None,
-                })
-            })
         }
         Admission::Refused(verdict) => {
             let (exceeded, _) = verdict
@@ -191,14 +178,10 @@ fn log(request: &Request, status: u16, reason: &str, key: Option<&str>) {
 }
 
 /// A response body that holds the request's lease on an open-request slot until the body
-/// is finished or dropped (a stream ends, or its client leaves), and that does not end
-/// before the charge of a streamed answer's tokens has reached Redis.
+/// is finished or dropped (a stream ends, or its client leaves).
 struct Held {
     body: Body,
-    _lease: Option<Lease>,
-    charging: Option<Charging>,
-    /// The charge being waited for, once the body proper has ended.
-    charge: Option<JoinHandle<()>>,
+    _lease: Lease,
 }
 
 impl HttpBody for Held {
@@ -209,27 +192,11 @@ impl HttpBody for Held {
         mut self: Pin<&mut Self>,
         context: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        if self.charge.is_none() {
-            match Pin::new(&mut self.body).poll_frame(context) {
-                Poll::Ready(None) => self.charge = self.charging.as_ref().and_then(take),
-                other => return other,
-            }
-        }
-        if let Some(charge) = &mut self.charge {
-            // Whatever became of the charge (it logs its own failure), the body ends.
-            std::task::ready!(Pin::new(charge).poll(context)).ok();
-            self.charge = None;
-        }
-        Poll::Ready(None)
+        Pin::new(&mut self.body).poll_frame(context)
     }
 
     fn is_end_stream(&self) -> bool {
         self.body.is_end_stream()
-            && self.charge.is_none()
-            && self
-                .charging
-                .as_ref()
-                .is_none_or(|charging| charging.lock().is_ok_and(|charge| charge.is_none()))
     }
 
     fn size_hint(&self) -> SizeHint {

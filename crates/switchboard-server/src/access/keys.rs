@@ -146,6 +146,11 @@ impl Keyring {
         self.keys.len()
     }
 
+    /// Every key, in slot order.
+    pub fn all(&self) -> &[Arc<Key>] {
+        &self.keys
+    }
+
     /// The key the request's `Authorization: Bearer …` or `x-api-key` header carries (the
     /// first of the two that names a key).
     pub fn identify(&self, headers: &HeaderMap) -> Presented<'_> {

@@ -7,7 +7,8 @@
 -- requests (a sorted set of lease ids scored by when the lease lapses).
 --
 -- ARGV[1] = "admit": ARGV[2] requests per minute, ARGV[3] tokens per minute, ARGV[4] max
---   open requests (0: no such limit), ARGV[5] lease id, ARGV[6] lease length in µs.
+--   open requests (0: no such limit), ARGV[5] lease id, ARGV[6] lease length in µs,
+--   ARGV[7] tokens of earlier answers to charge first.
 --   Returns {refused (0 admitted, 1 requests, 2 tokens, 3 open requests), requests level,
 --   tokens level, open requests} as strings, the levels before this request.
 -- ARGV[1] = "charge": ARGV[2] tokens per minute, ARGV[3] tokens. Returns the new level.
@@ -42,6 +43,11 @@ local requests_per_minute, tokens_per_minute = tonumber(ARGV[2]), tonumber(ARGV[
 local max_open, lease, lease_us = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 local requests = level(KEYS[1], requests_per_minute)
 local tokens = level(KEYS[2], tokens_per_minute)
+local charged = tonumber(ARGV[7])
+if tokens_per_minute > 0 and charged > 0 then
+  tokens = tokens + charged
+  save(KEYS[2], tokens, tokens_per_minute)
+end
 local open = 0
 if max_open > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)

@@ -16,12 +16,10 @@ mod redis;
 mod shape;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
-use tokio::task::JoinHandle;
 
 use crate::config::Config;
 use crate::error::ApiError;
@@ -29,7 +27,7 @@ use crate::pipeline::model_id;
 use crate::state::AppState;
 use keys::{Key, Keyring, Secret};
 use limits::{Memory, Verdict, decide};
-use redis::{Shared, StoreError};
+use redis::{Remote, StoreError};
 
 pub use gate::gate;
 pub use keys::{KeyConfig, NewKeyError, SecretConfig, new_key};
@@ -51,13 +49,7 @@ pub struct Access {
 #[derive(Debug)]
 enum Limiter {
     Memory(Memory),
-    Redis {
-        shared: Box<Shared>,
-        lease: Duration,
-        fail_open: bool,
-        /// Set while Redis fails, so the recovery is said once.
-        failing: AtomicBool,
-    },
+    Redis(Arc<Remote>),
 }
 
 /// Who sent a request, as the [`gate`] found it: a key, or nobody on a gateway without keys.
@@ -65,19 +57,6 @@ enum Limiter {
 pub struct Caller {
     key: Option<Arc<Key>>,
     access: Arc<Access>,
-    /// With Redis, the charge of this request's tokens on its way: the response does not
-    /// end before it has landed, so the client's next request is decided with it.
-    charging: Option<Charging>,
-}
-
-type Charging = Arc<Mutex<Option<JoinHandle<()>>>>;
-
-/// Takes the charge under way, if any.
-fn take(charging: &Charging) -> Option<JoinHandle<()>> {
-    charging
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take()
 }
 
 impl Caller {
@@ -91,7 +70,7 @@ impl Caller {
         self.key.as_ref().is_none_or(|key| key.may_use(id))
     }
 
-    /// Charges an answer's tokens to the key's budget; with Redis, in the background.
+    /// Charges an answer's tokens to the key's budget.
     pub fn charge(&self, tokens: u64) {
         let Some(key) = &self.key else { return };
         if tokens == 0 {
@@ -103,19 +82,7 @@ impl Caller {
         }
         match &self.access.limiter {
             Limiter::Memory(memory) => memory.charge(key, tokens),
-            Limiter::Redis { .. } => {
-                let (access, key) = (Arc::clone(&self.access), Arc::clone(key));
-                let charge = tokio::spawn(async move {
-                    if let Limiter::Redis { shared, .. } = &access.limiter {
-                        let outcome = shared.charge(&key, tokens).await;
-                        // A failure is counted and logged there; the tokens go uncharged.
-                        let _ = access.limiter.observe("charge", outcome);
-                    }
-                });
-                if let Some(charging) = &self.charging {
-                    *charging.lock().unwrap_or_else(PoisonError::into_inner) = Some(charge);
-                }
-            }
+            Limiter::Redis(remote) => remote.charge(key, tokens),
         }
     }
 }
@@ -136,6 +103,7 @@ enum Admission {
 struct Lease {
     access: Arc<Access>,
     key: Arc<Key>,
+    /// The lease's id in Redis.
     id: String,
 }
 
@@ -143,18 +111,11 @@ impl Drop for Lease {
     fn drop(&mut self) {
         match &self.access.limiter {
             Limiter::Memory(memory) => memory.release(&self.key),
-            Limiter::Redis { .. } => {
-                let access = Arc::clone(&self.access);
-                let key = Arc::clone(&self.key);
+            Limiter::Redis(remote) => {
+                let (remote, key) = (Arc::clone(remote), Arc::clone(&self.key));
                 let id = std::mem::take(&mut self.id);
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move {
-                        if let Limiter::Redis { shared, .. } = &access.limiter {
-                            let outcome = shared.release(&key, &id).await;
-                            // A failure is counted and logged there; the lease lapses.
-                            let _ = access.limiter.observe("release", outcome);
-                        }
-                    });
+                    runtime.spawn(async move { remote.release(&key, &id).await });
                 }
             }
         }
@@ -185,12 +146,12 @@ impl Access {
         let metrics_open = metrics_open(config.listen, !keys.is_empty(), metrics_key.is_some());
         let limiter = match &config.state {
             None => Limiter::Memory(Memory::new(keys.len())),
-            Some(url) => Limiter::Redis {
-                shared: Box::new(Shared::new(url)?),
-                lease: config.request_timeout() + LEASE_MARGIN,
-                fail_open: config.rate_limit_fail_open,
-                failing: AtomicBool::new(false),
-            },
+            Some(url) => Limiter::Redis(Remote::new(
+                url,
+                keys.all().to_vec(),
+                config.request_timeout() + LEASE_MARGIN,
+                config.rate_limit_fail_open,
+            )?),
         };
         Ok(Self {
             keys,
@@ -210,102 +171,35 @@ impl Access {
                 .is_some_and(|secret| secret.presented_in(headers))
     }
 
-    /// Whether answers' tokens are charged to `key` in Redis (and so should be waited for).
-    fn charges_remotely(&self, key: &Key) -> bool {
-        matches!(self.limiter, Limiter::Redis { .. }) && key.limits.tokens_per_minute.is_some()
-    }
-
     /// Decides on a request from `key` and counts it when admitted.
     async fn admit(self: &Arc<Self>, key: &Arc<Key>) -> Admission {
-        let lease = |id: String| Lease {
+        let (verdict, id) = match &self.limiter {
+            Limiter::Memory(memory) => (memory.admit(key), String::new()),
+            Limiter::Redis(remote) => match remote.admit(key).await {
+                Ok((levels, id)) => (
+                    decide(&key.limits, levels.requests, levels.tokens, levels.open),
+                    id,
+                ),
+                Err(_) if remote.fail_open => return Admission::Admitted(None, None),
+                Err(error) => return Admission::Unavailable(error),
+            },
+        };
+        if verdict.refused.is_some() {
+            return Admission::Refused(verdict);
+        }
+        let lease = key.limits.max_concurrent.map(|_| Lease {
             access: Arc::clone(self),
             key: Arc::clone(key),
             id,
-        };
-        let verdict = match &self.limiter {
-            Limiter::Memory(memory) => memory.admit(key),
-            Limiter::Redis {
-                shared,
-                lease: length,
-                fail_open,
-                ..
-            } => {
-                let id = format!("{:016x}", rand::random::<u64>());
-                let outcome = shared.admit(key, &id, *length).await;
-                match self.limiter.observe("admit", outcome) {
-                    Ok(levels) => {
-                        let verdict =
-                            decide(&key.limits, levels.requests, levels.tokens, levels.open);
-                        if verdict.refused.is_none() {
-                            let held = key.limits.max_concurrent.map(|_| lease(id));
-                            return Admission::Admitted(Some(verdict), held);
-                        }
-                        verdict
-                    }
-                    Err(_) if *fail_open => return Admission::Admitted(None, None),
-                    Err(error) => return Admission::Unavailable(error),
-                }
-            }
-        };
-        if verdict.refused.is_some() {
-            Admission::Refused(verdict)
-        } else {
-            let held = key.limits.max_concurrent.map(|_| lease(String::new()));
-            Admission::Admitted(Some(verdict), held)
-        }
+        });
+        Admission::Admitted(Some(verdict), lease)
     }
 
     /// Says at start-up whether the shared state answers.
     pub async fn report(&self) {
-        if let Limiter::Redis { shared, .. } = &self.limiter {
-            let outcome = shared.ping().await;
-            if self.limiter.observe("ping", outcome).is_ok() {
-                tracing::info!(
-                    "rate limits are shared through Redis at {}",
-                    shared.address()
-                );
-            }
+        if let Limiter::Redis(remote) = &self.limiter {
+            remote.report().await;
         }
-    }
-}
-
-impl Limiter {
-    /// Counts and reports a failed Redis call (a warning per real attempt: at most one a
-    /// second while Redis is down), and says once when Redis answers again.
-    fn observe<T>(
-        &self,
-        operation: &'static str,
-        outcome: Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let Limiter::Redis {
-            fail_open, failing, ..
-        } = self
-        else {
-            return outcome;
-        };
-        match &outcome {
-            Ok(_) => {
-                if failing.swap(false, Ordering::Relaxed) {
-                    tracing::info!("Redis answers again: rate limits are enforced again");
-                }
-            }
-            Err(error) => {
-                failing.store(true, Ordering::Relaxed);
-                metrics::counter!("gateway_rate_limit_state_errors_total", "operation" => operation)
-                    .increment(1);
-                let consequence = if *fail_open {
-                    "requests are admitted without rate limits (fail open)"
-                } else {
-                    "requests subject to rate limits are refused with 503 (rate_limit_fail_open = false)"
-                };
-                if matches!(error, StoreError::Waiting { .. }) {
-                    tracing::debug!("{error}; {consequence}");
-                } else {
-                    tracing::warn!("{error}; {consequence}");
-                }
-            }
-        }
-        outcome
     }
 }
 
