@@ -13,7 +13,10 @@
 //! native route and on a prompted (hermes markup) route. The streamed native case also asks
 //! through the Messages API (to `message_stop`) and the Responses API (to
 //! `response.completed`), interleaved in the same run, so the three APIs' added latency is
-//! compared under the same noise.
+//! compared under the same noise. Then access control: the native cases through a gateway
+//! with a key whose request and token limits are checked on every request, counted in
+//! process and in Redis (a real `redis-server` on loopback, when one is installed), each
+//! against the gateway without keys in the same interleaved run.
 //!
 //! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S] [--only TEXT]`
 //! (`--only` runs the cases whose name contains TEXT)
@@ -32,9 +35,10 @@ use axum::routing::post;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use switchboard_bench::{Summary, heading, report, summarize};
 use switchboard_server::{Config, RunningGateway};
-use switchboard_testkit::OpenAiScript;
+use switchboard_testkit::{OpenAiScript, RedisServer};
 
 const NATIVE_MODEL: &str = "fast-native";
 const HERMES_MODEL: &str = "fast-hermes";
@@ -43,6 +47,7 @@ const ARGUMENTS: &str = r#"{"city": "Paris", "unit": "celsius"}"#;
 const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
 const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 const RESPONSE_COMPLETED: &str = "event: response.completed\n";
+const BENCH_KEY: &str = "sk-sb-BenchKey0000000000000000000000000000000";
 
 type Failure = String;
 
@@ -61,7 +66,7 @@ fn main() -> Result<(), Failure> {
         .map_err(|error| error.to_string())?;
 
     let backend = load.block_on(start_backend())?;
-    let gateway = gateway_runtime.block_on(start_gateway(&backend))?;
+    let gateway = gateway_runtime.block_on(start_gateway(&backend, ""))?;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .timeout(Duration::from_secs(10))
@@ -127,10 +132,80 @@ fn main() -> Result<(), Failure> {
         }
         println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
     }
+
+    // Access control: the same gateway without keys against one with a limited key.
+    let redis = redis_installed().then(RedisServer::start);
+    let mut keyed = vec![(
+        "key + limits in process",
+        gateway_runtime.block_on(start_gateway(&backend, &access_settings(None)))?,
+    )];
+    match &redis {
+        Some(redis) => keyed.push((
+            "key + limits in Redis",
+            gateway_runtime
+                .block_on(start_gateway(&backend, &access_settings(Some(&redis.url))))?,
+        )),
+        None => println!("\nredis-server is not installed: the Redis case is skipped"),
+    }
+    let api = Api::ChatCompletions;
+    for (name, keyed_gateway) in &keyed {
+        for case in Case::ALL[..2].iter().filter(|case| {
+            settings
+                .only
+                .as_ref()
+                .is_none_or(|only| case.name.contains(only.as_str()))
+        }) {
+            let open = Target::new(&client, &gateway.base_url(), *case, Via::Gateway, api);
+            let with_key =
+                Target::new(&client, &keyed_gateway.base_url(), *case, Via::Gateway, api)
+                    .with_key(BENCH_KEY);
+            load.block_on(check_answers(&open, &with_key, *case))?;
+            run(&load, &settings, &[&open, &with_key], settings.warmup)?;
+            let (times, lag) = run(&load, &settings, &[&open, &with_key], settings.measured)?;
+            let summaries: Vec<Summary> = times
+                .into_iter()
+                .map(|mut times| summarize(&mut times))
+                .collect();
+            heading(&format!("{}: {name} vs no keys", case.name));
+            report("through the gateway, no keys", &summaries[0]);
+            report(&format!("through the gateway, {name}"), &summaries[1]);
+            print_added(
+                &format!("added by the {name}"),
+                &summaries[0],
+                &summaries[1],
+            );
+            println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
+        }
+    }
     println!("\nload average at the end: {}", load_average());
+    for (_, keyed_gateway) in keyed {
+        gateway_runtime
+            .block_on(keyed_gateway.stop())
+            .map_err(|error| error.to_string())?;
+    }
     gateway_runtime
         .block_on(gateway.stop())
         .map_err(|error| error.to_string())
+}
+
+/// A key with limits high enough never to refuse, so every request is checked and counted
+/// and every answer's tokens charged; shared through Redis when `state` is given.
+fn access_settings(state: Option<&str>) -> String {
+    let digest: String = Sha256::digest(BENCH_KEY.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let state = state.map_or(String::new(), |url| format!("state = \"{url}\"\n"));
+    format!(
+        "{state}[[key]]\nname = \"bench\"\nsha256 = \"{digest}\"\nrequests_per_minute = 1000000000\ntokens_per_minute = 1000000000000\n"
+    )
+}
+
+fn redis_installed() -> bool {
+    std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
 }
 
 /// Rate and durations, from `--rate`, `--seconds` and `--warmup`, and the cases to run,
@@ -235,6 +310,8 @@ struct Target {
     api: Api,
     /// How a complete streamed Chat Completions or Messages body ends.
     end: Option<&'static [u8]>,
+    /// Sent as `Authorization: Bearer …`.
+    key: Option<&'static str>,
 }
 
 impl Target {
@@ -262,6 +339,7 @@ impl Target {
                 body: Bytes::from(body.to_string()),
                 api,
                 end: None,
+                key: None,
             };
         }
         if api == Api::Messages {
@@ -282,6 +360,7 @@ impl Target {
                 body: Bytes::from(body.to_string()),
                 api,
                 end: case.stream.then_some(MESSAGE_STOP),
+                key: None,
             };
         }
         let body = json!({
@@ -302,19 +381,26 @@ impl Target {
             body: Bytes::from(body.to_string()),
             api,
             end: case.stream.then_some(SSE_DONE),
+            key: None,
         }
+    }
+
+    fn with_key(mut self, key: &'static str) -> Self {
+        self.key = Some(key);
+        self
     }
 
     /// Sends the request and reads the whole body; checks it is a complete success.
     async fn call(&self) -> Result<Bytes, Failure> {
-        let response = self
+        let mut request = self
             .client
             .post(&self.url)
             .header(CONTENT_TYPE, "application/json")
-            .body(self.body.clone())
-            .send()
-            .await
-            .map_err(|error| error.to_string())?;
+            .body(self.body.clone());
+        if let Some(key) = self.key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|error| error.to_string())?;
         let status = response.status();
         let mut body = Vec::new();
         let mut chunks = response.bytes_stream();
@@ -570,12 +656,14 @@ async fn start_backend() -> Result<String, Failure> {
     Ok(format!("http://{address}"))
 }
 
-/// The gateway with a native and a prompted route, both to the fast backend.
-async fn start_gateway(backend: &str) -> Result<RunningGateway, Failure> {
+/// The gateway with a native and a prompted route, both to the fast backend; `access`
+/// holds top-level settings and `[[key]]` tables.
+async fn start_gateway(backend: &str, access: &str) -> Result<RunningGateway, Failure> {
     let config = Config::from_toml(&format!(
         r#"
 listen = "127.0.0.1:0"
 characters = "benches/no-characters-here"
+{access}
 
 [[route]]
 name = "native"

@@ -18,6 +18,7 @@ use crate::ids::request_id;
 use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
+    let access = middleware::from_fn_with_state(state.clone(), crate::access::gate);
     Router::new()
         .route("/v1/chat/completions", post(api::chat::handle))
         .route("/v1/messages", post(api::messages::handle))
@@ -48,6 +49,8 @@ pub fn router(state: AppState) -> Router {
         })
         // The chat handler reads its body under the configured limit itself, to answer 413 in OpenAI's shape.
         .layer(DefaultBodyLimit::disable())
+        // Keys and limits are checked before routing, for every path.
+        .layer(access)
         .layer(middleware::from_fn(with_request_id))
         .with_state(state)
 }

@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use switchboard_wire::Format;
 
+use crate::access::{KeyConfig, SecretConfig};
+
 /// Everything `serve` needs to start.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +63,23 @@ pub struct Config {
     pub responses: ResponsesConfig,
     #[serde(default, rename = "route")]
     pub routes: Vec<RouteConfig>,
+    /// Client keys; without any, the gateway is open (and then only on a loopback address
+    /// unless `allow_unauthenticated`).
+    #[serde(default, rename = "key")]
+    pub keys: Vec<KeyConfig>,
+    /// Serve without keys on a non-loopback address.
+    #[serde(default)]
+    pub allow_unauthenticated: bool,
+    /// A secret that opens `/metrics` (besides any key) when listening beyond loopback.
+    #[serde(default)]
+    pub metrics_key: Option<SecretConfig>,
+    /// `redis://HOST:PORT/DB`: rate-limit counters shared by replicas; in-process when absent.
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Admit requests unchecked (true, the default) or refuse them with 503 while Redis
+    /// cannot be reached.
+    #[serde(default = "default_fail_open")]
+    pub rate_limit_fail_open: bool,
 }
 
 /// `[responses]`: bounds of the store that keeps responses made with `store: true`, in this
@@ -205,6 +224,10 @@ fn default_max_connections() -> usize {
     4096
 }
 
+fn default_fail_open() -> bool {
+    true
+}
+
 /// Why a configuration could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -293,6 +316,11 @@ impl Config {
             idle_timeout_secs: default_idle_timeout(),
             max_connections: default_max_connections(),
             routes,
+            keys: Vec::new(),
+            allow_unauthenticated: false,
+            metrics_key: None,
+            state: None,
+            rate_limit_fail_open: default_fail_open(),
         }
     }
 
@@ -375,6 +403,7 @@ impl Config {
         if self.responses.store_max_entries == 0 {
             problems.push("responses.store_max_entries must be at least 1".to_owned());
         }
+        crate::access::check_config(self, &mut problems);
         if problems.is_empty() {
             Ok(())
         } else {

@@ -6,8 +6,11 @@
 //! - `pipeline/`: the one path every request takes: route or character, tool calling,
 //!   checks on the model's calls;
 //! - `upstream/`: the backends (routes) and their health;
-//! - `connections`: accepting and serving client connections under their limits.
+//! - `access/`: client keys, the routes each may use, and rate limits;
+//! - `connections`: accepting and serving client connections under their limits;
+//! - `redis_link`: the Redis connection replicas share state through.
 
+pub mod access;
 mod api;
 mod app;
 pub mod config;
@@ -16,6 +19,7 @@ pub mod error;
 mod h2c;
 mod ids;
 mod pipeline;
+mod redis_link;
 mod state;
 mod telemetry;
 mod upstream;

@@ -7,7 +7,8 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_characters::{CharacterRegistry, LoadOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::responses::store::{MemoryStore, ResponseStore};
+use crate::access::Access;
+use crate::api::responses::store::{MemoryStore, RedisStore, ResponseStore};
 use crate::config::Config;
 use crate::connections::ConnectionLimits;
 use crate::telemetry;
@@ -32,11 +33,13 @@ pub struct AppState {
     pub cut: CancellationToken,
     /// Responses made with `store: true`.
     pub responses: Arc<dyn ResponseStore>,
+    pub access: Arc<Access>,
 }
 
 impl AppState {
     /// Builds the routes' clients and loads the characters. `env` reads API keys.
     pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let access = Arc::new(Access::build(config, env)?);
         let routes: Vec<Arc<Route>> = config
             .routes
             .iter()
@@ -84,12 +87,24 @@ impl AppState {
                 max_connections: config.max_connections,
             },
             cut: CancellationToken::new(),
-            responses: Arc::new(MemoryStore::new(
-                std::num::NonZeroUsize::new(config.responses.store_max_entries)
-                    .unwrap_or(std::num::NonZeroUsize::MIN),
-                config.responses.store_max_bytes,
-                Duration::from_secs(config.responses.store_ttl_secs),
-            )),
+            responses: response_store(config)?,
+            access,
         })
     }
+}
+
+/// Stored responses live in Redis when replicas share state there, so that any replica
+/// continues any conversation; in this process otherwise.
+fn response_store(config: &Config) -> Result<Arc<dyn ResponseStore>, String> {
+    let settings = &config.responses;
+    let ttl = Duration::from_secs(settings.store_ttl_secs);
+    Ok(match &config.state {
+        Some(url) => Arc::new(RedisStore::new(url, settings.store_max_bytes, ttl)?),
+        None => Arc::new(MemoryStore::new(
+            std::num::NonZeroUsize::new(settings.store_max_entries)
+                .unwrap_or(std::num::NonZeroUsize::MIN),
+            settings.store_max_bytes,
+            ttl,
+        )),
+    })
 }

@@ -1,8 +1,8 @@
 //! Scripted LLM backends for tests: an HTTP/1.1 server on 127.0.0.1 that answers each
 //! connection with the next scripted reply, byte for byte, in a chosen chunking, and records
 //! every request. Also, for the real-backend suite, the launcher of the real model server it
-//! runs against ([`LlamaServer`]) and a relay that shows what reached it ([`Tap`]). Only
-//! tests depend on this crate.
+//! runs against ([`LlamaServer`]) and a relay that shows what reached it ([`Tap`]); and a
+//! real Redis server for shared-state tests. Only tests depend on this crate.
 // A test double fails loudly: a panic here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,6 +10,7 @@ mod anthropic;
 mod llama;
 mod ollama;
 mod openai;
+mod redis;
 mod server;
 mod tap;
 
@@ -17,5 +18,6 @@ pub use anthropic::AnthropicScript;
 pub use llama::LlamaServer;
 pub use ollama::OllamaScript;
 pub use openai::{OpenAiScript, sse_body};
+pub use redis::RedisServer;
 pub use server::{Captured, Chunking, Reply, ScriptedServer};
 pub use tap::Tap;

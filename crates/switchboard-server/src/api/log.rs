@@ -11,6 +11,7 @@ use std::time::Instant;
 use axum::http::StatusCode;
 use switchboard_wire::StreamEvent;
 
+use crate::access::Caller;
 use crate::pipeline::{Answer, Output};
 
 /// What a finished answer amounted to.
@@ -56,6 +57,8 @@ pub struct RequestLog {
     /// The route answering, and whether the answer streams, once known: the labels of the
     /// line written if the client leaves.
     answering: OnceLock<(String, bool)>,
+    /// Who asked: named in the line, and charged the answer's tokens.
+    pub caller: Option<Caller>,
 }
 
 impl RequestLog {
@@ -66,6 +69,7 @@ impl RequestLog {
             started: Instant::now(),
             written: AtomicBool::new(false),
             answering: OnceLock::new(),
+            caller: None,
         }
     }
 
@@ -73,6 +77,12 @@ impl RequestLog {
     /// answer is complete.
     pub fn answering(&self, route: &str, streamed: bool) {
         let _ = self.answering.set((route.to_owned(), streamed));
+    }
+
+    /// Names the caller's key in the line and charges the answer's tokens to it.
+    pub fn with_caller(mut self, caller: &Caller) -> Self {
+        self.caller = Some(caller.clone());
+        self
     }
 
     /// A streamed answer whose client left before its end.
@@ -92,10 +102,14 @@ impl RequestLog {
             return;
         }
         let latency = self.started.elapsed();
+        if let Some(caller) = &self.caller {
+            caller.charge(tally.prompt_tokens + tally.completion_tokens);
+        }
         tracing::info!(
             target: "switchboard::request",
             request_id = %self.request_id,
             endpoint = self.endpoint,
+            key = self.caller.as_ref().and_then(Caller::name).unwrap_or("-"),
             route,
             outcome,
             latency_ms = latency.as_secs_f64() * 1000.0,

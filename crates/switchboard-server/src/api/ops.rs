@@ -1,19 +1,27 @@
 //! The operational endpoints: `/v1/models`, `/healthz` and `/metrics`.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::pipeline::CHARACTER_PREFIX;
+use crate::access::Caller;
+use crate::pipeline::character_id;
 use crate::state::AppState;
 
-/// `GET /v1/models`: the routes, then the listed characters; in Anthropic's list shape
-/// when the request carries `anthropic-version` (Anthropic's clients always send it),
-/// OpenAI's otherwise.
-pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
-    let ids = model_ids(&state);
+/// `GET /v1/models`: the routes, then the listed characters, that the caller may use; in
+/// Anthropic's list shape when the request carries `anthropic-version` (Anthropic's clients
+/// always send it), OpenAI's otherwise.
+pub async fn models(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+) -> Json<Value> {
+    let ids: Vec<String> = model_ids(&state)
+        .into_iter()
+        .filter(|id| caller.may_use(id))
+        .collect();
     if headers.contains_key("anthropic-version") {
         let data: Vec<Value> = ids
             .iter()
@@ -33,20 +41,14 @@ pub async fn models(State(state): State<AppState>, headers: HeaderMap) -> Json<V
     Json(json!({"object": "list", "data": data}))
 }
 
-/// Every model name a client can send: route names, then `character/<file stem>` (file
-/// stems make ids without spaces; `character/<CHARACTER_NAME>` is accepted too).
+/// Every model name a client can send: route names, then the listed characters' ids.
 pub fn model_ids(state: &AppState) -> Vec<String> {
     let routes = state.routes.all().iter().map(|route| route.name.clone());
     let characters = state
         .characters
         .current()
         .listed()
-        .filter_map(|character| {
-            character
-                .file()
-                .file_stem()
-                .map(|stem| format!("{CHARACTER_PREFIX}{}", stem.to_string_lossy()))
-        })
+        .filter_map(|character| character_id(character))
         .collect::<Vec<_>>();
     routes.chain(characters).collect()
 }

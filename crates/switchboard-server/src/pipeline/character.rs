@@ -21,6 +21,15 @@ use crate::upstream::Route;
 /// The route prefix that names a character.
 pub const PREFIX: &str = "character/";
 
+/// The model id a character is listed and authorized under: `character/<file stem>` (file
+/// stems make ids without spaces; `character/<CHARACTER_NAME>` reaches the same character).
+pub fn id(character: &Character) -> Option<String> {
+    character
+        .file()
+        .file_stem()
+        .map(|stem| format!("{PREFIX}{}", stem.to_string_lossy()))
+}
+
 /// Checks what a character route cannot take; returns the new user message and the history.
 pub fn split_request(request: &ChatRequest) -> Result<(String, Vec<Message>), ApiError> {
     if !request.tools.is_empty() {

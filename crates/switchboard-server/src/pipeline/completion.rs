@@ -407,6 +407,21 @@ impl Gate {
 /// A backend failure in OpenAI's error shape, with the status the provider layer chose.
 /// Each `BackendError` variant gets its own code here: a new variant gets its line below.
 pub fn backend_error(error: BackendError) -> ApiError {
+    // A backend refusing the route's key tends to quote the key back (masked or not): that
+    // text is the operator's business, never the client's.
+    if let BackendError::Http {
+        status: status @ (401 | 403),
+        ..
+    } = &error
+    {
+        return ApiError::upstream(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "the backend refused the gateway's credentials for this route (HTTP {status}); the route's api_key_env needs attention"
+            ),
+            "backend_auth_failed",
+        );
+    }
     let code = match &error {
         BackendError::Decode(decode) if matches!(decode.kind, DecodeErrorKind::TooLarge { .. }) => {
             return ApiError::answer_too_large(decode);

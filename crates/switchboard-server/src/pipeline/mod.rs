@@ -25,7 +25,7 @@ use crate::ids::CallIdShape;
 use crate::state::AppState;
 use crate::upstream::Route;
 
-pub use character::PREFIX as CHARACTER_PREFIX;
+pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
 pub use completion::Outputs;
 pub use count::{count_tokens, estimate_tokens};
@@ -54,6 +54,18 @@ pub struct Limits {
     pub max_answer_bytes: usize,
     /// Cancelled when the gateway stops waiting for answers at shutdown.
     pub cut: tokio_util::sync::CancellationToken,
+}
+
+/// The route or character that answers a model name, by the id `/v1/models` lists it
+/// under: a route's name (whichever alias was asked for) or `character/<file stem>`.
+pub fn model_id(state: &AppState, model: &str) -> Option<String> {
+    match model.strip_prefix(character::PREFIX) {
+        Some(name) => state
+            .characters
+            .get(name)
+            .and_then(|character| character::id(&character)),
+        None => state.routes.resolve(model).map(|route| route.name.clone()),
+    }
 }
 
 /// An answer under way.

@@ -9,6 +9,7 @@ pub mod check;
 pub mod check_args;
 pub mod decode;
 pub mod input;
+pub mod key;
 pub mod parse;
 pub mod prompt;
 pub mod serve;

@@ -151,6 +151,7 @@ async fn report_startup(config: &Config, state: &AppState) {
             ),
         }
     }
+    state.access.report().await;
     let loaded = state.characters.current();
     tracing::info!(
         "characters from {}: {} loaded, {} rejected (switchboard check {} tells why)",

@@ -17,6 +17,7 @@ use super::RequestId;
 use super::body::read_json;
 use super::log::{RequestLog, Tally};
 use super::sse;
+use crate::access::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
 use crate::pipeline::{self, GatewayRequest, collect};
@@ -28,13 +29,17 @@ use validate::check_request;
 pub async fn handle(
     State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
+    Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Response {
-    let log = RequestLog::new(request_id, "chat_completions");
+    let log = RequestLog::new(request_id, "chat_completions").with_caller(&caller);
     let (request, presentation, stream) = match parse(&state, body).await {
         Ok(parsed) => parsed,
         Err(error) => return fail(&log, "-", error),
     };
+    if let Err(error) = access::authorize(&state, &caller, &request.model) {
+        return fail(&log, "-", error);
+    }
     let started = match pipeline::start(&state, request) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),

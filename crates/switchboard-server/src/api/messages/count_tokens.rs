@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::validate::Endpoint;
 use super::{fail, parse, with_headers};
+use crate::access::Caller;
 use crate::api::RequestId;
 use crate::api::log::{RequestLog, Tally};
 use crate::pipeline;
@@ -23,10 +24,11 @@ const SOURCE: &str = "x-switchboard-token-count";
 pub async fn handle(
     State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
+    Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Response {
-    let log = RequestLog::new(request_id.clone(), "count_tokens");
-    let parsed = match parse(&state, body, Endpoint::CountTokens).await {
+    let log = RequestLog::new(request_id.clone(), "count_tokens").with_caller(&caller);
+    let parsed = match parse(&state, &caller, body, Endpoint::CountTokens).await {
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };

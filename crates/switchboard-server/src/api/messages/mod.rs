@@ -23,6 +23,7 @@ use super::RequestId;
 use super::body::read_json;
 use super::log::{RequestLog, Tally};
 use super::sse;
+use crate::access::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, message_id};
 use crate::pipeline::{self, CHARACTER_PREFIX, GatewayRequest, collect_with, estimate_tokens};
@@ -41,10 +42,11 @@ const BILLING_HEADER: &str = "x-anthropic-billing-header:";
 pub async fn handle(
     State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
+    Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Response {
-    let log = RequestLog::new(request_id.clone(), "messages");
-    let parsed = match parse(&state, body, Endpoint::Messages).await {
+    let log = RequestLog::new(request_id.clone(), "messages").with_caller(&caller);
+    let parsed = match parse(&state, &caller, body, Endpoint::Messages).await {
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
@@ -114,9 +116,17 @@ struct Parsed {
 }
 
 /// The request in the pipeline's model, prepared for the kind of backend that will answer.
-async fn parse(state: &AppState, body: Body, endpoint: Endpoint) -> Result<Parsed, ApiError> {
+async fn parse(
+    state: &AppState,
+    caller: &Caller,
+    body: Body,
+    endpoint: Endpoint,
+) -> Result<Parsed, ApiError> {
     let mut value = read_json(body, state.max_body_bytes).await?;
     let checked = check_request(&value, endpoint)?;
+    if let Some(model) = value.get("model").and_then(serde_json::Value::as_str) {
+        access::authorize(state, caller, model)?;
+    }
     if endpoint == Endpoint::CountTokens {
         // Counting takes no limit, but the request model has one.
         value["max_tokens"] = serde_json::json!(1);

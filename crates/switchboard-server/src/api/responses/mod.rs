@@ -28,6 +28,7 @@ use super::body::read_json;
 use super::chat::validate::pointer_to_param;
 use super::log::{RequestLog, Tally};
 use super::sse;
+use crate::access::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, response_id};
 use crate::pipeline::{self, GatewayRequest, compile_tools};
@@ -53,10 +54,11 @@ struct Prepared {
 pub async fn create(
     State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
+    Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Response {
-    let log = RequestLog::new(request_id, "responses");
-    let prepared = match prepare(&state, body).await {
+    let log = RequestLog::new(request_id, "responses").with_caller(&caller);
+    let prepared = match prepare(&state, &caller, body).await {
         Ok(prepared) => prepared,
         Err(error) => return fail(&log, "-", error),
     };
@@ -108,16 +110,24 @@ pub async fn create(
 }
 
 /// `GET /v1/responses/{id}`
-pub async fn retrieve(State(state): State<AppState>, Path(id): Path<String>) -> Response {
-    match stored(&state, &id).await {
+pub async fn retrieve(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
+    match stored(&state, &caller, &id).await {
         Ok(stored) => Json(&stored.response).into_response(),
         Err(error) => error.into_response(),
     }
 }
 
 /// `GET /v1/responses/{id}/input_items`: the conversation the response answered.
-pub async fn input_items(State(state): State<AppState>, Path(id): Path<String>) -> Response {
-    match stored(&state, &id).await {
+pub async fn input_items(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
+    match stored(&state, &caller, &id).await {
         Ok(stored) => {
             let data = &stored.input;
             let first = data.first().and_then(item_id);
@@ -130,7 +140,14 @@ pub async fn input_items(State(state): State<AppState>, Path(id): Path<String>) 
 }
 
 /// `DELETE /v1/responses/{id}`
-pub async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+pub async fn delete(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
+    if let Err(error) = stored(&state, &caller, &id).await {
+        return error.into_response();
+    }
     match state.responses.delete(&id).await {
         Ok(true) => Json(json!({"id": id, "object": "response", "deleted": true})).into_response(),
         Ok(false) => not_found(&id).into_response(),
@@ -138,12 +155,19 @@ pub async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Re
     }
 }
 
-async fn stored(state: &AppState, id: &str) -> Result<std::sync::Arc<StoredResponse>, ApiError> {
+/// The stored response with this id, when the caller made it: another key's responses are
+/// answered as unknown, so that ids reveal nothing across keys.
+async fn stored(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<std::sync::Arc<StoredResponse>, ApiError> {
     state
         .responses
         .get(id)
         .await
         .map_err(store_error)?
+        .filter(|stored| stored.belongs_to(caller.name()))
         .ok_or_else(|| not_found(id))
 }
 
@@ -176,9 +200,10 @@ fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
     error.into_response()
 }
 
-async fn prepare(state: &AppState, body: Body) -> Result<Prepared, ApiError> {
+async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepared, ApiError> {
     let value = read_json(body, state.max_body_bytes).await?;
     let request = check_request(value)?;
+    access::authorize(state, caller, &request.model)?;
     let input = parse_input(&request.input).map_err(convert_error)?;
     let history = match &request.previous_response_id {
         None => Vec::new(),
@@ -187,6 +212,7 @@ async fn prepare(state: &AppState, body: Body) -> Result<Prepared, ApiError> {
             .get(id)
             .await
             .map_err(store_error)?
+            .filter(|stored| stored.belongs_to(caller.name()))
             .ok_or_else(|| {
                 ApiError::invalid_request(
                     format!("previous_response_id: \"{id}\" is not stored here (unknown, expired or evicted, or made with store: false)"),
@@ -204,6 +230,7 @@ async fn prepare(state: &AppState, body: Body) -> Result<Prepared, ApiError> {
         Keep {
             store: std::sync::Arc::clone(&state.responses),
             input: conversation,
+            owner: caller.name().map(str::to_owned),
         }
     });
     let skeleton = skeleton(&request);

@@ -19,6 +19,8 @@ use crate::pipeline::tool_checks::ToolCallProblem;
 pub struct Keep {
     pub store: std::sync::Arc<dyn ResponseStore>,
     pub input: Vec<Item>,
+    /// The caller's key name.
+    pub owner: Option<String>,
 }
 
 /// Folds outputs into Responses events and the response object.
@@ -70,10 +72,15 @@ impl ResponseRenderer {
         }
         let events = self.encoder.finish();
         let keeping: BoxFuture<'static, ()> = match self.keep.take() {
-            Some(Keep { store, input }) => {
+            Some(Keep {
+                store,
+                input,
+                owner,
+            }) => {
                 let stored = StoredResponse {
                     response: self.encoder.response().clone(),
                     input,
+                    owner,
                 };
                 Box::pin(async move {
                     let id = stored.response.id.clone();

@@ -1,0 +1,205 @@
+//! The layer in front of every endpoint: who is calling (401 without a known key), the
+//! key's rate limits on every POST (429), and the `/metrics` rule. It runs before routing,
+//! so an endpoint never sees an unauthenticated request, and its errors take the shape of
+//! the API the path belongs to.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use http_body::{Frame, SizeHint};
+
+use super::keys::Presented;
+use super::limits::{Exceeded, Verdict};
+use super::{Admission, Caller, Lease, error_response};
+use crate::api::RequestId;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The access layer (`axum::middleware::from_fn_with_state`).
+pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let access = &state.access;
+    let path = request.uri().path();
+    if path == "/healthz" {
+        return next.run(request).await;
+    }
+    if path == "/metrics" {
+        return if access.metrics_allowed(request.headers()) {
+            next.run(request).await
+        } else {
+            let path = path.to_owned();
+            denied(&request, &path, "metrics_key_needed")
+        };
+    }
+    let key = if access.keys.is_empty() {
+        None
+    } else {
+        match access.keys.identify(request.headers()) {
+            Presented::Key(key) => Some(Arc::clone(key)),
+            Presented::Nothing => {
+                let path = path.to_owned();
+                return denied(&request, &path, "missing_api_key");
+            }
+            Presented::Unknown => {
+                let path = path.to_owned();
+                return denied(&request, &path, "invalid_api_key");
+            }
+        }
+    };
+    let limited = key
+        .as_ref()
+        .filter(|key| key.limits.any() && request.method() == Method::POST)
+        .cloned();
+    request.extensions_mut().insert(Caller {
+        key,
+        access: Arc::clone(access),
+    });
+    let Some(key) = limited else {
+        return next.run(request).await;
+    };
+    match access.admit(&key).await {
+        Admission::Admitted(verdict, lease) => {
+            let mut response = next.run(request).await;
+            if let Some(verdict) = verdict {
+                verdict.headers(response.headers_mut());
+            }
+            metrics::counter!("gateway_key_requests_total", "key" => key.name.clone()).increment(1);
+            match lease {
+                Some(lease) => response.map(|body| {
+                    Body::new(Held {
+                        body,
+                        _lease: lease,
+                    })
+                }),
+                None => response,
+            }
+        }
+        Admission::Refused(verdict) => {
+            let (exceeded, _) = verdict
+                .refused
+                .unwrap_or((Exceeded::Requests, Default::default()));
+            metrics::counter!("gateway_rate_limited_total", "key" => key.name.clone(), "limit" => exceeded.label())
+                .increment(1);
+            let path = request.uri().path().to_owned();
+            log(&request, 429, exceeded.label(), Some(&key.name));
+            let mut response = error_response(&path, too_many(&key.name, &verdict, exceeded));
+            verdict.headers(response.headers_mut());
+            response
+        }
+        Admission::Unavailable(error) => {
+            let path = request.uri().path().to_owned();
+            log(
+                &request,
+                503,
+                "rate_limit_state_unavailable",
+                Some(&key.name),
+            );
+            error_response(
+                &path,
+                ApiError::upstream(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!(
+                        "rate limits cannot be checked, so the request was not served: {error}"
+                    ),
+                    "rate_limit_state_unavailable",
+                ),
+            )
+        }
+    }
+}
+
+/// A 401 in the path's API shape.
+fn denied(request: &Request, path: &str, code: &'static str) -> Response {
+    metrics::counter!("gateway_access_denied_total", "reason" => code, "key" => "-").increment(1);
+    log(request, 401, code, None);
+    let message = match code {
+        "missing_api_key" => {
+            "no API key: send it as `Authorization: Bearer KEY` or `x-api-key: KEY`"
+        }
+        "metrics_key_needed" => {
+            "/metrics needs an API key or the metrics key when the gateway listens beyond loopback"
+        }
+        _ => "the API key is not valid for this gateway",
+    };
+    let mut response = error_response(
+        path,
+        ApiError {
+            status: StatusCode::UNAUTHORIZED,
+            message: message.into(),
+            kind: "authentication_error",
+            param: None,
+            code: Some(code.into()),
+        },
+    );
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+fn too_many(name: &str, verdict: &Verdict, exceeded: Exceeded) -> ApiError {
+    let wait = verdict
+        .refused
+        .map_or(0, |(_, wait)| wait.as_millis().div_ceil(1000).max(1));
+    let what = match (exceeded, verdict.requests, verdict.tokens) {
+        (Exceeded::Requests, Some(budget), _) => format!("{} requests per minute", budget.limit),
+        (Exceeded::Tokens, _, Some(budget)) => format!("{} tokens per minute", budget.limit),
+        _ => "its limit of open requests".to_owned(),
+    };
+    ApiError {
+        status: StatusCode::TOO_MANY_REQUESTS,
+        message: format!("the API key \"{name}\" has reached {what}; try again in {wait} s"),
+        kind: "rate_limit_error",
+        param: None,
+        code: Some("rate_limit_exceeded".into()),
+    }
+}
+
+/// The log line of a request refused here (endpoints write their own for the rest).
+fn log(request: &Request, status: u16, reason: &str, key: Option<&str>) {
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map_or("-", |RequestId(id)| id.as_str());
+    tracing::info!(
+        target: "switchboard::request",
+        request_id,
+        path = request.uri().path(),
+        key = key.unwrap_or("-"),
+        outcome = status,
+        reason,
+        "refused"
+    );
+}
+
+/// A response body that holds the request's lease on an open-request slot until the body
+/// is finished or dropped (a stream ends, or its client leaves).
+struct Held {
+    body: Body,
+    _lease: Lease,
+}
+
+impl HttpBody for Held {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(context)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}

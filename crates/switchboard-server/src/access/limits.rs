@@ -1,0 +1,426 @@
+//! Per-key rate limits: requests per minute, tokens per minute and open requests, the
+//! verdict on one request with the budgets left (the `x-ratelimit-*` headers), and the
+//! in-process counters used when no shared state is configured.
+//!
+//! Each per-minute limit is a leaky bucket: a level that drains at the limit's rate, so a
+//! key may burst up to its whole minute's budget and then gets a steady share, with no
+//! window edge at which twice the budget passes. A request adds 1 to its bucket and is
+//! refused when that would overflow; an answer's tokens are added once its usage is known,
+//! and a request is refused only while the token bucket is already full (the budget spent).
+//! `limits.lua` is the same arithmetic run inside Redis; the two must agree.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+
+use super::keys::{Key, KeyConfig};
+
+/// One minute, in the microseconds levels and clocks are counted in.
+pub const MINUTE_US: f64 = 60_000_000.0;
+/// Float rounding must not refuse the last request of a budget.
+const SLACK: f64 = 1e-9;
+/// Advice to a client refused for too many open requests: no clock says when one ends.
+const CONCURRENT_RETRY: Duration = Duration::from_secs(1);
+
+/// A key's limits; `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub requests_per_minute: Option<u64>,
+    pub tokens_per_minute: Option<u64>,
+    pub max_concurrent: Option<u32>,
+}
+
+impl Limits {
+    pub fn of(config: &KeyConfig) -> Self {
+        Self {
+            requests_per_minute: config.requests_per_minute,
+            tokens_per_minute: config.tokens_per_minute,
+            max_concurrent: config.max_concurrent,
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.requests_per_minute.is_some()
+            || self.tokens_per_minute.is_some()
+            || self.max_concurrent.is_some()
+    }
+}
+
+/// Which limit refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exceeded {
+    Requests,
+    Tokens,
+    Concurrent,
+}
+
+impl Exceeded {
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Exceeded::Requests => "requests",
+            Exceeded::Tokens => "tokens",
+            Exceeded::Concurrent => "concurrent",
+        }
+    }
+}
+
+/// What is left of one per-minute limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub limit: u64,
+    pub remaining: u64,
+    /// Until the budget is whole again.
+    pub reset: Duration,
+}
+
+/// The decision on one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// The limit that refused it (the first of requests, tokens, open requests), and when
+    /// to try again.
+    pub refused: Option<(Exceeded, Duration)>,
+    pub requests: Option<Budget>,
+    pub tokens: Option<Budget>,
+}
+
+impl Verdict {
+    /// The `x-ratelimit-*` headers OpenAI sends, and on a refusal `retry-after` (seconds)
+    /// and `retry-after-ms` (which OpenAI's SDKs read first).
+    pub fn headers(&self, headers: &mut HeaderMap) {
+        for (budget, kind) in [(self.requests, "requests"), (self.tokens, "tokens")] {
+            let Some(budget) = budget else { continue };
+            for (name, value) in [
+                ("limit", budget.limit.to_string()),
+                ("remaining", budget.remaining.to_string()),
+                ("reset", reset_text(budget.reset)),
+            ] {
+                insert(headers, &format!("x-ratelimit-{name}-{kind}"), &value);
+            }
+        }
+        if let Some((_, retry)) = self.refused {
+            insert(
+                headers,
+                "retry-after",
+                &retry.as_millis().div_ceil(1000).max(1).to_string(),
+            );
+            insert(
+                headers,
+                "retry-after-ms",
+                &retry.as_millis().max(1).to_string(),
+            );
+        }
+    }
+}
+
+fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
+    if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+        headers.insert(name, value);
+    }
+}
+
+/// A duration as OpenAI writes its resets: `20ms`, `1.5s`, `6m0s`.
+fn reset_text(reset: Duration) -> String {
+    let millis = reset.as_millis();
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    let seconds = |millis: u128| {
+        let text = format!("{}.{:03}", millis / 1000, millis % 1000);
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    };
+    if millis < 60_000 {
+        format!("{}s", seconds(millis))
+    } else {
+        format!("{}m{}s", millis / 60_000, seconds(millis % 60_000))
+    }
+}
+
+fn micros(value: f64) -> Duration {
+    Duration::from_micros(value.max(0.0).ceil() as u64)
+}
+
+/// A bucket's level after draining from `at` to `now` (microseconds).
+pub fn drained(level: f64, at: u64, now: u64, per_minute: u64) -> f64 {
+    let elapsed = now.saturating_sub(at) as f64;
+    (level - elapsed * per_minute as f64 / MINUTE_US).max(0.0)
+}
+
+/// Decides on one request from the drained levels and the count of open requests. Nothing
+/// is committed: an admitted request then adds 1 to the requests bucket and to the open count.
+pub fn decide(limits: &Limits, requests: f64, tokens: f64, open: u32) -> Verdict {
+    let mut refusals: Vec<(Exceeded, Duration)> = Vec::new();
+    let mut verdict = Verdict::default();
+    if let Some(per_minute) = limits.requests_per_minute {
+        let limit = per_minute as f64;
+        if requests + 1.0 > limit + SLACK {
+            refusals.push((
+                Exceeded::Requests,
+                micros((requests + 1.0 - limit) * MINUTE_US / limit),
+            ));
+        }
+    }
+    if let Some(per_minute) = limits.tokens_per_minute {
+        let limit = per_minute as f64;
+        verdict.tokens = Some(Budget {
+            limit: per_minute,
+            remaining: (limit - tokens).max(0.0).floor() as u64,
+            reset: micros(tokens * MINUTE_US / limit),
+        });
+        if tokens >= limit {
+            // Until the level is below the limit again, and a millisecond more.
+            refusals.push((
+                Exceeded::Tokens,
+                micros((tokens - limit) * MINUTE_US / limit + 1000.0),
+            ));
+        }
+    }
+    if let Some(cap) = limits.max_concurrent
+        && open >= cap
+    {
+        refusals.push((Exceeded::Concurrent, CONCURRENT_RETRY));
+    }
+    if let Some((reason, _)) = refusals.first() {
+        let wait = refusals
+            .iter()
+            .map(|(_, wait)| *wait)
+            .max()
+            .unwrap_or_default();
+        verdict.refused = Some((*reason, wait));
+    }
+    if let Some(per_minute) = limits.requests_per_minute {
+        let limit = per_minute as f64;
+        let level = if verdict.refused.is_none() {
+            requests + 1.0
+        } else {
+            requests
+        };
+        verdict.requests = Some(Budget {
+            limit: per_minute,
+            remaining: (limit - level + SLACK).max(0.0).floor() as u64,
+            reset: micros(level * MINUTE_US / limit),
+        });
+    }
+    verdict
+}
+
+/// One key's counters in this process.
+#[derive(Debug, Default)]
+struct Counters {
+    requests: (f64, u64),
+    tokens: (f64, u64),
+    open: u32,
+}
+
+/// Every key's counters in this process, by the key's slot.
+#[derive(Debug)]
+pub struct Memory {
+    epoch: Instant,
+    counters: Vec<Mutex<Counters>>,
+}
+
+impl Memory {
+    pub fn new(keys: usize) -> Self {
+        Self {
+            epoch: Instant::now(),
+            counters: (0..keys).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
+    fn with<T>(&self, key: &Key, work: impl FnOnce(&mut Counters, u64) -> T) -> Option<T> {
+        let now = self.now();
+        let counters = self.counters.get(key.slot)?;
+        // A poisoned lock only means another request panicked mid-update; the numbers are
+        // still numbers.
+        let mut counters = counters
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(work(&mut counters, now))
+    }
+
+    /// Decides on a request and, when admitted, counts it (and opens it).
+    pub fn admit(&self, key: &Key) -> Verdict {
+        let limits = key.limits;
+        self.with(key, |counters, now| {
+            let requests = limits.requests_per_minute.map_or(0.0, |limit| {
+                drained(counters.requests.0, counters.requests.1, now, limit)
+            });
+            let tokens = limits.tokens_per_minute.map_or(0.0, |limit| {
+                drained(counters.tokens.0, counters.tokens.1, now, limit)
+            });
+            let verdict = decide(&limits, requests, tokens, counters.open);
+            if verdict.refused.is_none() {
+                counters.requests = (requests + 1.0, now);
+                if limits.max_concurrent.is_some() {
+                    counters.open += 1;
+                }
+            }
+            verdict
+        })
+        .unwrap_or_default()
+    }
+
+    /// Adds an answer's tokens to the key's token bucket.
+    pub fn charge(&self, key: &Key, tokens: u64) {
+        if let Some(limit) = key.limits.tokens_per_minute {
+            self.with(key, |counters, now| {
+                let level = drained(counters.tokens.0, counters.tokens.1, now, limit);
+                counters.tokens = (level + tokens as f64, now);
+            });
+        }
+    }
+
+    /// A request admitted by [`Memory::admit`] has ended.
+    pub fn release(&self, key: &Key) {
+        self.with(key, |counters, _| {
+            counters.open = counters.open.saturating_sub(1)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(requests: Option<u64>, tokens: Option<u64>, open: Option<u32>) -> Limits {
+        Limits {
+            requests_per_minute: requests,
+            tokens_per_minute: tokens,
+            max_concurrent: open,
+        }
+    }
+
+    #[test]
+    fn a_whole_minute_of_requests_passes_then_one_more_waits_its_share() {
+        // 7 does not divide a minute evenly: the seventh request must still pass.
+        let limits = limits(Some(7), None, None);
+        let mut level = 0.0;
+        for remaining in (0..7).rev() {
+            let verdict = decide(&limits, level, 0.0, 0);
+            assert_eq!(verdict.refused, None);
+            assert_eq!(verdict.requests.unwrap().remaining, remaining);
+            level += 1.0;
+        }
+        let verdict = decide(&limits, level, 0.0, 0);
+        let (reason, wait) = verdict.refused.unwrap();
+        assert_eq!(reason, Exceeded::Requests);
+        // One request drains in 60/7 s.
+        assert_eq!(wait, micros(MINUTE_US / 7.0));
+        assert_eq!(verdict.requests.unwrap().remaining, 0);
+        assert_eq!(verdict.requests.unwrap().reset, Duration::from_secs(60));
+        // Half a minute later, half the budget is back.
+        let later = drained(level, 0, 30_000_000, 7);
+        assert!((later - 3.5).abs() < 1e-9, "{later}");
+        assert_eq!(
+            decide(&limits, later, 0.0, 0).requests.unwrap().remaining,
+            2
+        );
+    }
+
+    #[test]
+    fn tokens_refuse_only_once_the_budget_is_spent() {
+        let limits = limits(None, Some(1000), None);
+        let verdict = decide(&limits, 0.0, 999.5, 0);
+        assert_eq!(verdict.refused, None, "half a token is left");
+        assert_eq!(verdict.tokens.unwrap().remaining, 0);
+        // An answer may overspend; the debt is waited out.
+        let verdict = decide(&limits, 0.0, 1500.0, 0);
+        let (reason, wait) = verdict.refused.unwrap();
+        assert_eq!(reason, Exceeded::Tokens);
+        assert_eq!(wait, Duration::from_millis(30_001));
+        assert_eq!(verdict.tokens.unwrap().reset, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn open_requests_and_the_first_reason_with_the_longest_wait() {
+        let limits = limits(Some(60), Some(60), Some(2));
+        assert_eq!(decide(&limits, 0.0, 0.0, 1).refused, None);
+        let verdict = decide(&limits, 0.0, 0.0, 2);
+        assert_eq!(
+            verdict.refused,
+            Some((Exceeded::Concurrent, CONCURRENT_RETRY))
+        );
+        assert_eq!(
+            verdict.requests.unwrap().remaining,
+            60,
+            "a refused request is not counted"
+        );
+        let verdict = decide(&limits, 60.0, 120.0, 2);
+        assert_eq!(
+            verdict.refused,
+            Some((Exceeded::Requests, Duration::from_millis(60_001)))
+        );
+    }
+
+    #[test]
+    fn memory_counters_count_charge_and_release() {
+        use super::super::keys::{Keyring, Presented};
+        let config = KeyConfig {
+            name: "k".into(),
+            sha256: Some("8254c329a92850f6d539dd376f4816ee2764517da5e0235514af433164480d7a".into()),
+            key_env: None,
+            routes: None,
+            requests_per_minute: Some(100),
+            tokens_per_minute: Some(50),
+            max_concurrent: Some(1),
+        };
+        let ring = Keyring::build(&[config], &|_| None).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", HeaderValue::from_static("k"));
+        let Presented::Key(key) = ring.identify(&headers) else {
+            panic!("the key is not recognised");
+        };
+        let memory = Memory::new(1);
+        assert_eq!(memory.admit(key).refused, None);
+        assert_eq!(
+            memory.admit(key).refused.map(|(reason, _)| reason),
+            Some(Exceeded::Concurrent)
+        );
+        memory.release(key);
+        memory.charge(key, 80);
+        let verdict = memory.admit(key);
+        assert_eq!(
+            verdict.refused.map(|(reason, _)| reason),
+            Some(Exceeded::Tokens)
+        );
+        assert_eq!(
+            verdict.requests.unwrap().remaining,
+            99,
+            "only the first request counted"
+        );
+    }
+
+    #[test]
+    fn headers_as_openai_names_them() {
+        let verdict = Verdict {
+            refused: Some((Exceeded::Requests, Duration::from_millis(1500))),
+            requests: Some(Budget {
+                limit: 3,
+                remaining: 0,
+                reset: Duration::from_secs(60),
+            }),
+            tokens: Some(Budget {
+                limit: 1000,
+                remaining: 250,
+                reset: Duration::from_millis(45_250),
+            }),
+        };
+        let mut headers = HeaderMap::new();
+        verdict.headers(&mut headers);
+        let get = |name: &str| headers[name].to_str().unwrap().to_owned();
+        assert_eq!(get("x-ratelimit-limit-requests"), "3");
+        assert_eq!(get("x-ratelimit-remaining-requests"), "0");
+        assert_eq!(get("x-ratelimit-reset-requests"), "1m0s");
+        assert_eq!(get("x-ratelimit-limit-tokens"), "1000");
+        assert_eq!(get("x-ratelimit-remaining-tokens"), "250");
+        assert_eq!(get("x-ratelimit-reset-tokens"), "45.25s");
+        assert_eq!(get("retry-after"), "2");
+        assert_eq!(get("retry-after-ms"), "1500");
+        assert_eq!(reset_text(Duration::from_millis(20)), "20ms");
+    }
+}

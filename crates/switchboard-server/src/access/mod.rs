@@ -1,0 +1,335 @@
+//! Access control: client keys, the routes each key may use, and per-key rate limits, in
+//! this process or shared by replicas through Redis.
+//!
+//! Two places check a request. The [`gate`] layer runs before any endpoint: it finds the
+//! key (401 without one), applies the key's limits to every POST (429, with OpenAI's
+//! `x-ratelimit-*` headers on refusals and successes alike) and hands the endpoint a
+//! [`Caller`]. Which route a request wants is in its body, so each API front-end calls
+//! [`authorize`] once it has parsed the body (403), and gives the caller to its
+//! `RequestLog`, which charges the answer's tokens to the key. Errors take the shape of the
+//! endpoint's own API ([`error_response`]).
+
+mod gate;
+mod keys;
+mod limits;
+mod redis;
+mod shape;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::pipeline::model_id;
+use crate::state::AppState;
+use keys::{Key, Keyring, Secret};
+use limits::{Memory, Verdict, decide};
+use redis::{Remote, StoreError};
+
+pub use gate::gate;
+pub use keys::{KeyConfig, NewKeyError, SecretConfig, new_key};
+pub use shape::error_response;
+
+/// How long an open request's lease outlives the request deadline in Redis: a replica that
+/// dies mid-request frees its slots after this.
+const LEASE_MARGIN: Duration = Duration::from_secs(60);
+
+/// The gateway's keys, and the counters behind their limits.
+#[derive(Debug)]
+pub struct Access {
+    keys: Keyring,
+    metrics_key: Option<Secret>,
+    metrics_open: bool,
+    limiter: Limiter,
+}
+
+#[derive(Debug)]
+enum Limiter {
+    Memory(Memory),
+    Redis(Arc<Remote>),
+}
+
+/// Who sent a request, as the [`gate`] found it: a key, or nobody on a gateway without keys.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    key: Option<Arc<Key>>,
+    access: Arc<Access>,
+}
+
+impl Caller {
+    /// The key's name, for log lines (never the key).
+    pub fn name(&self) -> Option<&str> {
+        self.key.as_deref().map(|key| key.name.as_str())
+    }
+
+    /// Whether the caller may use a model id (a route name or `character/<name>`).
+    pub fn may_use(&self, id: &str) -> bool {
+        self.key.as_ref().is_none_or(|key| key.may_use(id))
+    }
+
+    /// Charges an answer's tokens to the key's budget.
+    pub fn charge(&self, tokens: u64) {
+        let Some(key) = &self.key else { return };
+        if tokens == 0 {
+            return;
+        }
+        metrics::counter!("gateway_key_tokens_total", "key" => key.name.clone()).increment(tokens);
+        if key.limits.tokens_per_minute.is_none() {
+            return;
+        }
+        match &self.access.limiter {
+            Limiter::Memory(memory) => memory.charge(key, tokens),
+            Limiter::Redis(remote) => remote.charge(key, tokens),
+        }
+    }
+}
+
+/// The decision on a request that is subject to limits.
+#[derive(Debug)]
+enum Admission {
+    /// The verdict is absent when Redis could not be asked and limits fail open.
+    Admitted(Option<Verdict>, Option<Lease>),
+    Refused(Verdict),
+    /// Redis could not be asked and limits fail closed.
+    Unavailable(StoreError),
+}
+
+/// An admitted request's place among the key's open requests, given back when dropped
+/// (when the response body is finished or abandoned).
+#[derive(Debug)]
+struct Lease {
+    access: Arc<Access>,
+    key: Arc<Key>,
+    /// The lease's id in Redis.
+    id: String,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        match &self.access.limiter {
+            Limiter::Memory(memory) => memory.release(&self.key),
+            Limiter::Redis(remote) => {
+                let (remote, key) = (Arc::clone(remote), Arc::clone(&self.key));
+                let id = std::mem::take(&mut self.id);
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move { remote.release(&key, &id).await });
+                }
+            }
+        }
+    }
+}
+
+impl Access {
+    /// Builds the keys (reading `key_env` variables through `env`) and the limiter; refuses
+    /// a gateway that would be open to the network (see [`check_exposure`]).
+    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let keys = Keyring::build(&config.keys, env)?;
+        check_exposure(
+            config.listen,
+            !keys.is_empty(),
+            config.allow_unauthenticated,
+        )?;
+        if keys.is_empty() && !config.listen.ip().is_loopback() {
+            tracing::warn!(
+                "listening on {} without keys (allow_unauthenticated = true): anyone who can reach it may use every route",
+                config.listen
+            );
+        }
+        let metrics_key = config
+            .metrics_key
+            .as_ref()
+            .map(|secret| Secret::build("metrics_key", secret, env))
+            .transpose()?;
+        let metrics_open = metrics_open(config.listen, !keys.is_empty(), metrics_key.is_some());
+        let limiter = match &config.state {
+            None => Limiter::Memory(Memory::new(keys.len())),
+            Some(url) => Limiter::Redis(Remote::new(
+                url,
+                keys.all().to_vec(),
+                config.request_timeout() + LEASE_MARGIN,
+                config.rate_limit_fail_open,
+            )?),
+        };
+        Ok(Self {
+            keys,
+            metrics_key,
+            metrics_open,
+            limiter,
+        })
+    }
+
+    /// Whether these headers may read `/metrics`.
+    fn metrics_allowed(&self, headers: &HeaderMap) -> bool {
+        self.metrics_open
+            || matches!(self.keys.identify(headers), keys::Presented::Key(_))
+            || self
+                .metrics_key
+                .as_ref()
+                .is_some_and(|secret| secret.presented_in(headers))
+    }
+
+    /// Decides on a request from `key` and counts it when admitted.
+    async fn admit(self: &Arc<Self>, key: &Arc<Key>) -> Admission {
+        let (verdict, id) = match &self.limiter {
+            Limiter::Memory(memory) => (memory.admit(key), String::new()),
+            Limiter::Redis(remote) => match remote.admit(key).await {
+                Ok((levels, id)) => (
+                    decide(&key.limits, levels.requests, levels.tokens, levels.open),
+                    id,
+                ),
+                Err(_) if remote.fail_open => return Admission::Admitted(None, None),
+                Err(error) => return Admission::Unavailable(error),
+            },
+        };
+        if verdict.refused.is_some() {
+            return Admission::Refused(verdict);
+        }
+        let lease = key.limits.max_concurrent.map(|_| Lease {
+            access: Arc::clone(self),
+            key: Arc::clone(key),
+            id,
+        });
+        Admission::Admitted(Some(verdict), lease)
+    }
+
+    /// Says at start-up whether the shared state answers.
+    pub async fn report(&self) {
+        if let Limiter::Redis(remote) = &self.limiter {
+            remote.report().await;
+        }
+    }
+}
+
+/// Checks that the caller may use the model a request names (a route, an alias of one, or
+/// `character/<name>`): a key's `routes` globs are matched against the route or character
+/// that answers, so an alias cannot reach a route the key may not use. Every API front-end
+/// calls this once it has parsed the request's body.
+pub fn authorize(state: &AppState, caller: &Caller, model: &str) -> Result<(), ApiError> {
+    let Some(key) = caller.key.as_deref().filter(|key| key.is_restricted()) else {
+        return Ok(());
+    };
+    match model_id(state, model) {
+        Some(id) if key.may_use(&id) => Ok(()),
+        Some(id) => {
+            metrics::counter!("gateway_access_denied_total", "reason" => "route_not_allowed", "key" => key.name.clone())
+                .increment(1);
+            let asked = if id == model {
+                String::new()
+            } else {
+                format!(" (asked for as \"{model}\")")
+            };
+            Err(ApiError {
+                status: StatusCode::FORBIDDEN,
+                message: format!(
+                    "the API key \"{}\" may not use \"{id}\"{asked}; GET /v1/models lists what it may use",
+                    key.name
+                ),
+                kind: "permission_error",
+                param: Some("model".into()),
+                code: Some("model_not_allowed".into()),
+            })
+        }
+        // The pipeline's 404 lists every route; this key sees only its own.
+        None => Err(ApiError::not_found(format!(
+            "no model named \"{model}\" is available to the API key \"{}\"; GET /v1/models lists what it may use",
+            key.name
+        ))),
+    }
+}
+
+/// Refuses to serve without keys on an address other hosts can reach, unless told to.
+pub fn check_exposure(
+    listen: SocketAddr,
+    has_keys: bool,
+    allow_unauthenticated: bool,
+) -> Result<(), String> {
+    if has_keys || allow_unauthenticated || listen.ip().is_loopback() {
+        return Ok(());
+    }
+    Err(format!(
+        "refusing to listen on {listen} without keys: anyone who can reach it could use every route and character. \
+         Add [[key]] entries (`switchboard key new NAME` makes one), listen on 127.0.0.1, \
+         or set allow_unauthenticated = true to serve openly on purpose"
+    ))
+}
+
+/// Whether `/metrics` is open without a key: on a loopback address (only this host can
+/// ask), or on a gateway deliberately open to all that has no key to ask for. Otherwise a
+/// key or the `metrics_key` is needed.
+pub fn metrics_open(listen: SocketAddr, has_keys: bool, has_metrics_key: bool) -> bool {
+    listen.ip().is_loopback() || (!has_keys && !has_metrics_key)
+}
+
+/// Checks the access settings of a configuration, adding each problem found.
+pub fn check_config(config: &Config, problems: &mut Vec<String>) {
+    problems.extend(keys::check(&config.keys, config.metrics_key.as_ref()));
+    if let Some(url) = &config.state
+        && let Err(problem) = redis::check_url(url)
+    {
+        problems.push(problem);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_up_is_refused_only_when_open_to_the_network_by_accident() {
+        let public: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let loopback6: SocketAddr = "[::1]:8080".parse().unwrap();
+        let error = check_exposure(public, false, false).unwrap_err();
+        assert!(
+            error.contains("refusing to listen on 0.0.0.0:8080 without keys"),
+            "{error}"
+        );
+        assert!(error.contains("allow_unauthenticated = true"), "{error}");
+        assert!(check_exposure(public, false, true).is_ok());
+        assert!(check_exposure(public, true, false).is_ok());
+        assert!(check_exposure(loopback, false, false).is_ok());
+        assert!(check_exposure(loopback6, false, false).is_ok());
+    }
+
+    #[test]
+    fn access_settings_are_checked_with_the_rest_of_the_file() {
+        let error = Config::from_toml(
+            "state = \"http://127.0.0.1:6379\"\n[[key]]\nname = \"a\"\nkey_env = \"A\"\nmax_concurrent = 0\n",
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("state: expected redis://HOST:PORT/DB"),
+            "{error}"
+        );
+        assert!(
+            error.contains("key[0] (\"a\").max_concurrent must be at least 1"),
+            "{error}"
+        );
+        let error = Config::from_toml("[[key]]\nname = \"a\"\nkey_env = \"A\"\nroute = [\"x\"]\n")
+            .unwrap_err();
+        assert!(error.contains("unknown field `route`"), "{error}");
+        let config = Config::from_toml("state = \"redis://:secret@127.0.0.1:6390/2\"\n").unwrap();
+        let access = Access::build(&config, &|_| None).unwrap();
+        let shown = format!("{access:?}");
+        assert!(
+            shown.contains("127.0.0.1:6390") && !shown.contains("secret"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn metrics_need_a_key_off_loopback() {
+        let public: SocketAddr = "192.0.2.10:8080".parse().unwrap();
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert!(metrics_open(loopback, true, true));
+        assert!(metrics_open(loopback, false, false));
+        assert!(!metrics_open(public, true, false));
+        assert!(!metrics_open(public, false, true));
+        assert!(!metrics_open(public, true, true));
+        // Only reachable with allow_unauthenticated: there is no key to ask for.
+        assert!(metrics_open(public, false, false));
+    }
+}

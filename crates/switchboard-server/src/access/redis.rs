@@ -1,0 +1,332 @@
+//! Rate-limit counters shared by gateway replicas through Redis (`state =
+//! "redis://HOST:PORT/DB"`): each decision is one atomic script (`limits.lua`) on Redis's
+//! own clock, over the gateway's one Redis link (`redis_link`).
+//!
+//! An answer's tokens are not sent on their own on the answer's path: they wait in this
+//! process and ride along with the key's next admission (charged before it is decided, so
+//! a client's next request always sees its last answer), and a flush sends what is left
+//! every second, so other replicas see it within that.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use redis::Script;
+
+use super::keys::Key;
+use crate::redis_link::RedisLink;
+pub use crate::redis_link::{LinkError as StoreError, check_url};
+
+const PREFIX: &str = "switchboard:limits:";
+/// How often tokens no admission has carried yet are sent on their own.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// The levels a decision is made from, as they were before the request (earlier answers'
+/// tokens charged). `limits::decide` reaches the script's verdict from the same numbers:
+/// the same floating-point operations on the same values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Levels {
+    pub requests: f64,
+    pub tokens: f64,
+    pub open: u32,
+}
+
+/// The connection to Redis and the script.
+#[derive(Debug)]
+struct Shared {
+    link: RedisLink,
+    script: Script,
+}
+
+impl Shared {
+    fn new(url: &str) -> Result<Self, String> {
+        Ok(Self {
+            link: RedisLink::new(url)?,
+            script: Script::new(include_str!("limits.lua")),
+        })
+    }
+
+    /// Charges `tokens` to the key, then decides on a request and, when admitted, counts
+    /// it; an admitted request with a limit on open requests holds the lease `lease` until
+    /// [`Shared::release`] or until `lease_length` has passed (a replica that died cannot
+    /// hold it for ever).
+    async fn admit(
+        &self,
+        key: &Key,
+        lease: &str,
+        lease_length: Duration,
+        tokens: u64,
+    ) -> Result<Levels, StoreError> {
+        let mut connection = self.link.connection().await?;
+        let limits = key.limits;
+        let reply: Result<Vec<String>, _> = self
+            .script
+            .key(bucket(key, "requests"))
+            .key(bucket(key, "tokens"))
+            .key(bucket(key, "open"))
+            .arg("admit")
+            .arg(limits.requests_per_minute.unwrap_or(0))
+            .arg(limits.tokens_per_minute.unwrap_or(0))
+            .arg(limits.max_concurrent.unwrap_or(0))
+            .arg(lease)
+            .arg(lease_length.as_micros() as u64)
+            .arg(tokens)
+            .invoke_async(&mut connection)
+            .await;
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(error) => return Err(self.link.failed(&error).await),
+        };
+        let number = |index: usize| reply.get(index).and_then(|text| text.parse::<f64>().ok());
+        match (number(1), number(2), number(3)) {
+            (Some(requests), Some(tokens), Some(open)) => Ok(Levels {
+                requests,
+                tokens,
+                open: open as u32,
+            }),
+            _ => Err(self.link.answered(format!("unexpected reply {reply:?}"))),
+        }
+    }
+
+    /// Adds answers' tokens to the key's token bucket.
+    async fn charge(&self, key: &Key, tokens: u64) -> Result<(), StoreError> {
+        let Some(per_minute) = key.limits.tokens_per_minute else {
+            return Ok(());
+        };
+        let mut connection = self.link.connection().await?;
+        let reply: Result<String, _> = self
+            .script
+            .key(bucket(key, "requests"))
+            .key(bucket(key, "tokens"))
+            .key(bucket(key, "open"))
+            .arg("charge")
+            .arg(per_minute)
+            .arg(tokens)
+            .invoke_async(&mut connection)
+            .await;
+        match reply {
+            Ok(_) => Ok(()),
+            Err(error) => Err(self.link.failed(&error).await),
+        }
+    }
+
+    /// Ends an open request's lease.
+    async fn release(&self, key: &Key, lease: &str) -> Result<(), StoreError> {
+        let mut connection = self.link.connection().await?;
+        let removed: Result<i64, _> = redis::cmd("ZREM")
+            .arg(bucket(key, "open"))
+            .arg(lease)
+            .query_async(&mut connection)
+            .await;
+        match removed {
+            Ok(_) => Ok(()),
+            Err(error) => Err(self.link.failed(&error).await),
+        }
+    }
+
+    /// Whether Redis answers now (for the start-up report).
+    async fn ping(&self) -> Result<(), StoreError> {
+        let mut connection = self.link.connection().await?;
+        let pong: Result<String, _> = redis::cmd("PING").query_async(&mut connection).await;
+        match pong {
+            Ok(_) => Ok(()),
+            Err(error) => Err(self.link.failed(&error).await),
+        }
+    }
+}
+
+/// The limits of every key, counted in Redis.
+#[derive(Debug)]
+pub struct Remote {
+    shared: Shared,
+    /// Every key, by slot, for the flush.
+    keys: Vec<Arc<Key>>,
+    /// Tokens charged in this process and not yet sent, by key slot.
+    pending: Vec<AtomicU64>,
+    /// How long an open request's lease lasts.
+    lease: Duration,
+    pub fail_open: bool,
+    /// Set while Redis fails, so the recovery is said once.
+    failing: AtomicBool,
+}
+
+impl Remote {
+    /// `keys` in slot order. Starts the flush when there is a runtime to run it; it stops
+    /// once the limiter is dropped.
+    pub fn new(
+        url: &str,
+        keys: Vec<Arc<Key>>,
+        lease: Duration,
+        fail_open: bool,
+    ) -> Result<Arc<Self>, String> {
+        let remote = Arc::new(Self {
+            shared: Shared::new(url)?,
+            pending: keys.iter().map(|_| AtomicU64::new(0)).collect(),
+            keys,
+            lease,
+            fail_open,
+            failing: AtomicBool::new(false),
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(flush_every_second(Arc::downgrade(&remote)));
+        }
+        Ok(remote)
+    }
+
+    /// Decides on a request, carrying the key's tokens not yet sent. With `Ok`, an
+    /// admitted request holding a lease holds the lease id returned.
+    pub async fn admit(&self, key: &Key) -> Result<(Levels, String), StoreError> {
+        let lease = format!("{:016x}", rand::random::<u64>());
+        let tokens = self.take(key);
+        let outcome = self.shared.admit(key, &lease, self.lease, tokens).await;
+        if outcome.is_err() {
+            self.charge(key, tokens);
+        }
+        self.observe("admit", outcome).map(|levels| (levels, lease))
+    }
+
+    /// Adds an answer's tokens to those the key's next admission (or the flush) carries.
+    pub fn charge(&self, key: &Key, tokens: u64) {
+        if let Some(pending) = self.pending.get(key.slot) {
+            pending.fetch_add(tokens, Ordering::Relaxed);
+        }
+    }
+
+    fn take(&self, key: &Key) -> u64 {
+        self.pending
+            .get(key.slot)
+            .map_or(0, |pending| pending.swap(0, Ordering::Relaxed))
+    }
+
+    /// Sends the tokens no admission has carried.
+    async fn flush(&self) {
+        for key in &self.keys {
+            let tokens = self.take(key);
+            if tokens == 0 {
+                continue;
+            }
+            let outcome = self.shared.charge(key, tokens).await;
+            if outcome.is_err() {
+                // Kept for the next try; a counter of tokens cannot grow past reason.
+                self.charge(key, tokens);
+            }
+            // A failure is counted and logged there.
+            let _ = self.observe("charge", outcome);
+        }
+    }
+
+    /// Ends an admitted request's lease.
+    pub async fn release(&self, key: &Key, lease: &str) {
+        let outcome = self.shared.release(key, lease).await;
+        // A failure is counted and logged there; the lease lapses by itself.
+        let _ = self.observe("release", outcome);
+    }
+
+    /// Says at start-up whether Redis answers.
+    pub async fn report(&self) {
+        let outcome = self.shared.ping().await;
+        if self.observe("ping", outcome).is_ok() {
+            tracing::info!(
+                "rate limits are shared through Redis at {}",
+                self.shared.link.address()
+            );
+        }
+    }
+
+    /// Counts and reports a failed Redis call (a warning per real attempt: at most one a
+    /// second while Redis is down), and says once when Redis answers again.
+    fn observe<T>(
+        &self,
+        operation: &'static str,
+        outcome: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match &outcome {
+            Ok(_) => {
+                if self.failing.swap(false, Ordering::Relaxed) {
+                    tracing::info!("Redis answers again: rate limits are enforced again");
+                }
+            }
+            Err(error) => {
+                self.failing.store(true, Ordering::Relaxed);
+                metrics::counter!("gateway_rate_limit_state_errors_total", "operation" => operation)
+                    .increment(1);
+                let consequence = if self.fail_open {
+                    "requests are admitted without rate limits (fail open)"
+                } else {
+                    "requests subject to rate limits are refused with 503 (rate_limit_fail_open = false)"
+                };
+                if matches!(error, StoreError::Waiting { .. }) {
+                    tracing::debug!("{error}; {consequence}");
+                } else {
+                    tracing::warn!("{error}; {consequence}");
+                }
+            }
+        }
+        outcome
+    }
+}
+
+async fn flush_every_second(remote: Weak<Remote>) {
+    let mut ticks = tokio::time::interval(FLUSH_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(remote) = remote.upgrade() else {
+            return;
+        };
+        remote.flush().await;
+    }
+}
+
+/// A key's Redis key; the braces keep a key's three entries in one cluster slot, which a
+/// script touching all three needs.
+fn bucket(key: &Key, part: &str) -> String {
+    format!("{PREFIX}{{{}}}:{part}", key.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue};
+    use switchboard_testkit::RedisServer;
+
+    use super::super::keys::{KeyConfig, Keyring, Presented};
+    use super::*;
+
+    #[tokio::test]
+    async fn tokens_reach_redis_with_the_next_admission_or_the_flush() {
+        let redis = RedisServer::start();
+        let config = KeyConfig {
+            name: "k".into(),
+            // SHA-256 of "k".
+            sha256: Some("8254c329a92850f6d539dd376f4816ee2764517da5e0235514af433164480d7a".into()),
+            key_env: None,
+            routes: None,
+            requests_per_minute: Some(100),
+            tokens_per_minute: Some(1000),
+            max_concurrent: None,
+        };
+        let ring = Keyring::build(&[config], &|_| None).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", HeaderValue::from_static("k"));
+        let Presented::Key(key) = ring.identify(&headers) else {
+            panic!("the key is not recognised");
+        };
+        let remote = Remote::new(
+            &redis.url,
+            ring.all().to_vec(),
+            Duration::from_secs(60),
+            true,
+        )
+        .unwrap();
+        remote.charge(key, 7);
+        let (levels, _) = remote.admit(key).await.unwrap();
+        assert!((levels.tokens - 7.0).abs() < 0.01, "{levels:?}");
+        assert!(levels.requests.abs() < 0.01, "{levels:?}");
+        // Charged once: the next admission carries nothing more.
+        remote.charge(key, 5);
+        remote.flush().await;
+        let (levels, _) = remote.admit(key).await.unwrap();
+        assert!((levels.tokens - 12.0).abs() < 0.01, "{levels:?}");
+        assert!((levels.requests - 1.0).abs() < 0.01, "{levels:?}");
+    }
+}

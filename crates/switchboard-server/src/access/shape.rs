@@ -1,0 +1,72 @@
+//! The error shape of the API a request was sent to, chosen by its path, for the errors
+//! that are answered before any endpoint runs (401, 429): Anthropic's for `/v1/messages`,
+//! OpenAI's for everything else (Chat Completions, Responses, the model list).
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::error::ApiError;
+
+/// `error` as the API at `path` writes its errors.
+pub fn error_response(path: &str, error: ApiError) -> Response {
+    let anthropic = path == "/v1/messages" || path.starts_with("/v1/messages/");
+    if !anthropic {
+        return error.into_response();
+    }
+    let kind = match error.status.as_u16() {
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        400..=499 => "invalid_request_error",
+        _ => "api_error",
+    };
+    let body = json!({"type": "error", "error": {"type": kind, "message": error.message}});
+    (error.status, Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+
+    use super::*;
+
+    async fn body(response: Response) -> serde_json::Value {
+        let bytes = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn anthropic_paths_get_anthropic_errors_and_the_rest_openai_errors() {
+        let error = ApiError {
+            status: StatusCode::FORBIDDEN,
+            message: "no".into(),
+            kind: "permission_error",
+            param: None,
+            code: Some("model_not_allowed".into()),
+        };
+        for path in ["/v1/messages", "/v1/messages/count_tokens"] {
+            let response = error_response(path, error.clone());
+            assert_eq!(response.status(), 403);
+            assert_eq!(
+                body(response).await,
+                json!({"type": "error", "error": {"type": "permission_error", "message": "no"}})
+            );
+        }
+        for path in [
+            "/v1/chat/completions",
+            "/v1/responses",
+            "/v1/messagesx",
+            "/v1/models",
+        ] {
+            let response = error_response(path, error.clone());
+            assert_eq!(response.status(), 403);
+            assert_eq!(body(response).await, error.body(), "{path}");
+        }
+    }
+}
