@@ -15,11 +15,13 @@ mod registry;
 mod rejection;
 mod sandbox;
 mod session;
+mod watch;
 
 pub use character::Character;
 pub use load::{Loaded, load_characters};
 pub use metrics::TOOL_LATENCY_BUCKETS;
 pub use options::LoadOptions;
 pub use registry::CharacterRegistry;
-pub use rejection::Rejection;
+pub use rejection::{Location, Problem, Rejection};
 pub use session::{CharacterSession, SessionError};
+pub use watch::{CharacterWatcher, WatchError};

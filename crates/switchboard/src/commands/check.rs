@@ -42,7 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!();
         println!("REJECTED {}", rejection.file.display());
         for problem in &rejection.problems {
-            println!("  - {}", problem.replace('\n', "\n    "));
+            println!("  - {}", problem.message.replace('\n', "\n    "));
         }
     }
     println!();
