@@ -5,9 +5,11 @@
 //! the request log.
 
 mod body;
+pub mod characters;
 pub mod chat;
 mod log;
 pub mod ops;
+pub mod playground;
 mod sse;
 
 /// The id the request-id middleware gave this request.

@@ -1,10 +1,13 @@
 //! `character/<name>` routes: the gateway plays the character itself, with its system
 //! prompt and its tools (the conversation loop), and streams the character's words. A
-//! client's own tools make no sense here and are refused.
+//! client's own tools make no sense here and are refused. What the character did on its
+//! own (the prompt it built, each tool call and its result) travels beside the words as
+//! [`CharacterEvent`]s, which a front-end shows only to clients that ask for them.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
 use switchboard_characters::Character;
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
 use switchboard_tools::{Content, Message};
@@ -18,6 +21,28 @@ use crate::upstream::Route;
 
 /// The route prefix that names a character.
 pub const PREFIX: &str = "character/";
+
+/// Something a character did during a turn besides speaking, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CharacterEvent {
+    /// The system prompt the character built for this turn's conversation.
+    SystemPrompt { content: String },
+    /// A complete tool call the model made, about to run.
+    ToolStarted {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// The call's result as the model reads it (an `Error: …` string when it failed).
+    ToolFinished {
+        id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+        duration_ms: f64,
+    },
+}
 
 /// Checks what a character route cannot take; returns the new user message and the history.
 pub fn split_request(request: &ChatRequest) -> Result<(String, Vec<Message>), ApiError> {
@@ -58,6 +83,9 @@ pub fn start(
                 )
             })?;
             let prompt = session.system_prompt().to_owned();
+            let _ = sender.send(Ok(Output::Character(CharacterEvent::SystemPrompt {
+                content: prompt.clone(),
+            })));
             let tools: Arc<dyn ToolExecutor> = Arc::new(session);
             let history = history
                 .into_iter()
@@ -72,18 +100,37 @@ pub fn start(
             .with_history(history);
             let events = sender.clone();
             let mut forward = move |event: TurnEvent| {
-                let event = match event {
-                    TurnEvent::Text(text) => StreamEvent::TextDelta(text),
-                    TurnEvent::Reasoning(text) => StreamEvent::ReasoningDelta(text),
+                let output = match event {
+                    TurnEvent::Text(text) => Output::Event(StreamEvent::TextDelta(text)),
+                    TurnEvent::Reasoning(text) => Output::Event(StreamEvent::ReasoningDelta(text)),
                     TurnEvent::ToolStarted {
-                        name, arguments, ..
+                        id,
+                        name,
+                        arguments,
                     } => {
                         tracing::info!(character = %character.name(), tool = %name, %arguments, "character tool call");
-                        return;
+                        Output::Character(CharacterEvent::ToolStarted {
+                            id,
+                            name,
+                            arguments,
+                        })
                     }
-                    TurnEvent::ToolFinished { .. } | TurnEvent::Round { .. } => return,
+                    TurnEvent::ToolFinished {
+                        id,
+                        name,
+                        content,
+                        is_error,
+                        latency,
+                    } => Output::Character(CharacterEvent::ToolFinished {
+                        id,
+                        name,
+                        content,
+                        is_error,
+                        duration_ms: latency.as_secs_f64() * 1000.0,
+                    }),
+                    TurnEvent::Round { .. } => return,
                 };
-                let _ = events.send(Ok(Output::Event(event)));
+                let _ = events.send(Ok(output));
             };
             let summary =
                 conversation

@@ -6,25 +6,30 @@ use axum::http::StatusCode;
 use switchboard_wire::{ChatResponse, Collector};
 
 use super::Outputs;
+use super::character::CharacterEvent;
 use super::finisher::Output;
 use super::tool_checks::ToolCallProblem;
 use crate::error::ApiError;
 
-/// A complete answer and the problems found with its tool calls.
+/// A complete answer, the problems found with its tool calls, and what a character did
+/// besides speaking.
 #[derive(Debug)]
 pub struct Answer {
     pub response: ChatResponse,
     pub problems: Vec<ToolCallProblem>,
+    pub character_events: Vec<CharacterEvent>,
 }
 
 /// Waits for the whole answer; the first error ends it.
 pub async fn collect(mut outputs: Outputs) -> Result<Answer, ApiError> {
     let mut collector = Collector::new();
     let mut problems = Vec::new();
+    let mut character_events = Vec::new();
     while let Some(output) = outputs.recv().await {
         match output? {
             Output::Event(event) => collector.push(&event),
             Output::Problems(found) => problems.extend(found),
+            Output::Character(event) => character_events.push(event),
         }
     }
     let response = collector.finish().map_err(|error| {
@@ -34,5 +39,9 @@ pub async fn collect(mut outputs: Outputs) -> Result<Answer, ApiError> {
             "backend_bad_answer",
         )
     })?;
-    Ok(Answer { response, problems })
+    Ok(Answer {
+        response,
+        problems,
+        character_events,
+    })
 }

@@ -19,7 +19,7 @@ use switchboard_wire::ChatRequest;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub use character::PREFIX as CHARACTER_PREFIX;
+pub use character::{CharacterEvent, PREFIX as CHARACTER_PREFIX};
 pub use collect::{Answer, collect};
 pub use completion::Outputs;
 pub use finisher::Output;
