@@ -279,7 +279,7 @@ function toolForm(characterId, tool) {
           );
           replace(
             result,
-            h('div', { class: 'tool-label' }, `${answer.is_error ? 'Error' : 'Result'} · ${duration(answer.duration_ms)}`),
+            h('p', { class: 'result-head' }, h('strong', {}, answer.is_error ? 'Error' : 'Result'), ` · took ${duration(answer.duration_ms)}`),
             h('pre', { class: answer.is_error ? 'tool-result failed' : 'tool-result ok' }, answer.content),
           );
         } catch (error) {

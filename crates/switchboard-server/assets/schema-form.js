@@ -57,7 +57,7 @@ function field(schema, { name, required, onInput, initial }) {
   const start = initial !== undefined ? initial : schema.default;
   const type = typeOf(schema);
   const id = `field-${++lastId}`;
-  const mark = required ? h('abbr', { class: 'required', title: 'required' }, '*') : null;
+  const mark = required ? h('abbr', { class: 'required', title: 'required', 'aria-hidden': 'true' }, '*') : null;
   const hint = schema.description ? h('small', { class: 'hint' }, schema.description) : null;
   if (type === 'object' || type === 'array') {
     const inner = type === 'object' ? objectFields(schema, onInput, start) : arrayItems(schema, onInput, start);
@@ -79,11 +79,19 @@ function field(schema, { name, required, onInput, initial }) {
           ? stringControl(id, start, onInput)
           : jsonControl(id, start, onInput);
   const kind = Array.isArray(schema.enum) ? 'one of' : (type ?? 'JSON');
+  const labelled = control.element.id === id ? control.element : control.element.querySelector(`#${id}`);
+  if (required) labelled.setAttribute('aria-required', 'true');
   return {
     element: h(
       'div',
       { class: 'field' },
-      h('label', { for: id }, h('span', { class: 'field-name' }, name), mark, h('span', { class: 'field-type' }, kind)),
+      h(
+        'label',
+        { for: id },
+        h('span', { class: 'field-name' }, name),
+        mark,
+        h('span', { class: 'field-type', 'aria-hidden': 'true' }, kind),
+      ),
       control.element,
       hint,
     ),
