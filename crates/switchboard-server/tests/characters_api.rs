@@ -411,3 +411,35 @@ async fn character_events_come_in_order_streamed_and_whole_alike_and_only_when_a
     );
     gateway.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_failure_after_the_characters_own_events_is_an_error_response_unless_they_were_shown() {
+    // The model calls the tool; the next round finds the backend gone.
+    let failing = || async {
+        let [call, _] = narrator_turn();
+        let backend = ScriptedServer::start(vec![call]).await;
+        one_route("openai", &backend.base, "").await
+    };
+    let body = streaming(request("character/narrator", "I search the desk."));
+
+    // Nothing reached this client before the failure: an ordinary error response.
+    let gateway = failing().await;
+    let error = post(&gateway, &body).await.error(502);
+    assert_eq!(error["code"], "backend_unreachable");
+    gateway.stop().await.unwrap();
+
+    // This client was shown the prompt and the call already: the error ends the stream.
+    let gateway = failing().await;
+    let shown = post_with_events(&gateway, &body).await;
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    let events: Vec<&str> = shown.text.split("\n\n").filter(|e| !e.is_empty()).collect();
+    assert!(
+        events.iter().any(|e| e.contains("\"tool_finished\"")),
+        "{}",
+        shown.text
+    );
+    let last = events.last().unwrap();
+    assert!(last.contains("\"backend_unreachable\""), "{}", shown.text);
+    assert!(!shown.text.contains("[DONE]"), "{}", shown.text);
+    gateway.stop().await.unwrap();
+}
