@@ -416,13 +416,21 @@ function fileView(file) {
   };
 }
 
+/** Views already opened, so a conversation is still there when you come back to it. */
+const views = new Map();
+
 function route() {
   const { kind, id } = selection();
-  view =
-    kind === 'character' ? characterView(id)
-    : kind === 'route' ? routeView(id)
-    : kind === 'file' ? fileView(id)
-    : null;
+  const key = `${kind}/${id}`;
+  if (!views.has(key)) {
+    const made =
+      kind === 'character' ? characterView(id)
+      : kind === 'route' ? routeView(id)
+      : kind === 'file' ? fileView(id)
+      : null;
+    if (made) views.set(key, made);
+  }
+  view = views.get(key) ?? null;
   if (view) {
     view.update?.();
     replace(els.main, view.element);

@@ -53,11 +53,12 @@ function objectFields(schema, onInput, initial) {
   };
 }
 
-function field(schema, { name, required, onInput, initial }) {
+/** One field; `item`: an array's element, always sent and so not marked as required. */
+function field(schema, { name, required, onInput, initial, item = false }) {
   const start = initial !== undefined ? initial : schema.default;
   const type = typeOf(schema);
   const id = `field-${++lastId}`;
-  const mark = required ? h('abbr', { class: 'required', title: 'required', 'aria-hidden': 'true' }, '*') : null;
+  const mark = required && !item ? h('abbr', { class: 'required', title: 'required', 'aria-hidden': 'true' }, '*') : null;
   const hint = schema.description ? h('small', { class: 'hint' }, schema.description) : null;
   if (type === 'object' || type === 'array') {
     const inner = type === 'object' ? objectFields(schema, onInput, start) : arrayItems(schema, onInput, start);
@@ -80,7 +81,7 @@ function field(schema, { name, required, onInput, initial }) {
           : jsonControl(id, start, onInput);
   const kind = Array.isArray(schema.enum) ? 'one of' : (type ?? 'JSON');
   const labelled = control.element.id === id ? control.element : control.element.querySelector(`#${id}`);
-  if (required) labelled.setAttribute('aria-required', 'true');
+  if (required && !item) labelled.setAttribute('aria-required', 'true');
   return {
     element: h(
       'div',
@@ -201,7 +202,7 @@ function arrayItems(schema, onInput, start) {
   const list = h('ol', { class: 'array-items' });
   const itemSchema = schema.items && typeof schema.items === 'object' ? schema.items : {};
   const add = (initial) => {
-    const item = field(itemSchema, { name: `item ${items.length + 1}`, required: true, onInput, initial });
+    const item = field(itemSchema, { name: `item ${items.length + 1}`, required: true, item: true, onInput, initial });
     const row = h(
       'li',
       {},

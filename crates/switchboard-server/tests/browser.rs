@@ -118,6 +118,11 @@ async fn the_playground_in_chromium() {
         characters.path().join("narrator.js"),
     )
     .unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/forms.js"),
+        characters.path().join("forms.js"),
+    )
+    .unwrap();
     let config = Config::from_toml(&format!(
         "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{}",
         characters.path().display(),
@@ -171,6 +176,7 @@ async fn the_playground_in_chromium() {
     );
     for shot in [
         "desktop-character",
+        "desktop-forms",
         "desktop-problems",
         "desktop-route",
         "phone-character",

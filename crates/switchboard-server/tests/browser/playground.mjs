@@ -132,6 +132,30 @@ await step('the tool form calls the tool with defaults and enum choices', async 
   await shot('desktop-character');
 });
 
+await step('a form is made from every kind of schema field, defaults filled in', async () => {
+  await page.getByRole('button', { name: /Forms/ }).click();
+  const form = tools().locator('form.tool-form').first();
+  await form.locator('h4', { hasText: 'configure' }).waitFor();
+  const sent = async () => JSON.parse(await form.getByLabel('Arguments sent to configure').inputValue());
+  assert.deepEqual(await sent(), { count: 3, loud: false, mode: 'slow', tags: ['a'], place: {} });
+  assert.equal(await form.locator('abbr.required').count(), 3, 'title, place and place.city are marked');
+  await form.getByRole('textbox', { name: 'title', exact: true }).fill('Hi');
+  await form.getByRole('spinbutton', { name: 'ratio', exact: true }).fill('0.5');
+  await form.getByRole('combobox', { name: 'loud', exact: true }).selectOption('true');
+  await form.getByRole('textbox', { name: 'city', exact: true }).fill('Paris');
+  await form.getByRole('button', { name: 'Add item' }).click();
+  await form.getByRole('textbox', { name: 'item 2', exact: true }).fill('b');
+  const expected = { title: 'Hi', count: 3, ratio: 0.5, loud: true, mode: 'slow', tags: ['a', 'b'], place: { city: 'Paris' } };
+  assert.deepEqual(await sent(), expected);
+  await form.getByRole('button', { name: 'Call' }).click();
+  const result = form.locator('.tool-result.ok');
+  await result.waitFor();
+  assert.deepEqual(JSON.parse(await result.innerText()), expected);
+  await shot('desktop-forms');
+  await page.getByRole('button', { name: /Narrator/ }).click();
+  await page.locator('.panel-head h2', { hasText: 'Narrator' }).waitFor();
+});
+
 await step('a saved edit to the file shows without restarting the server', async () => {
   writeFileSync(
     narratorFile,
