@@ -2,6 +2,8 @@
 //! tools without touching Switchboard's code. Each file is loaded once into a sandboxed
 //! QuickJS runtime on a thread of its own; every tool call goes through one executor that
 //! validates, dispatches, enforces a hard timeout and a memory limit, and counts the outcome.
+//! A registry holds the current set, reloads it (all of it, or the files just saved, as its
+//! directory watcher sees them) and keeps a broken file's last good version running.
 
 mod character;
 mod console;
