@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use crate::exception::{Failure, location, type_name};
 use crate::inspect::{Declaration, declared_name, inspect};
 use crate::options::LoadOptions;
-use crate::rejection::{LoadProblem, kind};
+use crate::rejection::{Location, Problem, kind};
 use crate::sandbox::{JS_STACK_BYTES, Sandbox};
 
 /// Native stack of an engine thread: QuickJS's own limit plus room for the Rust around it.
@@ -55,7 +55,7 @@ pub(crate) enum CallOutcome {
 /// are found) and the declaration or every problem.
 pub(crate) struct LoadReport {
     pub name: Option<String>,
-    pub result: Result<Declaration, Vec<LoadProblem>>,
+    pub result: Result<Declaration, Vec<Problem>>,
 }
 
 /// Where the requester's logs go. Character code runs on its own thread; carrying the
@@ -117,7 +117,7 @@ pub(crate) fn spawn(
             move || run(root, file_name, options, scope, report_tx, jobs_rx)
         });
     if let Err(error) = spawned {
-        let problem = LoadProblem::new(
+        let problem = Problem::new(
             kind::UNREADABLE,
             format!("cannot start a thread for the character: {error}"),
         );
@@ -176,7 +176,7 @@ struct Engine {
     sandbox: Sandbox,
 }
 
-type LoadFailure = (Option<String>, Vec<LoadProblem>);
+type LoadFailure = (Option<String>, Vec<Problem>);
 
 impl Engine {
     fn load(
@@ -187,7 +187,7 @@ impl Engine {
         let source = std::fs::read_to_string(root.join(file_name)).map_err(|error| {
             (
                 None,
-                vec![LoadProblem::new(
+                vec![Problem::new(
                     kind::UNREADABLE,
                     format!("cannot read the file: {error}"),
                 )],
@@ -197,7 +197,7 @@ impl Engine {
             Sandbox::new(root, options.memory_limit, file_name.to_owned()).map_err(|error| {
                 (
                     None,
-                    vec![LoadProblem::new(
+                    vec![Problem::new(
                         kind::MODULE_ERROR,
                         format!("cannot create the JavaScript runtime: {error}"),
                     )],
@@ -501,7 +501,7 @@ fn evaluate<'js>(
     let clock = &sandbox.clock;
     let failed = |failure: Failure| -> LoadFailure {
         let problem = match failure {
-            Failure::TimedOut => LoadProblem::new(
+            Failure::TimedOut => Problem::new(
                 kind::MODULE_ERROR,
                 format!(
                     "top-level code did not finish within {}ms",
@@ -509,21 +509,22 @@ fn evaluate<'js>(
                 ),
             ),
             Failure::OutOfMemory => {
-                LoadProblem::new(kind::MODULE_ERROR, "top-level code ran out of memory")
+                Problem::new(kind::MODULE_ERROR, "top-level code ran out of memory")
             }
             Failure::Threw {
                 name,
                 message,
                 stack,
-            } if name == "SyntaxError" => LoadProblem::new(
+            } if name == "SyntaxError" => Problem::new(
                 kind::SYNTAX_ERROR,
                 syntax_error(file_name, &message, &stack),
-            ),
+            )
+            .located(place(&stack)),
             Failure::Threw { message, .. }
                 if message.starts_with("Error resolving module")
                     || message.starts_with("Error loading module") =>
             {
-                LoadProblem::new(kind::MODULE_ERROR, format!("import refused: {message}"))
+                Problem::new(kind::MODULE_ERROR, format!("import refused: {message}"))
             }
             Failure::Threw {
                 name,
@@ -532,13 +533,14 @@ fn evaluate<'js>(
             } => {
                 let at = location(&stack)
                     .map(|(file, line, column)| format!(" (at {file}:{line}:{column})"));
-                LoadProblem::new(
+                Problem::new(
                     kind::MODULE_ERROR,
                     format!(
                         "loading the module failed: {name} - {message}{}",
                         at.unwrap_or_default()
                     ),
                 )
+                .located(place(&stack))
             }
         };
         (None, vec![problem])
@@ -554,7 +556,7 @@ fn evaluate<'js>(
         Err(_) => {
             return Err((
                 None,
-                vec![LoadProblem::new(
+                vec![Problem::new(
                     kind::MODULE_ERROR,
                     "top-level await waits for a promise that never settles",
                 )],
@@ -564,6 +566,11 @@ fn evaluate<'js>(
     module
         .namespace()
         .map_err(|error| failed(Failure::caught(ctx, error, clock)))
+}
+
+/// The first frame of a stack as a [`Location`].
+fn place(stack: &str) -> Option<Location> {
+    location(stack).map(|(file, line, column)| Location { file, line, column })
 }
 
 /// `syntax error at line L, column C: message`, naming the file when it is an imported one.

@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use switchboard_tools::{Profile, Toolset};
 
 use crate::exception::{Failure, type_name};
-use crate::rejection::{LoadProblem, kind};
+use crate::rejection::{Problem, kind};
 use crate::sandbox::Clock;
 
 /// The longest `TOOL_TIMEOUT_MS` a character may declare.
@@ -60,7 +60,7 @@ pub(crate) fn inspect<'js>(
     file_name: &str,
     default_timeout: Duration,
     clock: &Clock,
-) -> Result<Inspected<'js>, Vec<LoadProblem>> {
+) -> Result<Inspected<'js>, Vec<Problem>> {
     let mut problems = Vec::new();
     let export = |name: &str| -> Value<'js> {
         namespace
@@ -90,10 +90,10 @@ pub(crate) fn inspect<'js>(
     if let Some(Json::Object(fields)) = &instructions {
         for field in ["instruction_prompt", "language"] {
             if let Some(value) = fields.get(field).filter(|value| !value.is_string()) {
-                problems.push(invalid(format!(
-                    "INSTRUCTIONS.{field}: expected a string, got {}",
-                    json_type(value)
-                )));
+                problems.push(invalid(
+                    format!("INSTRUCTIONS.{field}"),
+                    &format!("expected a string, got {}", json_type(value)),
+                ));
             }
         }
     }
@@ -140,14 +140,15 @@ pub(crate) fn inspect<'js>(
     }
 }
 
-fn invalid(message: String) -> LoadProblem {
-    LoadProblem::new(kind::INVALID_EXPORT, message)
+fn invalid(path: impl Into<String>, detail: &str) -> Problem {
+    Problem::at_export(kind::INVALID_EXPORT, path, detail)
 }
 
-fn missing(export: &str, wanted: &str) -> LoadProblem {
-    LoadProblem::new(
+fn missing(export: &str, wanted: &str) -> Problem {
+    Problem::at_export(
         kind::MISSING_EXPORT,
-        format!("{export}: missing; export {wanted}"),
+        export,
+        &format!("missing; export {wanted}"),
     )
 }
 
@@ -167,21 +168,21 @@ fn warn_unknown_exports(namespace: &Object<'_>, file_name: &str) {
     }
 }
 
-fn check_name(value: &Value<'_>, problems: &mut Vec<LoadProblem>) -> Option<String> {
+fn check_name(value: &Value<'_>, problems: &mut Vec<Problem>) -> Option<String> {
     if value.is_undefined() {
         problems.push(missing("CHARACTER_NAME", "a non-empty string"));
         return None;
     }
     let Some(name) = value.as_string().and_then(|name| name.to_string().ok()) else {
-        problems.push(invalid(format!(
-            "CHARACTER_NAME: expected a string, got {}",
-            type_name(value)
-        )));
+        problems.push(invalid(
+            "CHARACTER_NAME",
+            &format!("expected a string, got {}", type_name(value)),
+        ));
         return None;
     };
     let name = name.trim().to_owned();
     if name.is_empty() {
-        problems.push(invalid("CHARACTER_NAME: must not be empty".to_owned()));
+        problems.push(invalid("CHARACTER_NAME", "must not be empty"));
         return None;
     }
     Some(name)
@@ -194,7 +195,7 @@ fn check_object<'js>(
     export: &str,
     value: &Value<'js>,
     string_fields: &[&str],
-    problems: &mut Vec<LoadProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Option<Json> {
     if value.is_undefined() {
         problems.push(missing(export, "an object"));
@@ -205,13 +206,14 @@ fn check_object<'js>(
     for field in string_fields {
         match json.get(field) {
             Some(Json::String(_)) => {}
-            Some(other) => problems.push(invalid(format!(
-                "{export}.{field}: expected a string, got {}",
-                json_type(other)
-            ))),
-            None => problems.push(invalid(format!(
-                "{export}.{field}: missing; a string is required"
-            ))),
+            Some(other) => problems.push(invalid(
+                format!("{export}.{field}"),
+                &format!("expected a string, got {}", json_type(other)),
+            )),
+            None => problems.push(invalid(
+                format!("{export}.{field}"),
+                "missing; a string is required",
+            )),
         }
     }
     (problems.len() == before).then_some(json)
@@ -223,13 +225,13 @@ fn plain_object<'js>(
     clock: &Clock,
     export: &str,
     value: &Value<'js>,
-    problems: &mut Vec<LoadProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Option<Json> {
     if !value.is_object() || value.is_array() || value.is_function() {
-        problems.push(invalid(format!(
-            "{export}: expected an object, got {}",
-            type_name(value)
-        )));
+        problems.push(invalid(
+            export,
+            &format!("expected an object, got {}", type_name(value)),
+        ));
         return None;
     }
     to_json(ctx, clock, export, value)
@@ -242,7 +244,7 @@ fn check_metadata<'js>(
     ctx: &Ctx<'js>,
     clock: &Clock,
     value: &Value<'js>,
-    problems: &mut Vec<LoadProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Option<Option<Json>> {
     if value.is_undefined() || value.is_null() {
         return Some(None);
@@ -250,16 +252,16 @@ fn check_metadata<'js>(
     let json = plain_object(ctx, clock, "METADATA", value, problems)?;
     let before = problems.len();
     if let Some(good) = json.get("good").filter(|good| !good.is_boolean()) {
-        problems.push(invalid(format!(
-            "METADATA.good: expected a boolean, got {}",
-            json_type(good)
-        )));
+        problems.push(invalid(
+            "METADATA.good",
+            &format!("expected a boolean, got {}", json_type(good)),
+        ));
     }
     if let Some(comment) = json.get("comment").filter(|comment| !comment.is_string()) {
-        problems.push(invalid(format!(
-            "METADATA.comment: expected a string, got {}",
-            json_type(comment)
-        )));
+        problems.push(invalid(
+            "METADATA.comment",
+            &format!("expected a string, got {}", json_type(comment)),
+        ));
     }
     (problems.len() == before).then_some(Some(json))
 }
@@ -270,16 +272,17 @@ fn check_tools<'js>(
     ctx: &Ctx<'js>,
     clock: &Clock,
     value: &Value<'js>,
-    problems: &mut Vec<LoadProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Option<Toolset> {
     if value.is_undefined() || value.is_null() {
         return Some(Toolset::default());
     }
     if !value.is_array() {
-        problems.push(LoadProblem::new(
+        problems.push(Problem::at_export(
             kind::TOOLS_NOT_ARRAY,
-            format!(
-                "TOOLS: expected an array of tool definitions, got {}",
+            "TOOLS",
+            &format!(
+                "expected an array of tool definitions, got {}",
                 type_name(value)
             ),
         ));
@@ -292,9 +295,10 @@ fn check_tools<'js>(
         Ok(tools) => Some(tools),
         Err(found) => {
             problems.extend(found.0.into_iter().map(|problem| {
-                LoadProblem::new(
+                Problem::at_export(
                     kind::INVALID_SCHEMA,
-                    format!("TOOLS{}: {}", problem.path, problem.message),
+                    format!("TOOLS{}", problem.path),
+                    &problem.message,
                 )
             }));
             None
@@ -305,7 +309,7 @@ fn check_tools<'js>(
 fn check_timeout(
     value: &Value<'_>,
     default: Duration,
-    problems: &mut Vec<LoadProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Option<Duration> {
     if value.is_undefined() {
         return Some(default);
@@ -320,9 +324,10 @@ fn check_timeout(
             } else {
                 type_name(value).to_owned()
             };
-            problems.push(invalid(format!(
-                "TOOL_TIMEOUT_MS: expected a whole number of milliseconds from 1 to {MAX_TOOL_TIMEOUT_MS}, got {found}"
-            )));
+            problems.push(invalid(
+                "TOOL_TIMEOUT_MS",
+                &format!("expected a whole number of milliseconds from 1 to {MAX_TOOL_TIMEOUT_MS}, got {found}"),
+            ));
             None
         }
     }
@@ -333,7 +338,7 @@ fn check_timeout(
 fn check_class<'js>(
     value: &Value<'js>,
     tools: Option<&Toolset>,
-    problems: &mut Vec<LoadProblem>,
+    problems: &mut Vec<Problem>,
 ) -> Option<Constructor<'js>> {
     if value.is_undefined() {
         problems.push(missing(
@@ -343,10 +348,10 @@ fn check_class<'js>(
         return None;
     }
     let Some(class) = value.as_constructor().cloned() else {
-        problems.push(invalid(format!(
-            "PromptGenerator: expected a class, got {}",
-            type_name(value)
-        )));
+        problems.push(invalid(
+            "PromptGenerator",
+            &format!("expected a class, got {}", type_name(value)),
+        ));
         return None;
     };
     let prototype: Option<Object<'js>> = class.get("prototype").ok();
@@ -359,18 +364,19 @@ fn check_class<'js>(
     let before = problems.len();
     if !has_method("makeSystemPrompt") {
         problems.push(invalid(
-            "PromptGenerator: has no makeSystemPrompt() method; every character needs one to give its system prompt"
-                .to_owned(),
+            "PromptGenerator",
+            "has no makeSystemPrompt() method; every character needs one to give its system prompt",
         ));
     }
     if let Some(tools) = tools.filter(|tools| !tools.is_empty())
         && !has_method("handleToolCall")
     {
         let names: Vec<&str> = tools.tools().iter().map(|tool| tool.name()).collect();
-        problems.push(LoadProblem::new(
+        problems.push(Problem::at_export(
             kind::MISSING_HANDLER,
-            format!(
-                "PromptGenerator: TOOLS declares {} but PromptGenerator has no handleToolCall(toolName, toolInput) method to implement {}",
+            "PromptGenerator",
+            &format!(
+                "TOOLS declares {} but PromptGenerator has no handleToolCall(toolName, toolInput) method to implement {}",
                 names.join(", "),
                 if names.len() == 1 { "it" } else { "them" }
             ),
@@ -384,22 +390,22 @@ fn to_json<'js>(
     clock: &Clock,
     export: &str,
     value: &Value<'js>,
-) -> Result<Json, LoadProblem> {
+) -> Result<Json, Problem> {
     let text = match ctx.json_stringify(value.clone()) {
         Ok(Some(text)) => text
             .to_string()
-            .map_err(|error| invalid(format!("{export}: {error}")))?,
-        Ok(None) => return Err(invalid(format!("{export}: cannot be represented as JSON"))),
+            .map_err(|error| invalid(export, &error.to_string()))?,
+        Ok(None) => return Err(invalid(export, "cannot be represented as JSON")),
         Err(error) => {
             let failure = Failure::caught(ctx, error, clock);
-            return Err(invalid(format!(
-                "{export}: cannot be converted to JSON: {}",
-                failure.summary()
-            )));
+            return Err(invalid(
+                export,
+                &format!("cannot be converted to JSON: {}", failure.summary()),
+            ));
         }
     };
     serde_json::from_str(&text)
-        .map_err(|error| invalid(format!("{export}: cannot be converted to JSON: {error}")))
+        .map_err(|error| invalid(export, &format!("cannot be converted to JSON: {error}")))
 }
 
 fn json_type(value: &Json) -> &'static str {

@@ -2,6 +2,8 @@
 //! tools without touching Switchboard's code. Each file is loaded once into a sandboxed
 //! QuickJS runtime on a thread of its own; every tool call goes through one executor that
 //! validates, dispatches, enforces a hard timeout and a memory limit, and counts the outcome.
+//! A registry holds the current set, reloads it (all of it, or the files just saved, as its
+//! directory watcher sees them) and keeps a broken file's last good version running.
 
 mod character;
 mod console;
@@ -15,11 +17,13 @@ mod registry;
 mod rejection;
 mod sandbox;
 mod session;
+mod watch;
 
 pub use character::Character;
 pub use load::{Loaded, load_characters};
 pub use metrics::TOOL_LATENCY_BUCKETS;
 pub use options::LoadOptions;
 pub use registry::CharacterRegistry;
-pub use rejection::Rejection;
+pub use rejection::{Location, Problem, Rejection};
 pub use session::{CharacterSession, SessionError};
+pub use watch::{CharacterWatcher, WatchError};

@@ -1,14 +1,19 @@
 //! The current set of characters, swapped atomically on reload. Readers never wait, and a
-//! conversation keeps the `Arc<Character>` it started with whatever is loaded later.
+//! conversation keeps the `Arc<Character>` it started with whatever is loaded later. A
+//! reload that finds a file broken keeps that file's last good character running and
+//! reports the problems in the log and in [`Loaded::rejections`].
 
+use std::collections::HashSet;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 
 use crate::character::Character;
-use crate::load::{Loaded, load_characters};
+use crate::load::{Change, Loaded, assemble, list, load_characters, load_files};
 use crate::options::LoadOptions;
+use crate::rejection::kind;
 
 /// The characters of one directory, reloadable.
 #[derive(Debug)]
@@ -16,6 +21,9 @@ pub struct CharacterRegistry {
     dir: PathBuf,
     options: LoadOptions,
     current: ArcSwap<Loaded>,
+    /// Held while a reload reads and swaps, so that a save and a SIGHUP at the same moment
+    /// cannot swap in sets that each miss the other's change.
+    reloading: Mutex<()>,
 }
 
 impl CharacterRegistry {
@@ -26,6 +34,7 @@ impl CharacterRegistry {
             dir: dir.to_path_buf(),
             options,
             current,
+            reloading: Mutex::new(()),
         }
     }
 
@@ -43,11 +52,97 @@ impl CharacterRegistry {
         self.current.load().get(query).cloned()
     }
 
-    /// Re-reads the directory and swaps in the new set. Blocks while the files load; call it
-    /// from a blocking context in async code.
+    /// Re-reads every file of the directory and swaps in the new set; a file that fails
+    /// keeps its last good character. Blocks while the files load; call it from a
+    /// blocking context in async code.
     pub fn reload(&self) -> Arc<Loaded> {
-        let loaded = Arc::new(load_characters(&self.dir, &self.options));
+        self.reload_where(|_, _| true)
+    }
+
+    /// Re-reads the files of the directory named like `files` (only their names count), and
+    /// every file refused because another held its name (that file may have let it go).
+    /// Named files that are gone are dropped; other files stay as they are. Blocks like
+    /// [`reload`](Self::reload).
+    pub fn reload_files(&self, files: &[PathBuf]) -> Arc<Loaded> {
+        let names: HashSet<OsString> = files
+            .iter()
+            .filter_map(|file| file.file_name().map(ToOwned::to_owned))
+            .collect();
+        self.reload_where(|file, previous| {
+            file.file_name().is_some_and(|name| names.contains(name))
+                || previous.rejection(file).is_some_and(|rejection| {
+                    rejection
+                        .problems
+                        .iter()
+                        .any(|problem| problem.kind == kind::DUPLICATE_NAME)
+                })
+        })
+    }
+
+    fn reload_where(&self, again: impl Fn(&Path, &Loaded) -> bool) -> Arc<Loaded> {
+        let _reloading = self
+            .reloading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let previous = self.current.load_full();
+        let loaded = match list(&self.dir) {
+            Ok((root, present)) => {
+                let files: Vec<PathBuf> = present
+                    .iter()
+                    .filter(|file| again(file, &previous))
+                    .cloned()
+                    .collect();
+                let (loaded, changes) = assemble(
+                    &previous,
+                    &present,
+                    load_files(&root, &files, &self.options),
+                );
+                log(&changes);
+                loaded
+            }
+            Err(rejection) => {
+                // A directory that vanished or cannot be read for a moment must not take
+                // every running character with it.
+                tracing::warn!(target: "character", "{rejection}; the characters loaded before keep running");
+                Loaded {
+                    characters: previous.characters.clone(),
+                    rejections: vec![rejection],
+                }
+            }
+        };
+        let loaded = Arc::new(loaded);
         self.current.store(Arc::clone(&loaded));
+        tracing::info!(
+            target: "character",
+            "characters: {} running, {} file(s) with problems",
+            loaded.characters.len(),
+            loaded.rejections.len()
+        );
         loaded
+    }
+}
+
+fn log(changes: &[Change]) {
+    for change in changes {
+        match change {
+            Change::Loaded { file, name } => {
+                tracing::info!(target: "character", "{}: loaded {name}", file.display());
+            }
+            Change::Removed { file } => {
+                tracing::info!(target: "character", "{}: removed", file.display());
+            }
+            Change::Rejected {
+                rejection,
+                kept: Some(name),
+            } => tracing::warn!(
+                target: "character",
+                "{rejection}\n{}: not loaded; the last good version of {name} keeps running",
+                rejection.file.display()
+            ),
+            Change::Rejected {
+                rejection,
+                kept: None,
+            } => tracing::warn!(target: "character", "{rejection}"),
+        }
     }
 }

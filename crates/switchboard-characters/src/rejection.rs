@@ -1,14 +1,17 @@
-//! Why a character file was not loaded: every reason, each naming the export it concerns, so
-//! that a developer fixes the file in one pass.
+//! Why a character file was not loaded: every reason, each naming the export it concerns
+//! (and the line and column where the engine knows them), so that a developer fixes the
+//! file in one pass, in a terminal or on the playground page.
 
 use std::fmt;
 use std::path::PathBuf;
+
+use serde::Serialize;
 
 /// A character file that was not loaded, with every reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     pub file: PathBuf,
-    pub problems: Vec<String>,
+    pub problems: Vec<Problem>,
 }
 
 impl fmt::Display for Rejection {
@@ -18,26 +21,63 @@ impl fmt::Display for Rejection {
             if index > 0 {
                 writeln!(f)?;
             }
-            write!(f, "{file}: {problem}")?;
+            write!(f, "{file}: {}", problem.message)?;
         }
         Ok(())
     }
 }
 
-/// One reason, with the label it is counted under in
-/// `character_tool_validation_errors_total{error_type}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LoadProblem {
+/// One reason a file was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The label it is counted under in `character_tool_validation_errors_total{error_type}`.
     pub kind: &'static str,
+    /// The whole sentence, as `switchboard check` prints it (it repeats the path and the
+    /// location when there are any).
     pub message: String,
+    /// The export it concerns, as a path into it: `TOOLS/0/function/name`,
+    /// `INSTRUCTIONS.language`.
+    pub path: Option<String>,
+    /// Where in the source, for problems the engine can place (syntax errors, exceptions
+    /// thrown while the module loaded).
+    #[serde(flatten)]
+    pub location: Option<Location>,
 }
 
-impl LoadProblem {
-    pub fn new(kind: &'static str, message: impl Into<String>) -> Self {
+/// A place in a file of the characters directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Location {
+    /// The file's path relative to the characters directory (an imported module's, when
+    /// the problem is there).
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl Problem {
+    pub(crate) fn new(kind: &'static str, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
+            path: None,
+            location: None,
         }
+    }
+
+    /// A problem with one export: the message is `PATH: detail`.
+    pub(crate) fn at_export(kind: &'static str, path: impl Into<String>, detail: &str) -> Self {
+        let path = path.into();
+        Self {
+            kind,
+            message: format!("{path}: {detail}"),
+            path: Some(path),
+            location: None,
+        }
+    }
+
+    pub(crate) fn located(mut self, location: Option<Location>) -> Self {
+        self.location = location;
+        self
     }
 }
 

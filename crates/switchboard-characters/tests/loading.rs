@@ -36,7 +36,11 @@ fn problems(loaded: &Loaded, file: &str) -> Vec<String> {
                 loaded.rejections
             )
         });
-    rejection.problems.clone()
+    rejection
+        .problems
+        .iter()
+        .map(|problem| problem.message.clone())
+        .collect()
 }
 
 fn assert_one_problem_containing(loaded: &Loaded, file: &str, needles: &[&str]) {
@@ -231,7 +235,11 @@ fn a_missing_directory_is_one_rejection() {
     let loaded = load_characters(&fixtures("no-such-directory"), &options());
     assert!(loaded.characters.is_empty());
     assert_eq!(loaded.rejections.len(), 1);
-    assert!(loaded.rejections[0].problems[0].starts_with("cannot read the characters directory"));
+    assert!(
+        loaded.rejections[0].problems[0]
+            .message
+            .starts_with("cannot read the characters directory")
+    );
 }
 
 #[test]

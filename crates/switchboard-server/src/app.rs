@@ -38,6 +38,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/models", get(api::ops::models))
         .route("/healthz", get(api::ops::healthz))
         .route("/metrics", get(api::ops::metrics))
+        .route("/v1/characters", get(api::characters::list))
+        .route("/v1/characters/{name}", get(api::characters::show))
+        .route("/v1/characters/{name}/tools/{tool}", post(api::characters::call_tool))
+        .route("/", get(api::playground::index))
+        .route("/playground/{name}", get(api::playground::file))
         .fallback(|| async {
             let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/models, /healthz and /metrics", None).with_code("not_found");
             ApiError { status: axum::http::StatusCode::NOT_FOUND, ..error }.into_response()

@@ -175,7 +175,11 @@ async fn a_missing_or_wrong_key_gets_401_in_the_shape_of_each_api() {
         };
         // Chat Completions and Responses speak OpenAI's shape; Messages speaks Anthropic's.
         // The check runs before routing, so it holds for endpoints this build lacks.
-        for path in ["/v1/chat/completions", "/v1/responses"] {
+        for path in [
+            "/v1/chat/completions",
+            "/v1/responses",
+            "/v1/characters/narrator/tools/log_event",
+        ] {
             let answer = send(&gateway, Method::POST, path, credential, Some(&body)).await;
             let error = answer.error(401);
             assert_eq!(error["code"], code, "{path}: {error}");
@@ -191,10 +195,18 @@ async fn a_missing_or_wrong_key_gets_401_in_the_shape_of_each_api() {
         )
         .await;
         anthropic_error(&answer, 401, "authentication_error");
-        let error = send(&gateway, Method::GET, "/v1/models", credential, None)
-            .await
-            .error(401);
-        assert_eq!(error["code"], code);
+        for path in ["/v1/models", "/v1/characters", "/v1/characters/narrator"] {
+            let error = send(&gateway, Method::GET, path, credential, None)
+                .await
+                .error(401);
+            assert_eq!(error["code"], code, "{path}");
+        }
+    }
+    // The playground's page and files hold no secret: a browser loads them, then asks the
+    // API with the key the user types in.
+    for path in ["/", "/playground/app.js"] {
+        let answer = send(&gateway, Method::GET, path, Credential::None, None).await;
+        assert_eq!(answer.status, 200, "{path}");
     }
     // Liveness stays open; both headers real clients send are accepted.
     assert_eq!(

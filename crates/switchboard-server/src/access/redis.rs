@@ -318,15 +318,17 @@ mod tests {
             true,
         )
         .unwrap();
+        // The buckets drain as time passes (1,000 tokens a minute: 0.017 a millisecond), so
+        // the levels are compared within what a slow machine's few milliseconds drain.
         remote.charge(key, 7);
         let (levels, _) = remote.admit(key).await.unwrap();
-        assert!((levels.tokens - 7.0).abs() < 0.01, "{levels:?}");
-        assert!(levels.requests.abs() < 0.01, "{levels:?}");
+        assert!((levels.tokens - 7.0).abs() < 0.5, "{levels:?}");
+        assert!(levels.requests.abs() < 0.05, "{levels:?}");
         // Charged once: the next admission carries nothing more.
         remote.charge(key, 5);
         remote.flush().await;
         let (levels, _) = remote.admit(key).await.unwrap();
-        assert!((levels.tokens - 12.0).abs() < 0.01, "{levels:?}");
-        assert!((levels.requests - 1.0).abs() < 0.01, "{levels:?}");
+        assert!((levels.tokens - 12.0).abs() < 0.5, "{levels:?}");
+        assert!((levels.requests - 1.0).abs() < 0.05, "{levels:?}");
     }
 }

@@ -5,10 +5,12 @@
 //! the request log.
 
 mod body;
+pub mod characters;
 pub mod chat;
 mod log;
 pub mod messages;
 pub mod ops;
+pub mod playground;
 pub mod responses;
 mod sse;
 

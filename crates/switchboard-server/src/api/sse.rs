@@ -40,25 +40,39 @@ pub trait Renderer: Send + 'static {
 /// `route` labels the log line.
 pub async fn stream(
     mut outputs: Outputs,
-    renderer: impl Renderer,
+    mut renderer: impl Renderer,
     error_response: impl FnOnce(ApiError) -> Response,
     route: String,
     log: RequestLog,
 ) -> Response {
     log.answering(&route, true);
-    let first = match outputs.recv().await {
-        Some(Err(error)) => {
-            let response = error_response(error);
-            log.finish(&route, response.status(), Tally::default(), true);
-            return response;
+    // Outputs that put nothing on the wire yet (problems held for the finish, events this
+    // client did not ask for) do not commit the answer: an error after them is still an
+    // ordinary error response.
+    let mut tally = Tally::default();
+    let first = loop {
+        match outputs.recv().await {
+            Some(Err(error)) => {
+                let response = error_response(error);
+                log.finish(&route, response.status(), tally, true);
+                return response;
+            }
+            Some(Ok(output)) => {
+                tally.add(&output);
+                let text = renderer.output(output);
+                if !text.is_empty() {
+                    break Some(text);
+                }
+            }
+            None => break None,
         }
-        first => first,
     };
     let state = Streaming {
-        first: Some(first),
+        first: first.is_none().then_some(None),
+        pending: first,
         outputs,
         renderer,
-        tally: Tally::default(),
+        tally,
         log: Some((log, route)),
     };
     let body = stream::unfold(state, |mut state| async move {
@@ -76,8 +90,10 @@ pub async fn stream(
 }
 
 struct Streaming<R> {
-    /// The output read before the response was sent (`Some(None)`: the answer was empty).
+    /// `Some(None)` when the answer ended before the response was sent.
     first: Option<Option<Result<Output, ApiError>>>,
+    /// Text rendered before the response was sent, to send first.
+    pending: Option<String>,
     outputs: Outputs,
     renderer: R,
     tally: Tally,
@@ -90,6 +106,9 @@ impl<R: Renderer> Streaming<R> {
     async fn next_bytes(&mut self) -> Option<Bytes> {
         loop {
             self.log.as_ref()?;
+            if let Some(text) = self.pending.take() {
+                return Some(Bytes::from(text));
+            }
             let output = match self.first.take() {
                 Some(output) => output,
                 // An output already waiting needs no keep-alive timer: a busy stream arms

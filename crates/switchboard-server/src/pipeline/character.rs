@@ -2,10 +2,13 @@
 //! prompt and its tools (the conversation loop), and streams the character's words. A
 //! client's own tools make no sense here and are refused. The client's `max_tokens`, under
 //! the gateway's `character_max_tokens`, bounds the whole turn with its tool rounds: the
-//! client asked for one reply, however many requests it takes.
+//! client asked for one reply, however many requests it takes. What the character did on
+//! its own (the prompt it built, each tool call and its result) travels beside the words as
+//! [`CharacterEvent`]s, which a front-end shows only to clients that ask for them.
 
 use std::sync::Arc;
 
+use serde::Serialize;
 use switchboard_characters::Character;
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
 use switchboard_tools::{Content, Message};
@@ -28,6 +31,28 @@ pub fn id(character: &Character) -> Option<String> {
         .file()
         .file_stem()
         .map(|stem| format!("{PREFIX}{}", stem.to_string_lossy()))
+}
+
+/// Something a character did during a turn besides speaking, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CharacterEvent {
+    /// The system prompt the character built for this turn's conversation.
+    SystemPrompt { content: String },
+    /// A complete tool call the model made, about to run.
+    ToolStarted {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// The call's result as the model reads it (an `Error: …` string when it failed).
+    ToolFinished {
+        id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+        duration_ms: f64,
+    },
 }
 
 /// Checks what a character route cannot take; returns the new user message and the history.
@@ -84,6 +109,9 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
                 )
             })?;
             let prompt = session.system_prompt().to_owned();
+            let _ = sender.send(Ok(Output::Character(CharacterEvent::SystemPrompt {
+                content: prompt.clone(),
+            })));
             let tools: Arc<dyn ToolExecutor> = Arc::new(session);
             let history = history
                 .into_iter()
@@ -102,18 +130,37 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
             .with_history(history);
             let events = sender.clone();
             let mut forward = move |event: TurnEvent| {
-                let event = match event {
-                    TurnEvent::Text(text) => StreamEvent::TextDelta(text),
-                    TurnEvent::Reasoning(text) => StreamEvent::ReasoningDelta(text),
+                let output = match event {
+                    TurnEvent::Text(text) => Output::Event(StreamEvent::TextDelta(text)),
+                    TurnEvent::Reasoning(text) => Output::Event(StreamEvent::ReasoningDelta(text)),
                     TurnEvent::ToolStarted {
-                        name, arguments, ..
+                        id,
+                        name,
+                        arguments,
                     } => {
                         tracing::info!(character = %character.name(), tool = %name, %arguments, "character tool call");
-                        return;
+                        Output::Character(CharacterEvent::ToolStarted {
+                            id,
+                            name,
+                            arguments,
+                        })
                     }
-                    TurnEvent::ToolFinished { .. } | TurnEvent::Round { .. } => return,
+                    TurnEvent::ToolFinished {
+                        id,
+                        name,
+                        content,
+                        is_error,
+                        latency,
+                    } => Output::Character(CharacterEvent::ToolFinished {
+                        id,
+                        name,
+                        content,
+                        is_error,
+                        duration_ms: latency.as_secs_f64() * 1000.0,
+                    }),
+                    TurnEvent::Round { .. } => return,
                 };
-                let _ = events.send(Ok(Output::Event(event)));
+                let _ = events.send(Ok(output));
             };
             let summary =
                 conversation

@@ -6,15 +6,18 @@ use axum::http::StatusCode;
 use switchboard_wire::{ChatResponse, Collector};
 
 use super::Outputs;
+use super::character::CharacterEvent;
 use super::finisher::Output;
 use super::tool_checks::ToolCallProblem;
 use crate::error::ApiError;
 
-/// A complete answer and the problems found with its tool calls.
+/// A complete answer, the problems found with its tool calls, and what a character did
+/// besides speaking.
 #[derive(Debug)]
 pub struct Answer {
     pub response: ChatResponse,
     pub problems: Vec<ToolCallProblem>,
+    pub character_events: Vec<CharacterEvent>,
 }
 
 /// Waits for the whole answer; the first error ends it.
@@ -30,12 +33,14 @@ pub async fn collect_with(
 ) -> Result<Answer, ApiError> {
     let mut collector = Collector::new();
     let mut problems = Vec::new();
+    let mut character_events = Vec::new();
     while let Some(output) = outputs.recv().await {
         let output = output?;
         observe(&output);
         match output {
             Output::Event(event) => collector.push(&event),
             Output::Problems(found) => problems.extend(found),
+            Output::Character(event) => character_events.push(event),
         }
     }
     let response = collector.finish().map_err(|error| {
@@ -45,5 +50,9 @@ pub async fn collect_with(
             "backend_bad_answer",
         )
     })?;
-    Ok(Answer { response, problems })
+    Ok(Answer {
+        response,
+        problems,
+        character_events,
+    })
 }

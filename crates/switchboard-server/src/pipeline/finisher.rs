@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use switchboard_tools::{ToolCall, Toolset};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
+use super::character::CharacterEvent;
 use super::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
 use crate::config::ToolCallPolicy;
 use crate::error::ApiError;
@@ -24,6 +25,9 @@ pub enum Output {
     Event(StreamEvent),
     /// Problems with the model's calls; sent just before the finish.
     Problems(Vec<ToolCallProblem>),
+    /// What a character did besides speaking (its prompt, its own tool calls); front-ends
+    /// show it only to clients that ask.
+    Character(CharacterEvent),
 }
 
 /// A call on its way through.
@@ -378,7 +382,7 @@ mod tests {
                 Output::Problems(found) => {
                     Some(found.iter().map(|problem| (problem.index, problem.code)))
                 }
-                Output::Event(_) => None,
+                Output::Event(_) | Output::Character(_) => None,
             })
             .flatten()
             .collect()

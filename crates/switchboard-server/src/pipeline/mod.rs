@@ -25,7 +25,7 @@ use crate::ids::CallIdShape;
 use crate::state::AppState;
 use crate::upstream::Route;
 
-pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
+pub use character::{CharacterEvent, PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
 pub use completion::Outputs;
 pub use count::{count_tokens, estimate_tokens};

@@ -51,7 +51,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         println!();
         println!("REJECTED {}", rejection.file.display());
         for problem in &rejection.problems {
-            println!("  - {}", problem.replace('\n', "\n    "));
+            println!("  - {}", problem.message.replace('\n', "\n    "));
         }
     }
     println!();

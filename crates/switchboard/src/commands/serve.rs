@@ -53,6 +53,14 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         report_startup(&config, &state).await;
         Arc::clone(&state.health).watch(Duration::from_secs(30));
         reload_on_hangup(Arc::clone(&state.characters));
+        // Kept for as long as the server runs: dropping it stops the watch.
+        let _watching = match state.characters.watch() {
+            Ok(watcher) => Some(watcher),
+            Err(error) => {
+                tracing::warn!("{error}; saved characters reload only on SIGHUP");
+                None
+            }
+        };
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -95,8 +103,8 @@ fn load_config(args: &Args, characters: &CharactersDir) -> anyhow::Result<Config
     Ok(config)
 }
 
-/// `kill -HUP` re-reads the characters directory; conversations already running keep the
-/// character they started with.
+/// `kill -HUP` re-reads every file of the characters directory (the registry logs what
+/// changed); conversations already running keep the character they started with.
 fn reload_on_hangup(characters: Arc<switchboard_characters::CharacterRegistry>) {
     #[cfg(unix)]
     tokio::spawn(async move {
@@ -108,18 +116,8 @@ fn reload_on_hangup(characters: Arc<switchboard_characters::CharacterRegistry>) 
         };
         while hangups.recv().await.is_some() {
             let registry = Arc::clone(&characters);
-            match tokio::task::spawn_blocking(move || registry.reload()).await {
-                Ok(loaded) => {
-                    tracing::info!(
-                        "characters reloaded: {} loaded, {} rejected",
-                        loaded.characters.len(),
-                        loaded.rejections.len()
-                    );
-                    for rejection in &loaded.rejections {
-                        tracing::warn!("{rejection}");
-                    }
-                }
-                Err(error) => tracing::error!("reloading characters failed: {error}"),
+            if let Err(error) = tokio::task::spawn_blocking(move || registry.reload()).await {
+                tracing::error!("reloading characters failed: {error}");
             }
         }
     });

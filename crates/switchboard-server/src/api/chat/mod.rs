@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Extension, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
 
@@ -22,7 +23,7 @@ use crate::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
 use crate::pipeline::{self, GatewayRequest, collect};
 use crate::state::AppState;
-use render::{ChunkRenderer, Presentation, completion_body};
+use render::{CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, completion_body};
 use validate::check_request;
 
 /// `POST /v1/chat/completions`
@@ -30,10 +31,14 @@ pub async fn handle(
     State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Body,
 ) -> Response {
     let log = RequestLog::new(request_id, "chat_completions").with_caller(&caller);
-    let (request, presentation, stream) = match parse(&state, body).await {
+    let character_events = headers
+        .get(CHARACTER_EVENTS_HEADER)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+    let (request, presentation, stream) = match parse(&state, body, character_events).await {
         Ok(parsed) => parsed,
         Err(error) => return fail(&log, "-", error),
     };
@@ -79,6 +84,7 @@ fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
 async fn parse(
     state: &AppState,
     body: Body,
+    character_events: bool,
 ) -> Result<(GatewayRequest, Presentation, bool), ApiError> {
     let value = read_json(body, state.max_body_bytes).await?;
     let checked = check_request(&value)?;
@@ -97,6 +103,7 @@ async fn parse(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs()),
         include_usage: checked.include_usage,
+        character_events,
     };
     Ok((
         GatewayRequest {

@@ -1,6 +1,9 @@
 //! An answer in Chat Completions' shapes: SSE `chat.completion.chunk`s ending in
 //! `data: [DONE]`, or one `chat.completion` body. Problems with the model's tool calls ride
 //! on the choice as `tool_call_errors` (in a stream: on the chunk with the finish reason).
+//! A client that sends [`CHARACTER_EVENTS_HEADER`] also gets what a character did besides
+//! speaking: a chunk with no choices and a `character_event` per event in a stream,
+//! `character_events` on a whole answer.
 
 use serde_json::{Value, json};
 use switchboard_wire::StreamEvent;
@@ -9,7 +12,7 @@ use switchboard_wire::openai::{ChunkEncoder, DONE, completion};
 use crate::api::sse::Renderer;
 use crate::error::ApiError;
 use crate::pipeline::tool_checks::ToolCallProblem;
-use crate::pipeline::{Answer, Output};
+use crate::pipeline::{Answer, CharacterEvent, Output};
 
 /// How the answer is presented.
 #[derive(Debug, Clone)]
@@ -19,7 +22,12 @@ pub struct Presentation {
     pub model: String,
     pub created: u64,
     pub include_usage: bool,
+    /// Whether the client asked for [`CharacterEvent`]s.
+    pub character_events: bool,
 }
+
+/// The request header (`true`) that asks for a character's events.
+pub const CHARACTER_EVENTS_HEADER: &str = "x-switchboard-character-events";
 
 /// The whole answer as one `chat.completion` body.
 pub fn completion_body(answer: &Answer, presentation: &Presentation) -> Value {
@@ -34,6 +42,10 @@ pub fn completion_body(answer: &Answer, presentation: &Presentation) -> Value {
     .unwrap_or(Value::Null);
     body["usage"] = json!({"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens, "total_tokens": usage.total_tokens});
     attach_problems(&mut body["choices"][0], &answer.problems);
+    if presentation.character_events && !answer.character_events.is_empty() {
+        body["character_events"] =
+            serde_json::to_value(&answer.character_events).unwrap_or(Value::Null);
+    }
     body
 }
 
@@ -54,15 +66,32 @@ pub struct ChunkRenderer {
     encoder: ChunkEncoder,
     include_usage: bool,
     problems: Vec<ToolCallProblem>,
+    /// Kept to frame character events; `None` when the client did not ask for them.
+    character_events: Option<Presentation>,
 }
 
 impl ChunkRenderer {
     pub fn new(presentation: Presentation) -> Self {
         Self {
-            encoder: ChunkEncoder::new(presentation.id, presentation.model, presentation.created),
+            encoder: ChunkEncoder::new(
+                presentation.id.clone(),
+                presentation.model.clone(),
+                presentation.created,
+            ),
             include_usage: presentation.include_usage,
             problems: Vec::new(),
+            character_events: presentation.character_events.then_some(presentation),
         }
+    }
+
+    fn character_event(&self, event: &CharacterEvent) -> String {
+        let Some(presentation) = &self.character_events else {
+            return String::new();
+        };
+        let chunk = json!({"id": presentation.id, "object": "chat.completion.chunk",
+            "created": presentation.created, "model": presentation.model, "choices": [],
+            "character_event": event});
+        format!("data: {chunk}\n\n")
     }
 }
 
@@ -73,6 +102,7 @@ impl Renderer for ChunkRenderer {
                 self.problems.extend(found);
                 return String::new();
             }
+            Output::Character(event) => return self.character_event(&event),
             Output::Event(event) => event,
         };
         match &event {

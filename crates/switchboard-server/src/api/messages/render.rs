@@ -59,12 +59,17 @@ impl EventRenderer {
 
 impl Renderer for EventRenderer {
     fn output(&mut self, output: Output) -> String {
+        // Messages has no place for what a character did on its own.
+        if let Output::Character(_) = output {
+            return String::new();
+        }
         // The first output always opens the message, whatever it is: clients fall back to
         // a non-streaming retry when the stream does not begin with `message_start`.
         let mut payloads = self.encoder.start();
         match output {
             Output::Problems(found) => self.problems.extend(found),
             Output::Event(event) => payloads.extend(self.encoder.event(&event)),
+            Output::Character(_) => {}
         }
         sse(&payloads, &self.problems)
     }

@@ -46,6 +46,10 @@ impl ResponseRenderer {
     /// Takes one output; returns its SSE text when `render` (a stream), else only folds it
     /// into the response (a whole answer).
     pub fn take(&mut self, output: Output, render: bool) -> String {
+        // The Responses API has no place for what a character did on its own.
+        if let Output::Character(_) = output {
+            return String::new();
+        }
         // The opening events go first and are dropped before the response grows, so that
         // the response they share is never copied.
         let opening = self.encoder.start();
@@ -57,6 +61,7 @@ impl ResponseRenderer {
                 return text;
             }
             Output::Event(event) => self.encoder.event(&event),
+            Output::Character(_) => Vec::new(),
         };
         if render {
             text.push_str(&sse(&events));

@@ -1,0 +1,216 @@
+//! The characters API (what the playground page reads, and any other tool may):
+//! `GET /v1/characters` lists every running character with its tools and the problems of its
+//! file, and the files that failed with theirs; `GET /v1/characters/{name}` adds the system
+//! prompt a new conversation gets; `POST /v1/characters/{name}/tools/{tool}` runs one tool
+//! on a fresh conversation through exactly the path a conversation's calls take (the same
+//! one `switchboard call` uses): validation, sandbox, timeout, truncation.
+
+use std::path::Path as FilePath;
+use std::time::Instant;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use switchboard_characters::{Character, Loaded, Rejection};
+use switchboard_tools::ToolCall;
+
+use super::RequestId;
+use super::body::read_json;
+use super::log::{RequestLog, Tally};
+use crate::access::{self, Caller};
+use crate::error::ApiError;
+use crate::pipeline::{CHARACTER_PREFIX, character_id};
+use crate::state::AppState;
+
+/// `GET /v1/characters`
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Json<Value> {
+    let loaded = state.characters.current();
+    let characters: Vec<Value> = loaded
+        .characters
+        .iter()
+        .filter(|character| character_id(character).is_some_and(|id| caller.may_use(&id)))
+        .map(|character| describe(character, &loaded))
+        .collect();
+    let running = |rejection: &&Rejection| {
+        loaded
+            .characters
+            .iter()
+            .any(|character| character.file() == rejection.file)
+    };
+    let rejected: Vec<Value> = loaded
+        .rejections
+        .iter()
+        .filter(|rejection| !running(rejection))
+        .map(
+            |rejection| json!({"file": file_name(&rejection.file), "problems": rejection.problems}),
+        )
+        .collect();
+    Json(json!({"characters": characters, "rejected": rejected}))
+}
+
+/// `GET /v1/characters/{name}`: the character and the system prompt a new conversation gets
+/// now (made by the character's own code; `system_prompt_error` says why when it failed).
+pub async fn show(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Response {
+    let loaded = state.characters.current();
+    let Some(character) = loaded.get(&name).cloned() else {
+        return not_found(&name, &loaded).into_response();
+    };
+    if let Err(error) = access::authorize(&state, &caller, &format!("{CHARACTER_PREFIX}{name}")) {
+        return error.into_response();
+    }
+    let mut body = describe(&character, &loaded);
+    match character.start_conversation().await {
+        Ok(session) => body["system_prompt"] = json!(session.system_prompt()),
+        Err(error) => body["system_prompt_error"] = json!(error.to_string()),
+    }
+    Json(body).into_response()
+}
+
+/// `POST /v1/characters/{name}/tools/{tool}` with `{"arguments": …}`: an object, or the raw
+/// text a model would write (to try malformed arguments); absent means none. The answer is
+/// what the model would read, `Error: …` strings included (those are answers, not failures).
+pub async fn call_tool(
+    State(state): State<AppState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    Extension(caller): Extension<Caller>,
+    Path((name, tool)): Path<(String, String)>,
+    body: Body,
+) -> Response {
+    let log = RequestLog::new(request_id, "character_tool").with_caller(&caller);
+    let loaded = state.characters.current();
+    let Some(character) = loaded.get(&name).cloned() else {
+        return fail(&log, "-", not_found(&name, &loaded));
+    };
+    if let Err(error) = access::authorize(&state, &caller, &format!("{CHARACTER_PREFIX}{name}")) {
+        return fail(&log, "-", error);
+    }
+    let route = format!("{CHARACTER_PREFIX}{}", character.name());
+    let arguments = match read_json(body, state.max_body_bytes)
+        .await
+        .and_then(|body| arguments(&body))
+    {
+        Ok(arguments) => arguments,
+        Err(error) => return fail(&log, &route, error),
+    };
+    let session = match character.start_conversation().await {
+        Ok(session) => session,
+        Err(error) => {
+            let error = ApiError::upstream(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                error.to_string(),
+                "character_failed",
+            );
+            return fail(&log, &route, error);
+        }
+    };
+    let call = ToolCall {
+        id: "call_playground".to_owned(),
+        name: tool.clone(),
+        arguments,
+    };
+    let started = Instant::now();
+    let result = session.call_tool(&call).await;
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    log.finish(&route, StatusCode::OK, Tally::default(), false);
+    Json(
+        json!({"tool": tool, "content": result.content, "is_error": result.is_error,
+        "duration_ms": duration_ms}),
+    )
+    .into_response()
+}
+
+/// The call's arguments as the model would have written them.
+fn arguments(body: &Value) -> Result<String, ApiError> {
+    let Value::Object(body) = body else {
+        return Err(ApiError::invalid_request(
+            "the request body must be a JSON object: {\"arguments\": {…}}",
+            None,
+        ));
+    };
+    match body.get("arguments") {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(raw)) => Ok(raw.clone()),
+        Some(object @ Value::Object(_)) => Ok(object.to_string()),
+        Some(_) => Err(ApiError::invalid_request(
+            "arguments: expected an object, or the raw text a model would write as a string",
+            Some("arguments".into()),
+        )),
+    }
+}
+
+fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
+    log.finish(route, error.status, Tally::default(), false);
+    error.into_response()
+}
+
+/// A character as the API shows it; `problems` are those of its file's last load when that
+/// failed (this is then the last good version, still serving).
+fn describe(character: &Character, loaded: &Loaded) -> Value {
+    let id = character
+        .file()
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let problems = loaded
+        .rejection(character.file())
+        .map(|rejection| rejection.problems.as_slice())
+        .unwrap_or_default();
+    let tools: Vec<_> = character.tools().definitions().collect();
+    json!({
+        "id": id,
+        "name": character.name(),
+        "model": format!("{CHARACTER_PREFIX}{id}"),
+        "file": file_name(character.file()),
+        "listed": character.is_listed(),
+        "voice_source": character.voice_source(),
+        "instructions": character.instructions(),
+        "metadata": character.metadata(),
+        "tool_timeout_ms": character.tool_timeout().as_millis() as u64,
+        "tools": tools,
+        "problems": problems,
+    })
+}
+
+fn file_name(file: &FilePath) -> String {
+    file.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// 404 naming what is loaded, and why a file of that name is not, when one failed.
+fn not_found(name: &str, loaded: &Loaded) -> ApiError {
+    let failed = loaded.rejections.iter().find(|rejection| {
+        rejection
+            .file
+            .file_stem()
+            .is_some_and(|stem| stem.to_string_lossy().eq_ignore_ascii_case(name))
+    });
+    let message = match failed {
+        Some(rejection) => format!(
+            "character \"{name}\" did not load ({} problem(s), first: {}); GET /v1/characters lists them",
+            rejection.problems.len(),
+            rejection
+                .problems
+                .first()
+                .map_or("", |problem| problem.message.as_str())
+        ),
+        None => format!("no character named \"{name}\" is loaded; GET /v1/characters lists them"),
+    };
+    ApiError {
+        status: StatusCode::NOT_FOUND,
+        message,
+        kind: "invalid_request_error",
+        param: None,
+        code: Some("character_not_found".into()),
+    }
+}
