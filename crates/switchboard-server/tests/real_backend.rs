@@ -5,7 +5,8 @@
 //! never the model's wording; at temperature 0, with the server's fixed seed, one slot and no
 //! prompt cache, a request gets the same answer every run, so streamed and whole answers are
 //! compared exactly. Without the server these tests print SKIP and pass, and fail under
-//! `SWITCHBOARD_REQUIRE_REAL_BACKEND=1` (CI).
+//! `SWITCHBOARD_REQUIRE_REAL_BACKEND=1` (CI). Chat Completions, Messages and Responses are
+//! each asked here: every API the gateway serves meets the real server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -417,4 +418,124 @@ async fn fifty_streamed_and_fifty_whole_requests_back_to_back_all_succeed() {
         failures.join("\n")
     );
     gateway.stop().await.unwrap();
+}
+
+/// `few_shot` in Anthropic's Messages shape: `tool_use` blocks and `tool_result` turns.
+fn few_shot_messages(shots: usize, ask: &str) -> Vec<Value> {
+    let mut messages = Vec::new();
+    for (index, city) in ["Paris", "Berlin", "Rome", "Oslo"]
+        .iter()
+        .take(shots)
+        .enumerate()
+    {
+        let id = format!("toolu_{index}");
+        messages.push(json!({"role": "user", "content": format!("Weather in {city}?")}));
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": "get_weather", "input": {"city": city}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": "18 C"}]}));
+    }
+    messages.push(json!({"role": "user", "content": format!("Weather in {ask}?")}));
+    messages
+}
+
+/// `few_shot` as Responses input items: `function_call` and `function_call_output`.
+fn few_shot_items(shots: usize, ask: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    for (index, city) in ["Paris", "Berlin", "Rome", "Oslo"]
+        .iter()
+        .take(shots)
+        .enumerate()
+    {
+        let id = format!("call_{index}");
+        items.push(
+            json!({"type": "message", "role": "user", "content": format!("Weather in {city}?")}),
+        );
+        items.push(
+            json!({"type": "function_call", "call_id": id, "name": "get_weather",
+            "arguments": json!({"city": city}).to_string()}),
+        );
+        items.push(json!({"type": "function_call_output", "call_id": id, "output": "18 C"}));
+    }
+    items.push(json!({"type": "message", "role": "user", "content": format!("Weather in {ask}?")}));
+    items
+}
+
+#[tokio::test]
+async fn the_messages_api_streamed_and_whole_give_one_tool_call_on_every_route_kind() {
+    use common::messages::*;
+    let Some((gateway, _)) = tapped().await else {
+        return;
+    };
+    for model in ["native", "hermes"] {
+        let body = json!({"model": model, "max_tokens": 60, "temperature": 0,
+            "messages": few_shot_messages(4, "Tokyo"),
+            "tools": [{"name": "get_weather", "description": "Current weather in a city",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]});
+        let whole = post_messages(&gateway, &body).await;
+        assert_eq!(whole.status, 200, "{model}: {}", whole.text);
+        let whole = without_message_ids(whole.json());
+        let streamed = post_messages_stream(&gateway, &body).await;
+        assert_eq!(streamed.status, 200, "{model}: {}", streamed.text);
+        assert_eq!(
+            without_message_ids(streamed.message),
+            whole,
+            "{model}: streamed and whole differ"
+        );
+        assert_eq!(whole["stop_reason"], "tool_use", "{model}: {whole}");
+        let call = whole["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|block| block["type"] == "tool_use")
+            .unwrap_or_else(|| panic!("{model}: no tool_use block: {whole}"));
+        assert_eq!(call["name"], "get_weather", "{model}: {whole}");
+        assert!(
+            call["input"]["city"]
+                .as_str()
+                .is_some_and(|city| !city.is_empty()),
+            "{model}: {whole}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_responses_api_streamed_and_whole_give_one_function_call_on_every_route_kind() {
+    use common::responses::*;
+    let Some((gateway, _)) = tapped().await else {
+        return;
+    };
+    for model in ["native", "hermes"] {
+        let body = json!({"model": model, "max_output_tokens": 60, "temperature": 0, "store": false,
+            "input": few_shot_items(4, "Tokyo"),
+            "tools": [{"type": "function", "name": "get_weather", "description": "Current weather in a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]});
+        let whole = post_to(&gateway, "/v1/responses", &body).await;
+        assert_eq!(whole.status, 200, "{model}: {}", whole.text);
+        let whole = whole.json();
+        let mut streaming = body.clone();
+        streaming["stream"] = json!(true);
+        let streamed = post_to(&gateway, "/v1/responses", &streaming).await;
+        assert_eq!(streamed.status, 200, "{model}: {}", streamed.text);
+        assert_eq!(
+            comparable(replay(&events(&streamed.text))),
+            comparable(whole.clone()),
+            "{model}: streamed and whole differ"
+        );
+        assert_eq!(whole["status"], "completed", "{model}: {whole}");
+        let call = whole["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["type"] == "function_call")
+            .unwrap_or_else(|| panic!("{model}: no function_call: {whole}"));
+        assert_eq!(call["name"], "get_weather", "{model}: {whole}");
+        let arguments: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+        assert!(
+            arguments["city"]
+                .as_str()
+                .is_some_and(|city| !city.is_empty()),
+            "{model}: {whole}"
+        );
+    }
 }

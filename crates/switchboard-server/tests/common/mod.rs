@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod messages;
+pub mod responses;
 
 use std::collections::BTreeMap;
 use std::io::Write;
