@@ -1,7 +1,8 @@
 //! Target `gateway`: request bodies through the gateway's real entry point, the axum router,
 //! driven in-process (no socket). Its routes point at a closed port, so a request that passes
 //! validation fails fast at the backend with a 502. Whatever the body, the answer must never
-//! be a 500, an error must be in OpenAI's shape, and a streamed answer must end cleanly.
+//! be a 500, an error must be in the shape of its API (OpenAI's, or Anthropic's for
+//! Messages), and a streamed answer must end cleanly.
 //!
 //! Input: an endpoint (index into [`ENDPOINTS`]), then the body.
 
@@ -18,7 +19,12 @@ use tower::ServiceExt;
 use crate::{Finding, repo};
 
 /// The endpoints that take a request body, in input order: a new API is one more line.
-pub const ENDPOINTS: &[&str] = &["/v1/chat/completions"];
+pub const ENDPOINTS: &[&str] = &[
+    "/v1/chat/completions",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/v1/responses",
+];
 
 /// More than any answer to a bounded request can hold; past it the answer is a finding.
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
@@ -110,11 +116,12 @@ pub(crate) fn check(data: &[u8]) -> Result<(), Finding> {
             format!("a task panicked while the gateway answered {status}"),
         ));
     }
-    judge(status, &answer).map_err(|problem| Finding::broken(format!("POST {path}"), problem))
+    judge(path, status, &answer).map_err(|problem| Finding::broken(format!("POST {path}"), problem))
 }
 
-/// What any answer must be: never a 500, and an error in OpenAI's shape.
-fn judge(status: StatusCode, answer: &[u8]) -> Result<(), String> {
+/// What any answer must be: never a 500, and an error in the shape of the endpoint's API
+/// (Anthropic's for the Messages endpoints, OpenAI's for the rest).
+fn judge(path: &str, status: StatusCode, answer: &[u8]) -> Result<(), String> {
     let text = || String::from_utf8_lossy(answer);
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         return Err(format!("answered 500: {}", text()));
@@ -123,9 +130,18 @@ fn judge(status: StatusCode, answer: &[u8]) -> Result<(), String> {
         let body: Value = serde_json::from_slice(answer)
             .map_err(|_| format!("the {status} answer is not JSON: {}", text()))?;
         let message = body["error"]["message"].as_str().unwrap_or_default();
-        if message.is_empty() || !body["error"]["type"].is_string() {
+        let anthropic = path.starts_with("/v1/messages");
+        let shaped = !message.is_empty()
+            && body["error"]["type"].is_string()
+            && (!anthropic || body["type"] == "error");
+        if !shaped {
+            let api = if anthropic {
+                "an Anthropic"
+            } else {
+                "an OpenAI"
+            };
             return Err(format!(
-                "the {status} answer is not an OpenAI error: {}",
+                "the {status} answer is not {api} error: {}",
                 text()
             ));
         }
@@ -196,9 +212,55 @@ pub(crate) fn seeds() -> std::io::Result<Vec<Vec<u8>>> {
     bodies.push(repo::read(
         "crates/switchboard/tests/fixtures/not-json.txt",
     )?);
-    Ok((0..ENDPOINTS.len())
+    let mut inputs: Vec<Vec<u8>> = (0..ENDPOINTS.len())
         .flat_map(|endpoint| bodies.iter().map(move |body| input(endpoint, body)))
-        .collect())
+        .collect();
+    for (endpoint, body) in api_seeds() {
+        let endpoint = ENDPOINTS
+            .iter()
+            .position(|path| *path == endpoint)
+            .unwrap_or_default();
+        inputs.push(input(endpoint, body.to_string().as_bytes()));
+    }
+    Ok(inputs)
+}
+
+/// Requests in the Messages and Responses APIs' own shapes, with a tool call answered, to
+/// each kind of model, streamed and not.
+fn api_seeds() -> Vec<(&'static str, Value)> {
+    let schema =
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let mut seeds = Vec::new();
+    for model in ["qwen", "prompted", "character/narrator"] {
+        for stream in [false, true] {
+            let messages = json!({
+                "model": model, "max_tokens": 64, "stream": stream, "system": "Be brief.",
+                "messages": [
+                    {"role": "user", "content": "Weather in Paris?"},
+                    {"role": "assistant", "content": [{"type": "thinking", "thinking": "A call.", "signature": "c2ln"},
+                        {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18 C"}]}
+                ],
+                "tools": [{"name": "get_weather", "description": "Weather", "input_schema": schema},
+                    {"type": "web_search_20250305", "name": "web_search"}],
+                "tool_choice": {"type": "auto"}
+            });
+            seeds.push(("/v1/messages", messages.clone()));
+            seeds.push(("/v1/messages/count_tokens", messages));
+            seeds.push(("/v1/responses", json!({
+                "model": model, "stream": stream, "store": false, "instructions": "Be brief.",
+                "input": [
+                    {"type": "message", "role": "user", "content": "Weather in Paris?"},
+                    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+                    {"type": "function_call_output", "call_id": "call_1", "output": "18 C"}
+                ],
+                "tools": [{"type": "function", "name": "get_weather", "parameters": schema},
+                    {"type": "custom", "name": "apply_patch"}, {"type": "web_search"}],
+                "tool_choice": "auto"
+            })));
+        }
+    }
+    seeds
 }
 
 /// A conversation where the assistant made `calls` and each was answered, with every
@@ -241,11 +303,20 @@ mod tests {
     #[test]
     fn judge_refuses_a_500_and_errors_in_other_shapes() {
         let error = br#"{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":null}}"#;
-        assert_eq!(judge(StatusCode::BAD_REQUEST, error), Ok(()));
-        assert_eq!(judge(StatusCode::OK, b"data: [DONE]\n\n"), Ok(()));
-        assert!(judge(StatusCode::INTERNAL_SERVER_ERROR, error).is_err());
-        assert!(judge(StatusCode::BAD_GATEWAY, b"upstream failed").is_err());
-        assert!(judge(StatusCode::BAD_REQUEST, br#"{"error":{"type":"x"}}"#).is_err());
+        let chat = "/v1/chat/completions";
+        assert_eq!(judge(chat, StatusCode::BAD_REQUEST, error), Ok(()));
+        assert_eq!(judge(chat, StatusCode::OK, b"data: [DONE]\n\n"), Ok(()));
+        assert!(judge(chat, StatusCode::INTERNAL_SERVER_ERROR, error).is_err());
+        assert!(judge(chat, StatusCode::BAD_GATEWAY, b"upstream failed").is_err());
+        assert!(judge(chat, StatusCode::BAD_REQUEST, br#"{"error":{"type":"x"}}"#).is_err());
+        // Messages answers in Anthropic's shape, and only that.
+        let anthropic =
+            br#"{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}"#;
+        assert_eq!(
+            judge("/v1/messages", StatusCode::BAD_REQUEST, anthropic),
+            Ok(())
+        );
+        assert!(judge("/v1/messages", StatusCode::BAD_REQUEST, error).is_err());
     }
 
     #[test]
