@@ -88,15 +88,7 @@ async fn send(
     if let Some(body) = body {
         request = request.json(body);
     }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap();
-    Answer {
-        status,
-        headers,
-        text,
-    }
+    read_answer(request.send().await.unwrap()).await
 }
 
 async fn chat(gateway: &RunningGateway, credential: Credential<'_>, body: &Value) -> Answer {

@@ -2,35 +2,24 @@
 //! that are answered before any endpoint runs (401, 429): Anthropic's for `/v1/messages`,
 //! OpenAI's for everything else (Chat Completions, Responses, the model list).
 
-use axum::Json;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
+use crate::api::messages::error_response as anthropic_error;
 use crate::error::ApiError;
 
 /// `error` as the API at `path` writes its errors.
 pub fn error_response(path: &str, error: ApiError) -> Response {
-    let anthropic = path == "/v1/messages" || path.starts_with("/v1/messages/");
-    if !anthropic {
-        return error.into_response();
+    if path == "/v1/messages" || path.starts_with("/v1/messages/") {
+        anthropic_error(error)
+    } else {
+        error.into_response()
     }
-    let kind = match error.status.as_u16() {
-        401 => "authentication_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        429 => "rate_limit_error",
-        529 => "overloaded_error",
-        400..=499 => "invalid_request_error",
-        _ => "api_error",
-    };
-    let body = json!({"type": "error", "error": {"type": kind, "message": error.message}});
-    (error.status, Json(body)).into_response()
 }
 
 #[cfg(test)]
 mod tests {
     use axum::http::StatusCode;
+    use serde_json::json;
 
     use super::*;
 

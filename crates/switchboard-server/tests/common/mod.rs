@@ -104,7 +104,7 @@ pub async fn post_bytes(gateway: &RunningGateway, body: Vec<u8>) -> Answer {
     read_answer(response).await
 }
 
-async fn read_answer(response: reqwest::Response) -> Answer {
+pub async fn read_answer(response: reqwest::Response) -> Answer {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let text = response.text().await.unwrap();

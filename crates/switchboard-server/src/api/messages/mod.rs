@@ -28,7 +28,8 @@ use crate::error::ApiError;
 use crate::ids::{CallIdShape, message_id};
 use crate::pipeline::{self, CHARACTER_PREFIX, GatewayRequest, collect_with, estimate_tokens};
 use crate::state::AppState;
-use render::{EventRenderer, Presentation, WholeMessage, error_response};
+pub use render::error_response;
+use render::{EventRenderer, Presentation, WholeMessage};
 use validate::{Endpoint, check_request};
 
 /// Names the request's server tools, which were left out.
