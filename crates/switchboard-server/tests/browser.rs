@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use common::*;
 use switchboard_server::{Config, RunningGateway};
-use switchboard_testkit::{OpenAiScript, ScriptedServer};
+use switchboard_testkit::{OpenAiScript, ScriptedServer, npm_package};
 
-const PLAYWRIGHT: &str = "playwright-core@1.65.1";
+const PLAYWRIGHT_VERSION: &str = "1.65.1";
 
 /// Where the browser is, or why the test cannot run here.
 fn chromium() -> Result<PathBuf, String> {
@@ -47,27 +47,10 @@ fn chromium() -> Result<PathBuf, String> {
     Ok(browser)
 }
 
-/// playwright-core in a cache directory outside the work tree, installed once.
+/// playwright-core in a cache directory outside the work tree, installed once (node and
+/// npm were checked first).
 fn playwright() -> PathBuf {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    let dir = cache.join("switchboard").join(PLAYWRIGHT.replace('@', "-"));
-    if !dir
-        .join("node_modules/playwright-core/package.json")
-        .exists()
-    {
-        std::fs::create_dir_all(&dir).unwrap();
-        let installed = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
-            .arg(PLAYWRIGHT)
-            .status()
-            .unwrap();
-        assert!(installed.success(), "npm install {PLAYWRIGHT} failed");
-    }
-    dir
+    npm_package("playwright-core", PLAYWRIGHT_VERSION).unwrap_or_else(|why| panic!("{why}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 use common::{route, sent};
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer};
+use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
 
 /// The Claude Code release these tests run.
 const CLAUDE_CODE: &str = "2.1.330";
@@ -40,54 +40,13 @@ fn claude() -> Option<&'static Path> {
 }
 
 fn install() -> Option<PathBuf> {
-    let cache = std::env::var_os("SWITCHBOARD_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/switchboard"))
-        })
-        .expect("neither SWITCHBOARD_CACHE nor HOME is set");
-    let prefix = cache.join("npm").join(format!("claude-code-{CLAUDE_CODE}"));
-    let binary = prefix.join("node_modules/.bin/claude");
-    if binary.exists() {
-        return Some(binary);
+    match npm_package("@anthropic-ai/claude-code", CLAUDE_CODE) {
+        Ok(prefix) => Some(prefix.join("node_modules/.bin/claude")),
+        Err(why) => {
+            eprintln!("SKIP: {why}");
+            None
+        }
     }
-    if Command::new("npm").arg("--version").output().is_err() {
-        eprintln!("SKIP: npm is missing, so Claude Code cannot be installed");
-        return None;
-    }
-    // Installed beside the final place and moved in whole, so a concurrent run never sees
-    // half an installation.
-    let staging = cache
-        .join("npm")
-        .join(format!(".claude-code-{CLAUDE_CODE}-{}", std::process::id()));
-    std::fs::create_dir_all(&staging).unwrap();
-    let output = Command::new("npm")
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--no-save",
-            "--prefix",
-        ])
-        .arg(&staging)
-        .arg(format!("@anthropic-ai/claude-code@{CLAUDE_CODE}"))
-        .output()
-        .expect("npm did not run");
-    assert!(
-        output.status.success(),
-        "npm could not install Claude Code {CLAUDE_CODE}:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    if std::fs::rename(&staging, &prefix).is_err() {
-        // Another run got there first.
-        let _ = std::fs::remove_dir_all(&staging);
-    }
-    assert!(
-        binary.exists(),
-        "no claude executable at {}",
-        binary.display()
-    );
-    Some(binary)
 }
 
 /// How the scripted model writes its tool call.

@@ -7,7 +7,7 @@
 //! in Hermes markup, and with a closing text once it sees the tool's result.
 //!
 //! The CLI is installed with npm into `${SWITCHBOARD_CACHE:-$HOME/.cache/switchboard}/npm`
-//! when missing. Without npm these tests say so and pass.
+//! when missing (`switchboard_testkit::npm_package`). Without npm these tests say so and pass.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -19,11 +19,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
 use common::*;
 use serde_json::{Value, json};
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer};
+use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
 
 const CODEX_VERSION: &str = "0.169.0";
 /// The backend model of the route whose model answers in Hermes markup.
@@ -34,53 +33,13 @@ const JS_FILE: &str = "from-js.txt";
 
 /// The `codex` launcher, installed when missing; `None` when npm is not there.
 fn codex() -> Option<PathBuf> {
-    static INSTALL: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = INSTALL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let cache = std::env::var_os("SWITCHBOARD_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/switchboard"))
-        })
-        .expect("neither SWITCHBOARD_CACHE nor HOME is set");
-    let prefix = cache.join("npm");
-    let launcher = prefix.join("node_modules/.bin/codex");
-    let manifest = prefix.join("node_modules/@openai/codex/package.json");
-    let installed = std::fs::read_to_string(&manifest)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .is_some_and(|package| package["version"] == CODEX_VERSION);
-    if installed && launcher.exists() {
-        return Some(launcher);
+    match npm_package("@openai/codex", CODEX_VERSION) {
+        Ok(prefix) => Some(prefix.join("node_modules/.bin/codex")),
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            None
+        }
     }
-    if Command::new("npm").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: npm is not installed, so the Codex CLI cannot be installed");
-        return None;
-    }
-    std::fs::create_dir_all(&prefix).unwrap();
-    let output = Command::new("timeout")
-        .args([
-            "-k",
-            "10",
-            "600",
-            "npm",
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--prefix",
-        ])
-        .arg(&prefix)
-        .arg(format!("@openai/codex@{CODEX_VERSION}"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success() && launcher.exists(),
-        "npm install @openai/codex@{CODEX_VERSION} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Some(launcher)
 }
 
 /// The text of a chat message's content.

@@ -8,6 +8,7 @@
 
 mod anthropic;
 mod llama;
+mod npm;
 mod ollama;
 mod openai;
 mod redis;
@@ -16,6 +17,7 @@ mod tap;
 
 pub use anthropic::AnthropicScript;
 pub use llama::LlamaServer;
+pub use npm::{cache_dir, npm_package};
 pub use ollama::OllamaScript;
 pub use openai::{OpenAiScript, sse_body};
 pub use redis::RedisServer;
