@@ -102,22 +102,6 @@ async fn chat(gateway: &RunningGateway, credential: Credential<'_>, body: &Value
     .await
 }
 
-/// An error in Anthropic's shape with this status and type; returns the message.
-fn anthropic_error(answer: &Answer, status: u16, kind: &str) -> String {
-    assert_eq!(answer.status, status, "{}", answer.text);
-    let body = answer.json();
-    assert_eq!(body["type"], "error", "{body}");
-    assert_eq!(body["error"]["type"], kind, "{body}");
-    let keys: Vec<&str> = body["error"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["type", "message"], "{body}");
-    body["error"]["message"].as_str().unwrap().to_owned()
-}
-
 fn header<'a>(answer: &'a Answer, name: &str) -> &'a str {
     answer
         .headers
@@ -186,7 +170,7 @@ async fn a_missing_or_wrong_key_gets_401_in_the_shape_of_each_api() {
             Some(&body),
         )
         .await;
-        anthropic_error(&answer, 401, "authentication_error");
+        answer.anthropic_error(401, "authentication_error");
         for path in ["/v1/models", "/v1/characters", "/v1/characters/narrator"] {
             let error = send(&gateway, Method::GET, path, credential, None)
                 .await
@@ -270,7 +254,7 @@ async fn a_keys_route_globs_decide_what_it_may_use_whatever_name_it_asks_by() {
         Some(&messages),
     )
     .await;
-    anthropic_error(&answer, 403, "permission_error");
+    answer.anthropic_error(403, "permission_error");
     let answer = send(
         &gateway,
         Method::POST,
@@ -381,7 +365,7 @@ async fn requests_per_minute_answer_429_with_openais_headers_in_each_apis_shape(
         Some(&body),
     )
     .await;
-    anthropic_error(&answer, 429, "rate_limit_error");
+    answer.anthropic_error(429, "rate_limit_error");
     assert_eq!(header(&answer, "x-ratelimit-limit-requests"), "2");
     let answer = send(
         &gateway,

@@ -6,24 +6,14 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::is_call_id;
+use super::messages::parse_events;
 
-/// SSE events as JSON, checking the framing: an `event:` line naming the data's type.
+/// SSE events as JSON, checking the framing: an `event:` line naming the data's type (the
+/// same framing as the Messages API's).
 pub fn events(text: &str) -> Vec<Value> {
-    assert!(
-        text.ends_with("\n\n"),
-        "the stream ends mid-event: {text:?}"
-    );
-    text.split("\n\n")
-        .filter(|event| !event.trim().is_empty())
-        .map(|event| {
-            let (name, data) = event
-                .strip_prefix("event: ")
-                .and_then(|rest| rest.split_once("\ndata: "))
-                .unwrap_or_else(|| panic!("not an event: {event:?}"));
-            let data: Value = serde_json::from_str(data).unwrap();
-            assert_eq!(data["type"], name, "{event}");
-            data
-        })
+    parse_events(text)
+        .into_iter()
+        .map(|(_, data)| data)
         .collect()
 }
 
