@@ -586,6 +586,17 @@ async fn bad_requests_are_refused_in_anthropics_shape_naming_the_field() {
             && message.contains("temperature: must be a number from 0 to 1"),
         "{message}"
     );
+    // A large wrong value is quoted short, not echoed back whole (the body limit is 4 KB here).
+    let mut body = message_request("qwen", "hi");
+    body["stop_sequences"] = json!("x".repeat(3000));
+    let message = post_messages(&gateway, &body)
+        .await
+        .anthropic_error(400, "invalid_request_error");
+    assert!(
+        message.starts_with("stop_sequences: must be an array of strings, got \"xxx")
+            && message.len() < 400,
+        "{message}"
+    );
     let mut body = message_request("qwen", "hi");
     body["output_config"] = json!({"effort": "extreme"});
     let message = post_messages(&gateway, &body)

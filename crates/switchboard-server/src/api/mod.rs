@@ -7,6 +7,7 @@
 mod body;
 pub mod characters;
 pub mod chat;
+mod fields;
 mod log;
 pub mod messages;
 pub mod ops;

@@ -5,15 +5,9 @@ use serde_json::{Map, Value};
 use switchboard_tools::{Toolset, quote, quote_value};
 use switchboard_wire::REASONING_EFFORTS;
 
+use crate::api::fields::{self, Invalid, invalid, number, rejection};
 use crate::error::ApiError;
 use crate::pipeline::compile_tools;
-
-/// A problem with one parameter of the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Invalid {
-    param: String,
-    message: String,
-}
 
 /// What validation learned that later steps need.
 #[derive(Debug)]
@@ -25,51 +19,17 @@ pub struct Checked {
     pub tools: Toolset,
 }
 
-/// Problems named in one error; a body of thousands of broken tools gets a bounded answer.
-const MAX_PROBLEMS_LISTED: usize = 20;
-
 const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
 
 /// Validates a parsed request body. All problems are reported in one 400.
 pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
-    let Value::Object(request) = body else {
-        return Err(ApiError::invalid_request(
-            "the request body must be a JSON object",
-            None,
-        ));
-    };
+    let request = fields::object(body)?;
     let mut problems = Vec::new();
-    let model = match request.get("model") {
-        Some(Value::String(model)) if !model.trim().is_empty() => model.clone(),
-        Some(Value::String(_)) | None => {
-            problems.push(invalid(
-                "model",
-                "you must name a model (a route or character/<name>)",
-            ));
-            String::new()
-        }
-        Some(other) => {
-            problems.push(invalid(
-                "model",
-                format!("expected a string, got {}", quote_value(other)),
-            ));
-            String::new()
-        }
-    };
+    let model = fields::model(request, &mut problems);
     check_messages(request.get("messages"), &mut problems);
     let tools = check_tools(request.get("tools"), &mut problems);
     check_tool_choice(request, &tools, &mut problems);
-    let stream = match request.get("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(stream)) => *stream,
-        Some(other) => {
-            problems.push(invalid(
-                "stream",
-                format!("expected a boolean, got {}", quote_value(other)),
-            ));
-            false
-        }
-    };
+    let stream = fields::boolean(request, "stream", &mut problems);
     let include_usage = match request.get("stream_options") {
         None | Some(Value::Null) => false,
         Some(options) if !stream => {
@@ -81,23 +41,13 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
         }
         Some(options) => options.get("include_usage") == Some(&Value::Bool(true)),
     };
-    check_number(request, "temperature", 0.0, 2.0, &mut problems);
-    check_number(request, "top_p", 0.0, 1.0, &mut problems);
+    number(request, "temperature", 0.0, 2.0, &mut problems);
+    number(request, "top_p", 0.0, 1.0, &mut problems);
     for field in ["max_tokens", "max_completion_tokens"] {
         match request.get(field) {
             None | Some(Value::Null) => {}
-            Some(Value::Number(number))
-                if number
-                    .as_u64()
-                    .is_some_and(|value| value > 0 && value <= u64::from(u32::MAX)) => {}
-            Some(other) => problems.push(invalid(
-                field,
-                format!(
-                    "must be a positive integer up to {}, got {}",
-                    u32::MAX,
-                    quote_value(other)
-                ),
-            )),
+            Some(value) if fields::is_token_count(value) => {}
+            Some(other) => problems.push(fields::not_a_token_count(field, other)),
         }
     }
     match request.get("stop") {
@@ -136,31 +86,6 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
         })
     } else {
         Err(rejection(&problems))
-    }
-}
-
-/// Every problem in one 400, whose `param` is the first problem's.
-pub(crate) fn rejection(problems: &[Invalid]) -> ApiError {
-    let param = problems.first().map(|first| first.param.clone());
-    let mut message = problems
-        .iter()
-        .take(MAX_PROBLEMS_LISTED)
-        .map(|problem| format!("{}: {}", problem.param, problem.message))
-        .collect::<Vec<_>>()
-        .join("; ");
-    if problems.len() > MAX_PROBLEMS_LISTED {
-        message.push_str(&format!(
-            "; and {} more problems",
-            problems.len() - MAX_PROBLEMS_LISTED
-        ));
-    }
-    ApiError::invalid_request(message, param)
-}
-
-pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> Invalid {
-    Invalid {
-        param: param.into(),
-        message: message.into(),
     }
 }
 
@@ -385,8 +310,8 @@ fn check_tool_choice(
 /// The OpenAI API's other request fields, forwarded to backends: checked here so that a
 /// mistake is a 400 naming the field, not a backend's error or a silent drop.
 fn check_standard_fields(request: &Map<String, Value>, problems: &mut Vec<Invalid>) {
-    check_number(request, "frequency_penalty", -2.0, 2.0, problems);
-    check_number(request, "presence_penalty", -2.0, 2.0, problems);
+    number(request, "frequency_penalty", -2.0, 2.0, problems);
+    number(request, "presence_penalty", -2.0, 2.0, problems);
     check_integer(request, "seed", i64::MIN.into(), i64::MAX.into(), problems);
     check_integer(request, "top_k", 0, u32::MAX.into(), problems);
     check_integer(request, "top_logprobs", 0, 20, problems);
@@ -503,29 +428,6 @@ fn check_integer(
         Some(other) => problems.push(invalid(
             field,
             format!("must be an integer from {min} to {max}, got {other}"),
-        )),
-    }
-}
-
-pub(crate) fn check_number(
-    request: &Map<String, Value>,
-    field: &str,
-    min: f64,
-    max: f64,
-    problems: &mut Vec<Invalid>,
-) {
-    match request.get(field) {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(number))
-            if number
-                .as_f64()
-                .is_some_and(|value| (min..=max).contains(&value)) => {}
-        Some(other) => problems.push(invalid(
-            field,
-            format!(
-                "must be a number from {min} to {max}, got {}",
-                quote_value(other)
-            ),
         )),
     }
 }

@@ -4,25 +4,12 @@
 //! beyond the fields checked here (`metadata`, `context_management`, `cache_control`, keys
 //! added per message) is accepted and left for the translation to keep or drop.
 
-use serde_json::{Map, Value, json};
-use switchboard_tools::Toolset;
+use serde_json::{Value, json};
+use switchboard_tools::{Toolset, quote_value};
 
+use crate::api::fields::{self, Invalid, invalid, number, rejection};
 use crate::error::ApiError;
 use crate::pipeline::compile_converted;
-
-/// A problem with one field of the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Invalid {
-    path: String,
-    message: String,
-}
-
-fn invalid(path: impl Into<String>, message: impl Into<String>) -> Invalid {
-    Invalid {
-        path: path.into(),
-        message: message.into(),
-    }
-}
 
 /// Which endpoint the body came to: `count_tokens` takes no `max_tokens` or `stream`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,58 +34,24 @@ pub struct Checked {
 
 /// Validates a parsed request body. All problems are reported in one 400.
 pub fn check_request(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiError> {
-    let Value::Object(request) = body else {
-        return Err(ApiError::invalid_request(
-            "the request body must be a JSON object",
-            None,
-        ));
-    };
+    let request = fields::object(body)?;
     let mut problems = Vec::new();
-    let model = match request.get("model") {
-        Some(Value::String(model)) if !model.trim().is_empty() => model.clone(),
-        Some(Value::String(_)) | None => {
-            problems.push(invalid(
-                "model",
-                "you must name a model (a route, an alias of one, or character/<name>)",
-            ));
-            String::new()
-        }
-        Some(other) => {
-            problems.push(invalid("model", format!("expected a string, got {other}")));
-            String::new()
-        }
-    };
+    let model = fields::model(request, &mut problems);
     match (request.get("max_tokens"), endpoint) {
         (None | Some(Value::Null), Endpoint::CountTokens) => {}
-        (Some(Value::Number(number)), _)
-            if number
-                .as_u64()
-                .is_some_and(|value| value > 0 && value <= u64::from(u32::MAX)) => {}
+        (Some(value), _) if fields::is_token_count(value) => {}
         (None | Some(Value::Null), Endpoint::Messages) => {
             problems.push(invalid("max_tokens", "Field required"))
         }
-        (Some(other), _) => problems.push(invalid(
-            "max_tokens",
-            format!("must be a positive integer up to {}, got {other}", u32::MAX),
-        )),
+        (Some(other), _) => problems.push(fields::not_a_token_count("max_tokens", other)),
     }
     check_system(request.get("system"), &mut problems);
     check_messages(request.get("messages"), &mut problems);
     let tools = check_tools(request.get("tools"), &mut problems);
     check_tool_choice(request.get("tool_choice"), &tools, &mut problems);
-    let stream = match request.get("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(stream)) => *stream,
-        Some(other) => {
-            problems.push(invalid(
-                "stream",
-                format!("expected a boolean, got {other}"),
-            ));
-            false
-        }
-    };
-    check_number(request, "temperature", 0.0, 1.0, &mut problems);
-    check_number(request, "top_p", 0.0, 1.0, &mut problems);
+    let stream = fields::boolean(request, "stream", &mut problems);
+    number(request, "temperature", 0.0, 1.0, &mut problems);
+    number(request, "top_p", 0.0, 1.0, &mut problems);
     match request.get("top_k") {
         None | Some(Value::Null) => {}
         Some(Value::Number(number))
@@ -107,7 +60,7 @@ pub fn check_request(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiErr
                 .is_some_and(|value| value > 0 && value <= u64::from(u32::MAX)) => {}
         Some(other) => problems.push(invalid(
             "top_k",
-            format!("must be a positive integer, got {other}"),
+            format!("must be a positive integer, got {}", quote_value(other)),
         )),
     }
     match request.get("stop_sequences") {
@@ -115,15 +68,16 @@ pub fn check_request(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiErr
         Some(Value::Array(stops)) if stops.iter().all(Value::is_string) => {}
         Some(other) => problems.push(invalid(
             "stop_sequences",
-            format!("must be an array of strings, got {other}"),
+            format!("must be an array of strings, got {}", quote_value(other)),
         )),
     }
     for field in ["metadata", "thinking", "output_config"] {
         match request.get(field) {
             None | Some(Value::Null) | Some(Value::Object(_)) => {}
-            Some(other) => {
-                problems.push(invalid(field, format!("expected an object, got {other}")))
-            }
+            Some(other) => problems.push(invalid(
+                field,
+                format!("expected an object, got {}", quote_value(other)),
+            )),
         }
     }
     match request
@@ -133,7 +87,7 @@ pub fn check_request(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiErr
         None | Some(Value::Null) | Some(Value::String(_)) => {}
         Some(other) => problems.push(invalid(
             "metadata.user_id",
-            format!("expected a string, got {other}"),
+            format!("expected a string, got {}", quote_value(other)),
         )),
     }
     if problems.is_empty() {
@@ -148,18 +102,8 @@ pub fn check_request(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiErr
             dropped,
         })
     } else {
-        Err(report(&problems))
+        Err(rejection(&problems))
     }
-}
-
-/// One 400 listing every problem, `path: message` each.
-fn report(problems: &[Invalid]) -> ApiError {
-    let message = problems
-        .iter()
-        .map(|problem| format!("{}: {}", problem.path, problem.message))
-        .collect::<Vec<_>>()
-        .join("; ");
-    ApiError::invalid_request(message, problems.first().map(|first| first.path.clone()))
 }
 
 fn check_system(system: Option<&Value>, problems: &mut Vec<Invalid>) {
@@ -179,7 +123,10 @@ fn check_system(system: Option<&Value>, problems: &mut Vec<Invalid>) {
         }
         Some(other) => problems.push(invalid(
             "system",
-            format!("must be a string or an array of text blocks, got {other}"),
+            format!(
+                "must be a string or an array of text blocks, got {}",
+                quote_value(other)
+            ),
         )),
     }
 }
@@ -203,7 +150,7 @@ fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
         Some(other) => {
             problems.push(invalid(
                 "messages",
-                format!("expected an array, got {other}"),
+                format!("expected an array, got {}", quote_value(other)),
             ));
             return;
         }
@@ -224,9 +171,7 @@ fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
                 format!("{at}.role"),
                 format!(
                     "must be \"user\", \"assistant\" or \"system\", got {}",
-                    message
-                        .get("role")
-                        .map_or("nothing".into(), Value::to_string)
+                    message.get("role").map_or("nothing".into(), quote_value)
                 ),
             ));
             continue;
@@ -251,7 +196,7 @@ fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
                     format!("{at}.content"),
                     format!(
                         "must be a string or an array of content blocks, got {}",
-                        other.map_or("nothing".into(), Value::to_string)
+                        other.map_or("nothing".into(), quote_value)
                     ),
                 ));
                 continue;
@@ -386,7 +331,8 @@ fn check_user_blocks(blocks: &[Value], at: &str, offered: &[&str], problems: &mu
                     Some(other) => problems.push(invalid(
                         format!("{at}.content"),
                         format!(
-                            "must be a string or an array of text and image blocks, got {other}"
+                            "must be a string or an array of text and image blocks, got {}",
+                            quote_value(other)
                         ),
                     )),
                 }
@@ -481,7 +427,7 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
             Some(other) => {
                 problems.push(invalid(
                     format!("{}.type", at()),
-                    format!("expected a string, got {other}"),
+                    format!("expected a string, got {}", quote_value(other)),
                 ));
                 continue;
             }
@@ -586,7 +532,7 @@ fn check_tool_choice(choice: Option<&Value>, tools: &Option<Tools>, problems: &m
     let dropped = tools.as_ref().map_or(&[][..], |tools| &tools.dropped[..]);
     let tools_broken = problems
         .iter()
-        .any(|problem| problem.path.starts_with("tools"));
+        .any(|problem| problem.param.starts_with("tools"));
     match choice.get("type").and_then(Value::as_str) {
         Some("auto" | "none") => {}
         Some("any") => {
@@ -622,30 +568,8 @@ fn check_tool_choice(choice: Option<&Value>, tools: &Option<Tools>, problems: &m
             "tool_choice.type",
             format!(
                 "must be \"auto\", \"any\", \"tool\" or \"none\", got {}",
-                choice
-                    .get("type")
-                    .map_or("nothing".into(), Value::to_string)
+                choice.get("type").map_or("nothing".into(), quote_value)
             ),
-        )),
-    }
-}
-
-fn check_number(
-    request: &Map<String, Value>,
-    field: &str,
-    min: f64,
-    max: f64,
-    problems: &mut Vec<Invalid>,
-) {
-    match request.get(field) {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(number))
-            if number
-                .as_f64()
-                .is_some_and(|value| (min..=max).contains(&value)) => {}
-        Some(other) => problems.push(invalid(
-            field,
-            format!("must be a number from {min} to {max}, got {other}"),
         )),
     }
 }

@@ -5,7 +5,9 @@
 use serde_json::{Map, Value};
 use switchboard_wire::responses::ResponsesRequest;
 
-use crate::api::chat::validate::{Invalid, check_number, invalid, rejection};
+use switchboard_tools::quote_value;
+
+use crate::api::fields::{self, Invalid, invalid, number, rejection};
 use crate::error::ApiError;
 
 const EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
@@ -13,21 +15,9 @@ const VERBOSITIES: &[&str] = &["low", "medium", "high"];
 
 /// The request, typed, once every top-level rule holds.
 pub fn check_request(body: serde_json::Value) -> Result<ResponsesRequest, ApiError> {
-    let Value::Object(request) = &body else {
-        return Err(ApiError::invalid_request(
-            "the request body must be a JSON object",
-            None,
-        ));
-    };
+    let request = fields::object(&body)?;
     let mut problems = Vec::new();
-    match request.get("model") {
-        Some(Value::String(model)) if !model.trim().is_empty() => {}
-        Some(Value::String(_)) | None => problems.push(invalid(
-            "model",
-            "you must name a model (a route or character/<name>)",
-        )),
-        Some(other) => problems.push(invalid("model", format!("expected a string, got {other}"))),
-    }
+    fields::model(request, &mut problems);
     match request.get("input") {
         Some(Value::String(_) | Value::Array(_)) => {}
         None | Some(Value::Null) => problems.push(invalid(
@@ -36,7 +26,10 @@ pub fn check_request(body: serde_json::Value) -> Result<ResponsesRequest, ApiErr
         )),
         Some(other) => problems.push(invalid(
             "input",
-            format!("must be a string or a list of items, got {other}"),
+            format!(
+                "must be a string or a list of items, got {}",
+                quote_value(other)
+            ),
         )),
     }
     for field in ["instructions", "previous_response_id", "user"] {
@@ -57,18 +50,12 @@ pub fn check_request(body: serde_json::Value) -> Result<ResponsesRequest, ApiErr
     for field in ["metadata", "reasoning", "text"] {
         expect(request, field, Value::is_object, "an object", &mut problems);
     }
-    check_number(request, "temperature", 0.0, 2.0, &mut problems);
-    check_number(request, "top_p", 0.0, 1.0, &mut problems);
+    number(request, "temperature", 0.0, 2.0, &mut problems);
+    number(request, "top_p", 0.0, 1.0, &mut problems);
     match request.get("max_output_tokens") {
         None | Some(Value::Null) => {}
-        Some(Value::Number(number))
-            if number
-                .as_u64()
-                .is_some_and(|value| value > 0 && value <= u64::from(u32::MAX)) => {}
-        Some(other) => problems.push(invalid(
-            "max_output_tokens",
-            format!("must be a positive integer up to {}, got {other}", u32::MAX),
-        )),
+        Some(value) if fields::is_token_count(value) => {}
+        Some(other) => problems.push(fields::not_a_token_count("max_output_tokens", other)),
     }
     if let Some(tools) = request.get("tools").and_then(Value::as_array) {
         for (index, tool) in tools.iter().enumerate() {
@@ -84,7 +71,7 @@ pub fn check_request(body: serde_json::Value) -> Result<ResponsesRequest, ApiErr
         None | Some(Value::Null | Value::String(_) | Value::Object(_)) => {}
         Some(other) => problems.push(invalid(
             "tool_choice",
-            format!("must be a string or an object, got {other}"),
+            format!("must be a string or an object, got {}", quote_value(other)),
         )),
     }
     one_of(
@@ -144,7 +131,10 @@ fn expect(
         && !value.is_null()
         && !test(value)
     {
-        problems.push(invalid(field, format!("expected {what}, got {value}")));
+        problems.push(invalid(
+            field,
+            format!("expected {what}, got {}", quote_value(value)),
+        ));
     }
 }
 
@@ -160,7 +150,11 @@ fn one_of(
         Some(Value::String(value)) if allowed.contains(&value.as_str()) => {}
         Some(other) => problems.push(invalid(
             param,
-            format!("must be one of {}, got {other}", allowed.join(", ")),
+            format!(
+                "must be one of {}, got {}",
+                allowed.join(", "),
+                quote_value(other)
+            ),
         )),
     }
 }
