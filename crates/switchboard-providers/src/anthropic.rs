@@ -79,4 +79,8 @@ impl Backend for AnthropicBackend {
     ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
         Box::pin(async move { anthropic_count(&self.transport, &request).await })
     }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(self.transport.check("/v1/models"))
+    }
 }

@@ -26,6 +26,11 @@ pub trait Backend: Send + Sync {
     ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
         Box::pin(async { Ok(None) })
     }
+
+    /// Whether the backend is serving: its model list answers (`GET /models` for
+    /// OpenAI-compatible servers, `/v1/models` for Anthropic, `/api/tags` for Ollama). A
+    /// health check, not a request: never retried.
+    fn check(&self) -> BoxFuture<'_, Result<(), BackendError>>;
 }
 
 /// The whole answer: the event stream collected.

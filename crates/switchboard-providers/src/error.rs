@@ -37,9 +37,14 @@ pub enum ConnectionFailure {
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
-    /// The backend answered with an error status; `message` is its own explanation.
+    /// The backend answered with an error status; `message` is its own explanation, and
+    /// `retry_after` its `Retry-After` header (seconds), when it sent one.
     #[error("backend answered HTTP {status}: {message}")]
-    Http { status: u16, message: String },
+    Http {
+        status: u16,
+        message: String,
+        retry_after: Option<std::time::Duration>,
+    },
     /// The connection failed before any byte of an answer; `failure` says how far it got.
     #[error("{}", connect_message(url, *failure, detail))]
     Connect {
@@ -172,6 +177,7 @@ mod tests {
         let http = |status| BackendError::Http {
             status,
             message: String::new(),
+            retry_after: None,
         };
         assert_eq!(http(429).http_status(), 429);
         assert_eq!(http(400).http_status(), 400);

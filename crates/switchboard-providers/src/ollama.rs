@@ -40,4 +40,8 @@ impl Backend for OllamaBackend {
                 .await
         })
     }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(self.transport.check("/api/tags"))
+    }
 }

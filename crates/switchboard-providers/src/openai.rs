@@ -57,4 +57,8 @@ impl Backend for OpenAiBackend {
     ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
         Box::pin(async move { self.tokenizer.count(&self.transport, &request).await })
     }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(self.transport.check("/models"))
+    }
 }

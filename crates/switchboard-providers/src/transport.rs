@@ -18,6 +18,9 @@ use crate::{BackendConfig, BackendError, ConnectionFailure, EventStream, Timeout
 /// Longest wait honoured from a `Retry-After` header.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
+/// How long a health check waits for its answer once connected.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
 #[derive(Debug)]
 pub(crate) struct Transport {
     client: reqwest::Client,
@@ -112,6 +115,26 @@ impl Transport {
         Ok(stream::iter(events.into_iter().map(Ok)).boxed())
     }
 
+    /// `GET path` answers with a success status within the connect timeout plus five
+    /// seconds: the server is up and serving, not merely accepting connections.
+    pub(crate) async fn check(&self, path: &str) -> Result<(), BackendError> {
+        let url = self.url(path);
+        let request = self.client.get(&url).headers(self.headers.clone()).send();
+        let wait = self.config.connect_timeout + CHECK_TIMEOUT;
+        match tokio::time::timeout(wait, request).await {
+            Err(_) => Err(BackendError::Timeout {
+                phase: TimeoutPhase::FirstByte,
+            }),
+            Ok(Err(error)) => Err(connect_error(&url, &error)),
+            Ok(Ok(response)) if response.status().is_success() => Ok(()),
+            Ok(Ok(response)) => Err(BackendError::Http {
+                status: response.status().as_u16(),
+                message: format!("GET {url} answered {}", response.status()),
+                retry_after: None,
+            }),
+        }
+    }
+
     pub(crate) async fn send(
         &self,
         url: &str,
@@ -183,7 +206,11 @@ impl Transport {
                     let message = error_message(&bytes, status);
                     let retryable = status == 429 || status >= 500;
                     if !retryable || attempt >= self.config.max_retries {
-                        return Err(BackendError::Http { status, message });
+                        return Err(BackendError::Http {
+                            status,
+                            message,
+                            retry_after,
+                        });
                     }
                     tracing::warn!(%url, status, %message, attempt, "retrying backend request");
                     retry_after

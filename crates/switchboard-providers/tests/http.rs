@@ -305,7 +305,7 @@ async fn http_429_past_the_retries_keeps_its_status() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, BackendError::Http { status: 429, message } if message == "Rate limit reached"),
+        matches!(&error, BackendError::Http { status: 429, message, .. } if message == "Rate limit reached"),
         "{error}"
     );
     assert_eq!(error.http_status(), 429);
@@ -329,6 +329,7 @@ async fn http_400_carries_the_providers_message_and_is_not_retried() {
         BackendError::Http {
             status: 400,
             message,
+            ..
         } => assert_eq!(message, "tools.0.input_schema: Field required"),
         other => panic!("{other:?}"),
     }

@@ -86,6 +86,7 @@ pub async fn run(
     grace: Duration,
 ) -> std::io::Result<()> {
     let cut = state.cut.clone();
+    state.health.check_routes();
     let mut server = Server::new(router(state.clone()), state.connections);
     server.accept(listener, shutdown).await;
     tracing::info!("shutting down: finishing in-flight requests");

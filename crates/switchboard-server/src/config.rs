@@ -131,7 +131,33 @@ pub struct RouteConfig {
     pub aliases: Vec<String>,
     /// The backend's wire format: `openai`, `anthropic` or `ollama`.
     pub provider: String,
-    pub url: String,
+    /// The backend's root URL: the one-replica spelling of `urls`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Replicas serving the same model, requests spread over them by `balance`.
+    #[serde(default)]
+    pub urls: Vec<String>,
+    #[serde(default)]
+    pub balance: Balance,
+    /// Attempts after the first for a request that failed before its answer began
+    /// (connect error, reset, 429, 5xx), each on another replica where there is one.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// Routes tried in order when every attempt on this one failed that way. A fallback's
+    /// own fallbacks are not followed.
+    #[serde(default)]
+    pub fallbacks: Vec<String>,
+    /// Consecutive failures (connect errors, 5xx) that take a replica out of the pool.
+    #[serde(default = "default_eject_after")]
+    pub eject_after: u32,
+    /// How long the first ejection lasts, in seconds; each further one in a row doubles it
+    /// (up to five minutes).
+    #[serde(default = "default_eject_secs")]
+    pub eject_secs: f64,
+    /// Ask each replica whether it serves (its model list) this often, in seconds: one
+    /// that answers is back at once, one that does not counts a failure. Off when absent.
+    #[serde(default)]
+    pub health_check_secs: Option<f64>,
     pub model: String,
     /// Name of the environment variable holding the API key (the key itself never lives in the file).
     #[serde(default)]
@@ -155,6 +181,30 @@ pub struct RouteConfig {
     /// `top_k`, …); the OpenAI API's own fields are always forwarded.
     #[serde(default)]
     pub forward_fields: Vec<String>,
+}
+
+/// How a route spreads requests over its replicas.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Balance {
+    /// Fewer requests in flight wins, between two replicas chosen at random.
+    #[default]
+    LeastBusy,
+    /// The turns of one conversation (same system prompt and first message) go to the same
+    /// replica while it takes requests, so the server's prompt cache is reused.
+    PrefixAffinity,
+}
+
+fn default_retries() -> u32 {
+    2
+}
+
+fn default_eject_after() -> u32 {
+    3
+}
+
+fn default_eject_secs() -> f64 {
+    5.0
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -364,12 +414,7 @@ impl Config {
                     Format::NAMES.join(", ")
                 ));
             }
-            if !(route.url.starts_with("http://") || route.url.starts_with("https://")) {
-                problems.push(format!(
-                    "{place}.url: \"{}\" must start with http:// or https://",
-                    route.url
-                ));
-            }
+            check_replicas(self, route, &place, &mut problems);
             if let Some(format) = &route.format
                 && switchboard_parsers::Family::from_name(format).is_none()
             {
@@ -412,7 +457,70 @@ impl Config {
     }
 }
 
+/// A route's replicas, settings and fallbacks.
+fn check_replicas(config: &Config, route: &RouteConfig, place: &str, problems: &mut Vec<String>) {
+    match (&route.url, route.urls.is_empty()) {
+        (Some(_), false) => problems.push(format!(
+            "{place}: give `url` (one replica) or `urls` (several), not both"
+        )),
+        (None, true) => problems.push(format!("{place}: `url` or `urls` is required")),
+        _ => {}
+    }
+    let spelled: Vec<(String, &String)> = match &route.url {
+        Some(url) => vec![(format!("{place}.url"), url)],
+        None => route
+            .urls
+            .iter()
+            .enumerate()
+            .map(|(index, url)| (format!("{place}.urls[{index}]"), url))
+            .collect(),
+    };
+    for (position, (key, url)) in spelled.iter().enumerate() {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            problems.push(format!(
+                "{key}: \"{url}\" must start with http:// or https://"
+            ));
+        }
+        if spelled[..position].iter().any(|(_, other)| other == url) {
+            problems.push(format!("{key}: \"{url}\" is listed twice"));
+        }
+    }
+    if route.eject_after == 0 {
+        problems.push(format!("{place}.eject_after must be at least 1"));
+    }
+    if !(route.eject_secs.is_finite() && route.eject_secs > 0.0 && route.eject_secs <= 300.0) {
+        problems.push(format!(
+            "{place}.eject_secs must be more than 0 and at most 300"
+        ));
+    }
+    if let Some(seconds) = route.health_check_secs
+        && !(seconds.is_finite() && (0.1..=86_400.0).contains(&seconds))
+    {
+        problems.push(format!(
+            "{place}.health_check_secs must be between 0.1 and 86400"
+        ));
+    }
+    for (index, fallback) in route.fallbacks.iter().enumerate() {
+        let key = format!("{place}.fallbacks[{index}]");
+        if fallback == &route.name {
+            problems.push(format!("{key}: a route cannot fall back to itself"));
+        } else if !config.routes.iter().any(|other| &other.name == fallback) {
+            problems.push(format!("{key}: no route is named \"{fallback}\""));
+        } else if route.fallbacks[..index].contains(fallback) {
+            problems.push(format!("{key}: \"{fallback}\" is listed twice"));
+        }
+    }
+}
+
 impl RouteConfig {
+    /// The replicas' root URLs, `url` or `urls`.
+    pub fn replica_urls(&self) -> Vec<&str> {
+        match &self.url {
+            Some(url) => vec![url.as_str()],
+            None => self.urls.iter().map(String::as_str).collect(),
+        }
+    }
+
     /// The wire format; `Config::check` has made sure the name is known.
     pub fn format(&self) -> Format {
         Format::from_name(&self.provider).unwrap_or(Format::OpenAi)
@@ -423,7 +531,14 @@ impl RouteConfig {
             name: name.into(),
             aliases: Vec::new(),
             provider: provider.name().into(),
-            url,
+            url: Some(url),
+            urls: Vec::new(),
+            balance: Balance::LeastBusy,
+            retries: default_retries(),
+            fallbacks: Vec::new(),
+            eject_after: default_eject_after(),
+            eject_secs: default_eject_secs(),
+            health_check_secs: None,
             model,
             api_key_env: (!api_key_env.is_empty()).then(|| api_key_env.into()),
             tool_calling: ToolCalling::Native,
@@ -501,6 +616,52 @@ tool_calling = "native"
     }
 
     #[test]
+    fn replicas_and_fallbacks_are_checked() {
+        let route = |name: &str, lines: &str| {
+            format!("[[route]]\nname = \"{name}\"\nprovider = \"openai\"\nmodel = \"m\"\n{lines}\n")
+        };
+        let config = Config::from_toml(&format!(
+            "{}{}",
+            route(
+                "main",
+                "urls = [\"http://a:1\", \"http://b:1\"]\nbalance = \"prefix_affinity\"\nfallbacks = [\"spare\"]\nhealth_check_secs = 2.5"
+            ),
+            route("spare", "url = \"http://c:1\"")
+        ))
+        .unwrap();
+        assert_eq!(
+            config.routes[0].replica_urls(),
+            ["http://a:1", "http://b:1"]
+        );
+        assert_eq!(config.routes[0].balance, Balance::PrefixAffinity);
+        assert_eq!(config.routes[0].retries, 2);
+        assert_eq!(config.routes[1].balance, Balance::LeastBusy);
+        let error = Config::from_toml(&format!(
+            "{}{}{}",
+            route(
+                "main",
+                "url = \"http://a:1\"\nurls = [\"http://b:1\"]\nfallbacks = [\"main\", \"nope\", \"spare\", \"spare\"]\neject_after = 0"
+            ),
+            route("spare", "urls = [\"http://c:1\", \"c:2\", \"http://c:1\"]\neject_secs = -1"),
+            route("none", "")
+        ))
+        .unwrap_err();
+        for expected in [
+            "route[0] (\"main\"): give `url` (one replica) or `urls` (several), not both",
+            "route[0] (\"main\").fallbacks[0]: a route cannot fall back to itself",
+            "route[0] (\"main\").fallbacks[1]: no route is named \"nope\"",
+            "route[0] (\"main\").fallbacks[3]: \"spare\" is listed twice",
+            "route[0] (\"main\").eject_after must be at least 1",
+            "route[1] (\"spare\").urls[1]: \"c:2\" must start with http:// or https://",
+            "route[1] (\"spare\").urls[2]: \"http://c:1\" is listed twice",
+            "route[1] (\"spare\").eject_secs must be more than 0 and at most 300",
+            "route[2] (\"none\"): `url` or `urls` is required",
+        ] {
+            assert!(error.contains(expected), "{expected}\n in:\n{error}");
+        }
+    }
+
+    #[test]
     fn environment_gives_routes() {
         let config = Config::from_environment(|name| match name {
             "OPENAI_BASE_URL" => Some("http://127.0.0.1:8000/v1".into()),
@@ -513,6 +674,6 @@ tool_calling = "native"
             .map(|route| route.name.as_str())
             .collect();
         assert_eq!(names, ["openai", "ollama"]);
-        assert_eq!(config.routes[1].url, "http://127.0.0.1:11434");
+        assert_eq!(config.routes[1].replica_urls(), ["http://127.0.0.1:11434"]);
     }
 }

@@ -39,6 +39,8 @@ pub struct AppState {
 impl AppState {
     /// Builds the routes' clients and loads the characters. `env` reads API keys.
     pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        // First: the routes register their replicas' series, which need the recorder.
+        let metrics = telemetry::prometheus();
         let access = Arc::new(Access::build(config, env)?);
         let routes: Vec<Arc<Route>> = config
             .routes
@@ -75,7 +77,7 @@ impl AppState {
             character_route,
             character_max_tokens: config.character_max_tokens,
             health,
-            metrics: telemetry::prometheus(),
+            metrics,
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout(),
             max_answer_bytes: config.max_answer_bytes,

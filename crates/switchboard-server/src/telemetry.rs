@@ -10,6 +10,11 @@ const REQUEST_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
+/// The gateway's own share of a request: tens of microseconds when all is well.
+const OVERHEAD_BUCKETS: &[f64] = &[
+    0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.1,
+];
+
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// The process's Prometheus handle, installing the recorder on first use. Where another
@@ -21,6 +26,8 @@ pub fn prometheus() -> PrometheusHandle {
                 .set_buckets_for_metric(Matcher::Full("character_tool_latency_seconds".into()), TOOL_LATENCY_BUCKETS)
                 .and_then(|builder| builder.set_buckets_for_metric(Matcher::Suffix("_duration_seconds".into()), REQUEST_BUCKETS))
                 .and_then(|builder| builder.set_buckets_for_metric(Matcher::Suffix("_latency_seconds".into()), REQUEST_BUCKETS))
+                .and_then(|builder| builder.set_buckets_for_metric(Matcher::Full("gateway_backend_ttfb_seconds".into()), REQUEST_BUCKETS))
+                .and_then(|builder| builder.set_buckets_for_metric(Matcher::Full("gateway_overhead_seconds".into()), OVERHEAD_BUCKETS))
                 .unwrap_or_else(|_| PrometheusBuilder::new());
             let recorder = builder.build_recorder();
             let handle = recorder.handle();

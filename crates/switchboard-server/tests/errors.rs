@@ -410,9 +410,10 @@ async fn an_unreachable_backend_is_a_502() {
 
 #[tokio::test]
 async fn a_backend_that_hangs_up_without_answering_is_named_as_such() {
-    // Two hang-ups: the pooled connection and the fresh one the transport retries on.
+    // Two hang-ups: the pooled connection and the fresh one the transport retries on. (The
+    // route's own retries are off here: `replicas.rs` covers them.)
     let backend = ScriptedServer::start(vec![Reply::hang_up(), Reply::hang_up()]).await;
-    let gateway = one_route("openai", &backend.base, "").await;
+    let gateway = one_route("openai", &backend.base, "retries = 0\n").await;
     let error = post(&gateway, &request("qwen", "hi")).await.error(502);
     assert_eq!(error["code"], "backend_closed_connection", "{error}");
     assert_eq!(

@@ -4,15 +4,16 @@
 //! Labels are the endpoint and the resolved route or character, never the raw client
 //! string.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use axum::http::StatusCode;
 use switchboard_wire::StreamEvent;
 
 use crate::access::Caller;
-use crate::pipeline::{Answer, Output};
+use crate::pipeline::{Answer, Output, Started};
+use crate::upstream::Trail;
 
 /// What a finished answer amounted to.
 #[derive(Debug, Clone, Copy, Default)]
@@ -57,6 +58,9 @@ pub struct RequestLog {
     /// The route answering, and whether the answer streams, once known: the labels of the
     /// line written if the client leaves.
     answering: OnceLock<(String, bool)>,
+    /// The kind of route and what its backends took, once the request reached one: the
+    /// gateway's own share of the time is the rest.
+    upstream: OnceLock<(&'static str, Arc<Trail>)>,
     /// Who asked: named in the line, and charged the answer's tokens.
     pub caller: Option<Caller>,
 }
@@ -69,14 +73,18 @@ impl RequestLog {
             started: Instant::now(),
             written: AtomicBool::new(false),
             answering: OnceLock::new(),
+            upstream: OnceLock::new(),
             caller: None,
         }
     }
 
     /// Names the route answering, for the line written should the client leave before the
     /// answer is complete.
-    pub fn answering(&self, route: &str, streamed: bool) {
-        let _ = self.answering.set((route.to_owned(), streamed));
+    pub fn answering(&self, started: &Started, streamed: bool) {
+        let _ = self.answering.set((started.label.clone(), streamed));
+        let _ = self
+            .upstream
+            .set((started.kind, Arc::clone(&started.trail)));
     }
 
     /// Names the caller's key in the line and charges the answer's tokens to it.
@@ -127,6 +135,11 @@ impl RequestLog {
         metrics::counter!("gateway_requests_total", &labels).increment(1);
         metrics::histogram!("gateway_request_duration_seconds", "endpoint" => self.endpoint, "route" => route.to_owned())
             .record(latency.as_secs_f64());
+        if let Some((kind, trail)) = self.upstream.get() {
+            let own = latency.saturating_sub(trail.waited());
+            metrics::histogram!("gateway_overhead_seconds", "endpoint" => self.endpoint, "kind" => *kind)
+                .record(own.as_secs_f64());
+        }
         metrics::counter!("gateway_tokens_total", "route" => route.to_owned(), "direction" => "in")
             .increment(tally.prompt_tokens);
         metrics::counter!("gateway_tokens_total", "route" => route.to_owned(), "direction" => "out")

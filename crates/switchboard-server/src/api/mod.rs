@@ -18,3 +18,23 @@ mod sse;
 /// The id the request-id middleware gave this request.
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
+
+/// `x-switchboard-route` and `x-switchboard-upstream`: the route and replica that answered
+/// (a fallback's, when it did), once one has.
+pub(crate) fn upstream_headers(
+    response: &mut axum::response::Response,
+    trail: &crate::upstream::Trail,
+) {
+    let Some((route, upstream)) = trail.answered() else {
+        return;
+    };
+    let headers = response.headers_mut();
+    for (name, value) in [
+        ("x-switchboard-route", route),
+        ("x-switchboard-upstream", upstream),
+    ] {
+        if let Ok(value) = axum::http::HeaderValue::from_str(value) {
+            headers.insert(name, value);
+        }
+    }
+}

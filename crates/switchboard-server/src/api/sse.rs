@@ -14,7 +14,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 
 use super::log::{RequestLog, Tally};
 use crate::error::ApiError;
-use crate::pipeline::{Output, Outputs};
+use crate::pipeline::{Output, Outputs, Started};
 
 /// How one API writes a streamed answer.
 pub trait Renderer: Send + 'static {
@@ -36,16 +36,20 @@ pub trait Renderer: Send + 'static {
     }
 }
 
-/// Streams the answer. `error_response` renders an error that came before the first byte;
-/// `route` labels the log line.
+/// Streams the answer. `error_response` renders an error that came before the first byte.
 pub async fn stream(
-    mut outputs: Outputs,
+    started: Started,
     mut renderer: impl Renderer,
     error_response: impl FnOnce(ApiError) -> Response,
-    route: String,
     log: RequestLog,
 ) -> Response {
-    log.answering(&route, true);
+    log.answering(&started, true);
+    let Started {
+        label: route,
+        mut outputs,
+        trail,
+        ..
+    } = started;
     // Outputs that put nothing on the wire yet (problems held for the finish, events this
     // client did not ask for) do not commit the answer: an error after them is still an
     // ordinary error response.
@@ -53,8 +57,9 @@ pub async fn stream(
     let first = loop {
         match outputs.recv().await {
             Some(Err(error)) => {
-                let response = error_response(error);
+                let mut response = error_response(error);
                 log.finish(&route, response.status(), tally, true);
+                super::upstream_headers(&mut response, &trail);
                 return response;
             }
             Some(Ok(output)) => {
@@ -86,6 +91,7 @@ pub async fn stream(
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    super::upstream_headers(&mut response, &trail);
     response
 }
 

@@ -19,7 +19,7 @@ use super::Limits;
 use super::completion::{Outputs, backend_error};
 use super::finisher::Output;
 use crate::error::ApiError;
-use crate::upstream::Route;
+use crate::upstream::{Ask, PoolBackend, Route};
 
 /// The route prefix that names a character.
 pub const PREFIX: &str = "character/";
@@ -119,7 +119,14 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
             let mut conversation = Conversation::new(
                 Some(prompt),
                 tools,
-                Arc::clone(&route.backend),
+                Arc::new(PoolBackend {
+                    pool: Arc::clone(&route.pool),
+                    ask: Ask {
+                        deadline: limits.deadline,
+                        affinity: None,
+                        trail: Arc::clone(&limits.trail),
+                    },
+                }),
                 route.model.clone(),
                 ConversationOptions {
                     max_tokens: Some(max_tokens),

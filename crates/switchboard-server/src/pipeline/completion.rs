@@ -23,7 +23,7 @@ use super::repair::retry_messages;
 use crate::config::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
-use crate::upstream::Route;
+use crate::upstream::{Ask, PoolError, RetryReason, Route};
 
 pub type Outputs = mpsc::UnboundedReceiver<Result<Output, ApiError>>;
 pub type Sender = mpsc::UnboundedSender<Result<Output, ApiError>>;
@@ -32,6 +32,8 @@ pub type Sender = mpsc::UnboundedSender<Result<Output, ApiError>>;
 #[derive(Debug)]
 pub struct Completion {
     pub route: Arc<Route>,
+    /// Tried in order when every replica of `route` failed before answering.
+    pub fallbacks: Vec<Arc<Route>>,
     /// The client's request, validated.
     pub request: ChatRequest,
     /// The request's tools, compiled, to check the model's calls.
@@ -42,14 +44,30 @@ pub struct Completion {
 
 /// Starts the answer. Dropping the receiver (the client went away) cancels the backend
 /// request.
-pub fn start(completion: Completion) -> Outputs {
+pub fn start(mut completion: Completion) -> Outputs {
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let timeout = completion.limits.timeout;
         let cut = completion.limits.cut.clone();
         let work = async {
-            if let Err(error) = answer(&completion, &sender).await {
+            let mut fallbacks = std::mem::take(&mut completion.fallbacks).into_iter();
+            loop {
+                let error = match answer(&completion, &sender).await {
+                    Ok(()) => break,
+                    Err(Failure::Unanswered { error, reason }) => match fallbacks.next() {
+                        Some(fallback) => {
+                            tracing::warn!(route = %completion.route.name, fallback = %fallback.name, reason = reason.label(), "every replica failed; falling back");
+                            metrics::counter!("gateway_fallbacks_total", "route" => completion.route.name.clone(), "fallback" => fallback.name.clone(), "reason" => reason.label())
+                                .increment(1);
+                            completion.route = fallback;
+                            continue;
+                        }
+                        None => error,
+                    },
+                    Err(Failure::Answered(error)) => error,
+                };
                 let _ = sender.send(Err(error));
+                break;
             }
         };
         tokio::select! {
@@ -161,12 +179,29 @@ pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError>
     Ok(())
 }
 
+/// Why an answer failed.
+enum Failure {
+    /// Every replica failed before the answer began, in a way another route might not:
+    /// nothing reached the client, so a fallback may answer instead.
+    Unanswered {
+        error: ApiError,
+        reason: RetryReason,
+    },
+    Answered(ApiError),
+}
+
+impl From<ApiError> for Failure {
+    fn from(error: ApiError) -> Self {
+        Failure::Answered(error)
+    }
+}
+
 /// Both paths: native routes pass the backend's events through; prompted routes parse the
 /// model's text first. `tool_choice: required` or a named function is enforced on both
 /// (backends that ignore it exist): nothing reaches the client until a satisfying call
 /// appears, one retry follows an answer without one, then an error. Under the `repair`
 /// policy an answer with a broken call is followed by one more request (see `repair`).
-async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError> {
+async fn answer(completion: &Completion, sender: &Sender) -> Result<(), Failure> {
     let request = &completion.request;
     let route = &completion.route;
     let family = route.prompted;
@@ -211,17 +246,19 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
             },
             received,
         };
-        let words = round.stream(&messages, Shown::Everything).await?;
+        // Only the first backend request of an answer can fail with nothing said yet.
+        let first = attempt == 1;
+        let words = round.stream(&messages, Shown::Everything, first).await?;
         if let Some(broken) = round.finisher.take_broken() {
             round.deliver(broken.released.clone()).await?;
             tracing::info!(route = %route.name, broken = broken.broken.len(), "the model's tool call breaks the request's tools; asking once more");
             let retry = retry_messages(words.shown, &broken, &completion.tools);
             let mut repaired = messages.clone();
             repaired.extend(rewrite(&retry, None));
-            round.stream(&repaired, Shown::CallsOnly).await?;
+            round.stream(&repaired, Shown::CallsOnly, false).await?;
         }
         if round.gate.is_open() {
-            return send(sender, round.finisher.finish()?).await;
+            return Ok(send(sender, round.finisher.finish()?).await?);
         }
         usage = round.finisher.usage();
         received = round.received;
@@ -242,7 +279,8 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), ApiError
         StatusCode::BAD_GATEWAY,
         format!("tool_choice asked for {what}, and the model answered without one twice"),
         "tool_call_required",
-    ))
+    )
+    .into())
 }
 
 /// Which of the model's words reach the client.
@@ -275,23 +313,42 @@ struct Round<'a> {
 impl Round<'_> {
     /// Sends one backend request and passes its answer through the parser (if any), the
     /// finisher and the gate to the client.
-    async fn stream(&mut self, messages: &[Message], shown: Shown) -> Result<Words, ApiError> {
+    /// `first`: no backend request of this answer was made before, so a failure of every
+    /// replica leaves the answer to a fallback.
+    async fn stream(
+        &mut self,
+        messages: &[Message],
+        shown: Shown,
+        first: bool,
+    ) -> Result<Words, Failure> {
         let route = &self.completion.route;
         let native = route.prompted.is_none();
         let mut parser = self
             .markup
             .map(|family| parser(family, &self.completion.request.tools));
         let mut words = Words::default();
-        let mut events = route
-            .backend
-            .chat(backend_request(
-                &self.completion.route,
-                &self.completion.request,
-                messages.to_vec(),
-                native,
-            ))
-            .await
-            .map_err(backend_error)?;
+        let request = backend_request(
+            &self.completion.route,
+            &self.completion.request,
+            messages.to_vec(),
+            native,
+        );
+        let limits = &self.completion.limits;
+        let ask = Ask {
+            deadline: limits.deadline,
+            affinity: route.pool.affinity(&request),
+            trail: Arc::clone(&limits.trail),
+        };
+        let mut events = match route.pool.send(&request, &ask).await {
+            Ok(events) => events,
+            Err(PoolError::Exhausted { error, reason }) if first => {
+                return Err(Failure::Unanswered {
+                    error: backend_error(error),
+                    reason,
+                });
+            }
+            Err(error) => return Err(backend_error(error.into_backend_error()).into()),
+        };
         while let Some(event) = events.next().await {
             let event = event.map_err(backend_error)?;
             self.received += event.text_len();
@@ -299,7 +356,8 @@ impl Round<'_> {
             if self.received > limit {
                 return Err(ApiError::answer_too_large(format_args!(
                     "more than max_answer_bytes ({limit} bytes)"
-                )));
+                ))
+                .into());
             }
             let mut outputs = Vec::new();
             if native

@@ -46,7 +46,7 @@ pub async fn count_tokens(
         tool_requirement(&request.request).as_ref(),
     );
     let sent = backend_request(&route, &request.request, messages, route.prompted.is_none());
-    let count = match route.backend.count_tokens(sent.clone()).await {
+    let count = match route.pool.count_tokens(sent.clone()).await {
         Ok(Some(tokens)) => TokenCount {
             tokens,
             source: "backend",

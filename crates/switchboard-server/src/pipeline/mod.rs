@@ -23,7 +23,7 @@ use switchboard_wire::ChatRequest;
 use crate::error::ApiError;
 use crate::ids::CallIdShape;
 use crate::state::AppState;
-use crate::upstream::Route;
+use crate::upstream::{Route, Trail};
 
 pub use character::{CharacterEvent, PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
@@ -45,11 +45,15 @@ pub struct GatewayRequest {
     pub call_ids: CallIdShape,
 }
 
-/// What bounds one answer, from the configuration.
+/// What bounds one answer, from the configuration, and where it notes what its backends
+/// did.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// The whole request's deadline.
     pub timeout: std::time::Duration,
+    /// When `timeout` runs out: no backend retry starts that would end after it.
+    pub deadline: std::time::Instant,
+    pub trail: Arc<Trail>,
     /// Bytes of words, reasoning and calls the answer may receive from its backend.
     pub max_answer_bytes: usize,
     /// Cancelled when the gateway stops waiting for answers at shutdown.
@@ -74,7 +78,11 @@ pub struct Started {
     /// The route or character that answers, for logs and metric labels: never the raw
     /// client string.
     pub label: String,
+    /// `native`, `prompted` or `character`: a metric label.
+    pub kind: &'static str,
     pub outputs: Outputs,
+    /// Which route and replica answered, and the time spent waiting on them.
+    pub trail: Arc<Trail>,
 }
 
 /// Resolves the model name and starts the answer. Dropping the outputs (the client went
@@ -86,8 +94,11 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
         tools,
         call_ids,
     } = request;
+    let trail = Arc::new(Trail::default());
     let limits = Limits {
         timeout: state.request_timeout,
+        deadline: std::time::Instant::now() + state.request_timeout,
+        trail: Arc::clone(&trail),
         max_answer_bytes: state.max_answer_bytes,
         cut: state.cut.clone(),
     };
@@ -118,18 +129,35 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
             limits,
         };
         let outputs = character::start(character, route, turn);
-        return Ok(Started { label, outputs });
+        return Ok(Started {
+            label,
+            kind: "character",
+            outputs,
+            trail,
+        });
     }
     let route = route(state, &model)?;
+    let fallbacks = route
+        .fallbacks
+        .iter()
+        .filter_map(|name| state.routes.named(name).cloned())
+        .collect();
     Ok(Started {
         label: route.name.clone(),
+        kind: if route.prompted.is_some() {
+            "prompted"
+        } else {
+            "native"
+        },
         outputs: completion::start(completion::Completion {
             route,
+            fallbacks,
             request,
             tools,
             call_ids,
             limits,
         }),
+        trail,
     })
 }
 

@@ -1,55 +1,96 @@
-//! Whether each route's backend answers: checked at start-up and then periodically by
-//! opening a TCP connection to its host, and reported by `/healthz`.
+//! Whether each replica of each route answers, as `/healthz` reports it: whether its port
+//! accepts connections (checked at start-up and then periodically), what the pool knows of
+//! it (taken out after failures, requests in flight, errors, ejections), and, for routes
+//! with `health_check_secs`, the active checks that bring ejected replicas back.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::Uri;
 use serde::Serialize;
 use tokio::net::TcpStream;
 
+use super::pool::{Pool, Replica, ReplicaReport};
 use super::route::Route;
 
-/// The last check of one backend.
+/// One replica as `/healthz` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct BackendHealth {
     pub route: String,
     pub url: String,
+    /// Whether its port accepted a connection at the last probe.
     pub reachable: Option<bool>,
     pub detail: Option<String>,
     pub checked_at: Option<u64>,
+    #[serde(flatten)]
+    pub pool: ReplicaReport,
+}
+
+#[derive(Debug)]
+struct Probe {
+    route: String,
+    replica: Arc<Replica>,
+    reachable: Option<bool>,
+    detail: Option<String>,
+    checked_at: Option<u64>,
 }
 
 #[derive(Debug)]
 pub struct Health {
-    backends: Mutex<Vec<BackendHealth>>,
+    probes: Mutex<Vec<Probe>>,
+    /// Routes whose replicas are checked actively; held weakly so that checks end with
+    /// the route.
+    checked: Vec<(Weak<Pool>, Duration)>,
 }
 
 impl Health {
     pub fn new(routes: &[Arc<Route>]) -> Self {
-        let backends = routes
+        let probes = routes
             .iter()
-            .map(|route| BackendHealth {
-                route: route.name.clone(),
-                url: route.url.clone(),
-                reachable: None,
-                detail: None,
-                checked_at: None,
+            .flat_map(|route| {
+                route.pool.replicas().iter().map(|replica| Probe {
+                    route: route.name.clone(),
+                    replica: Arc::clone(replica),
+                    reachable: None,
+                    detail: None,
+                    checked_at: None,
+                })
+            })
+            .collect();
+        let checked = routes
+            .iter()
+            .filter_map(|route| {
+                route
+                    .health_check
+                    .map(|period| (Arc::downgrade(&route.pool), period))
             })
             .collect();
         Self {
-            backends: Mutex::new(backends),
+            probes: Mutex::new(probes),
+            checked,
         }
     }
 
     pub fn snapshot(&self) -> Vec<BackendHealth> {
-        self.backends
+        self.probes
             .lock()
-            .map(|backends| backends.clone())
+            .map(|probes| {
+                probes
+                    .iter()
+                    .map(|probe| BackendHealth {
+                        route: probe.route.clone(),
+                        url: probe.replica.url.clone(),
+                        reachable: probe.reachable,
+                        detail: probe.detail.clone(),
+                        checked_at: probe.checked_at,
+                        pool: probe.replica.report(),
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
-    /// Checks every backend once, concurrently.
+    /// Probes every replica's port once, concurrently.
     pub async fn check(&self) {
         let targets: Vec<String> = self
             .snapshot()
@@ -60,16 +101,31 @@ impl Health {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs());
-        if let Ok(mut backends) = self.backends.lock() {
-            for (backend, result) in backends.iter_mut().zip(results) {
-                backend.reachable = Some(result.is_ok());
-                backend.detail = result.err();
-                backend.checked_at = Some(now);
+        if let Ok(mut probes) = self.probes.lock() {
+            for (probe, result) in probes.iter_mut().zip(results) {
+                probe.reachable = Some(result.is_ok());
+                probe.detail = result.err();
+                probe.checked_at = Some(now);
             }
         }
     }
 
-    /// Re-checks every `period` for as long as the gateway runs.
+    /// Runs each route's active checks at its own period, for as long as the route lives.
+    pub fn check_routes(&self) {
+        for (pool, every) in &self.checked {
+            let pool = Weak::clone(pool);
+            let every = *every;
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(pool) = pool.upgrade() else { break };
+                    pool.check().await;
+                }
+            });
+        }
+    }
+
+    /// Re-probes every `period` for as long as the gateway runs.
     pub fn watch(self: Arc<Self>, period: Duration) {
         tokio::spawn(async move {
             loop {

@@ -1,10 +1,13 @@
-//! The backends behind the gateway: routes (a client's model name resolved to a backend
-//! client and the way tool calls are made through it) and whether each backend answers.
+//! The backends behind the gateway: routes (a client's model name resolved to its
+//! replicas and the way tool calls are made through it), how a request gets an answer from
+//! a route's replicas, and whether each replica answers.
 
 mod health;
+mod pool;
 mod route;
 mod table;
 
 pub use health::Health;
+pub use pool::{Ask, PoolBackend, PoolError, RetryReason, Trail};
 pub use route::Route;
 pub use table::RouteTable;

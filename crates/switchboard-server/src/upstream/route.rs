@@ -1,19 +1,25 @@
-//! A route: what a client's `"model"` names, resolved at start-up into a backend client
-//! and the way tool calls are made through it.
+//! A route: what a client's `"model"` names, resolved at start-up into its replicas'
+//! clients, the way tool calls are made through it, and where to turn when it fails.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use switchboard_parsers::{Family, family_for_model};
 use switchboard_providers::{Backend, BackendConfig, config_from_env, connect};
 use switchboard_wire::Format;
 
+use super::pool::{Pool, PoolSettings};
 use crate::config::{RouteConfig, ToolCallPolicy, ToolCalling};
 
 /// A configured backend model, ready to serve.
 pub struct Route {
     pub name: String,
-    pub url: String,
-    pub backend: Arc<dyn Backend>,
+    /// The replicas serving the route's model.
+    pub pool: Arc<Pool>,
+    /// Routes tried in order when every replica failed before answering.
+    pub fallbacks: Vec<String>,
+    /// Seconds between active health checks of the replicas; none when absent.
+    pub health_check: Option<Duration>,
     /// The backend's wire format.
     pub format: Format,
     /// The model name the backend expects.
@@ -31,7 +37,7 @@ impl std::fmt::Debug for Route {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Route")
             .field("name", &self.name)
-            .field("url", &self.url)
+            .field("pool", &self.pool)
             .field("model", &self.model)
             .finish_non_exhaustive()
     }
@@ -45,16 +51,39 @@ impl Route {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
         let format = config.format();
-        let mut backend_config = BackendConfig {
-            base_url: config.url.trim_end_matches('/').to_owned(),
-            ..config_from_env(format)
+        let replicas = config
+            .replica_urls()
+            .into_iter()
+            .map(|url| {
+                let mut backend_config = BackendConfig {
+                    base_url: url.trim_end_matches('/').to_owned(),
+                    // The pool retries, on another replica where there is one.
+                    max_retries: 0,
+                    ..config_from_env(format)
+                };
+                backend_config.api_key = match &config.api_key_env {
+                    Some(variable) => env(variable),
+                    None => backend_config.api_key,
+                };
+                let backend: Arc<dyn Backend> = connect(format, backend_config)
+                    .map_err(|error| format!("route \"{}\": {error}", config.name))?;
+                Ok((url.to_owned(), backend))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if replicas.is_empty() {
+            return Err(format!(
+                "route \"{}\": `url` or `urls` is required",
+                config.name
+            ));
+        }
+        let settings = PoolSettings {
+            balance: config.balance,
+            retries: config.retries,
+            eject_after: config.eject_after,
+            // `Config::check` bounds both; a value it let through cannot panic here.
+            eject_for: Duration::try_from_secs_f64(config.eject_secs)
+                .unwrap_or(Duration::from_secs(5)),
         };
-        backend_config.api_key = match &config.api_key_env {
-            Some(variable) => env(variable),
-            None => backend_config.api_key,
-        };
-        let backend = connect(format, backend_config)
-            .map_err(|error| format!("route \"{}\": {error}", config.name))?;
         let family = config
             .format
             .as_deref()
@@ -67,8 +96,11 @@ impl Route {
         };
         Ok(Self {
             name: config.name.clone(),
-            url: config.url.clone(),
-            backend,
+            pool: Arc::new(Pool::new(&config.name, replicas, settings)),
+            fallbacks: config.fallbacks.clone(),
+            health_check: config
+                .health_check_secs
+                .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok()),
             format,
             model: config.model.clone(),
             prompted,

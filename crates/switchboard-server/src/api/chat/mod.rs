@@ -51,17 +51,10 @@ pub async fn handle(
     };
     if stream {
         let renderer = ChunkRenderer::new(presentation);
-        return sse::stream(
-            started.outputs,
-            renderer,
-            IntoResponse::into_response,
-            started.label,
-            log,
-        )
-        .await;
+        return sse::stream(started, renderer, IntoResponse::into_response, log).await;
     }
-    log.answering(&started.label, false);
-    match collect(started.outputs).await {
+    log.answering(&started, false);
+    let mut response = match collect(started.outputs).await {
         Ok(answer) => {
             log.finish(
                 &started.label,
@@ -72,7 +65,9 @@ pub async fn handle(
             Json(completion_body(&answer, &presentation)).into_response()
         }
         Err(error) => fail(&log, &started.label, error),
-    }
+    };
+    super::upstream_headers(&mut response, &started.trail);
+    response
 }
 
 fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {

@@ -65,23 +65,26 @@ pub async fn handle(
         Err(error) => fail(&log, "-", error),
         Ok(started) if parsed.stream => {
             sse::stream(
-                started.outputs,
+                started,
                 EventRenderer::new(&presentation),
                 error_response,
-                started.label,
                 log,
             )
             .await
         }
         Ok(started) => {
+            log.answering(&started, false);
             let mut whole = WholeMessage::new(&presentation);
-            match collect_with(started.outputs, |output| whole.push(output)).await {
-                Ok(answer) => {
-                    log.finish(&started.label, StatusCode::OK, Tally::of(&answer), false);
-                    Json(whole.finish(&answer.problems)).into_response()
-                }
-                Err(error) => fail(&log, &started.label, error),
-            }
+            let mut response =
+                match collect_with(started.outputs, |output| whole.push(output)).await {
+                    Ok(answer) => {
+                        log.finish(&started.label, StatusCode::OK, Tally::of(&answer), false);
+                        Json(whole.finish(&answer.problems)).into_response()
+                    }
+                    Err(error) => fail(&log, &started.label, error),
+                };
+            super::upstream_headers(&mut response, &started.trail);
+            response
         }
     };
     with_headers(response, &request_id, &parsed.dropped)

@@ -76,30 +76,35 @@ pub async fn create(
     };
     let mut renderer = ResponseRenderer::new(Encoder::new(skeleton, kinds), keep);
     let mut response = if stream {
-        sse::stream(
-            started.outputs,
-            renderer,
-            IntoResponse::into_response,
-            started.label,
-            log,
-        )
-        .await
+        sse::stream(started, renderer, IntoResponse::into_response, log).await
     } else {
+        log.answering(&started, false);
         let mut outputs = started.outputs;
         let mut tally = Tally::default();
+        let mut failed = None;
         while let Some(output) = outputs.recv().await {
             match output {
                 Ok(output) => {
                     tally.add(&output);
                     renderer.take(output, false);
                 }
-                Err(error) => return fail(&log, &started.label, error),
+                Err(error) => {
+                    failed = Some(fail(&log, &started.label, error));
+                    break;
+                }
             }
         }
-        let (_, keeping) = renderer.close();
-        keeping.await;
-        log.finish(&started.label, StatusCode::OK, tally, false);
-        Json(renderer.into_response()).into_response()
+        let mut response = match failed {
+            Some(response) => response,
+            None => {
+                let (_, keeping) = renderer.close();
+                keeping.await;
+                log.finish(&started.label, StatusCode::OK, tally, false);
+                Json(renderer.into_response()).into_response()
+            }
+        };
+        super::upstream_headers(&mut response, &started.trail);
+        response
     };
     if !dropped.is_empty()
         && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))

@@ -1,0 +1,801 @@
+//! A route's replicas (one or more servers of the same model) and how a request gets an
+//! answer from them: a replica is chosen by the route's balancing policy, and a request that
+//! fails before its answer began (connect error, reset, 429, 5xx) is tried again on another
+//! replica, within the retry budget and the request's deadline. Replicas that keep failing
+//! are taken out for a back-off period that grows while they keep failing; a success, or an
+//! active health check, brings them back.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt, stream};
+use rand::Rng;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use switchboard_providers::{Backend, BackendError, ConnectionFailure, EventStream};
+use switchboard_tools::Message;
+use switchboard_wire::ChatRequest;
+
+use crate::config::Balance;
+
+/// How a failed attempt is retried and how replicas are ejected, from the route's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSettings {
+    pub balance: Balance,
+    /// Attempts after the first, over all replicas.
+    pub retries: u32,
+    /// Consecutive failures that take a replica out.
+    pub eject_after: u32,
+    /// The first ejection's length; each further one in a row doubles it.
+    pub eject_for: Duration,
+}
+
+/// The longest ejection, however long a replica keeps failing.
+const MAX_EJECTION: Duration = Duration::from_secs(300);
+/// The first back-off between attempts; doubled for each further attempt, jittered.
+const RETRY_BACKOFF: Duration = Duration::from_millis(50);
+
+/// One server of a route.
+pub struct Replica {
+    pub url: String,
+    backend: Arc<dyn Backend>,
+    /// Mixed into prefix-affinity scores, so each conversation prefers one replica.
+    seed: u64,
+    in_flight: AtomicUsize,
+    requests: AtomicU64,
+    errors: AtomicU64,
+    state: Mutex<Ejection>,
+    metrics: ReplicaMetrics,
+}
+
+impl std::fmt::Debug for Replica {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replica")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a replica is out, and how far into a run of failures it is.
+#[derive(Debug, Default, Clone, Copy)]
+struct Ejection {
+    consecutive_failures: u32,
+    /// Ejections since the last success: the next one lasts `eject_for * 2^streak`.
+    streak: u32,
+    until: Option<Instant>,
+    /// Not ejected, but asked to wait (a 429's `retry-after`).
+    paused_until: Option<Instant>,
+    ejections: u64,
+}
+
+/// The replica's series, registered once so the hot path only updates them.
+struct ReplicaMetrics {
+    in_flight: metrics::Gauge,
+    healthy: metrics::Gauge,
+    ejections: metrics::Counter,
+}
+
+impl ReplicaMetrics {
+    fn new(route: &str, url: &str) -> Self {
+        let labels = [("route", route.to_owned()), ("upstream", url.to_owned())];
+        let metrics = Self {
+            in_flight: metrics::gauge!("gateway_upstream_in_flight", &labels),
+            healthy: metrics::gauge!("gateway_upstream_healthy", &labels),
+            ejections: metrics::counter!("gateway_upstream_ejections_total", &labels),
+        };
+        metrics.healthy.set(1.0);
+        metrics
+    }
+}
+
+/// A replica's state for `/healthz`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaReport {
+    /// `healthy`, `ejected` (with `back_in_secs`) or `paused` (it asked to wait).
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub back_in_secs: Option<f64>,
+    pub in_flight: usize,
+    pub requests: u64,
+    pub errors: u64,
+    pub ejections: u64,
+    pub consecutive_failures: u32,
+}
+
+impl Replica {
+    fn new(route: &str, url: String, backend: Arc<dyn Backend>) -> Self {
+        let seed = u64::from_be_bytes(prefix8(&Sha256::digest(url.as_bytes())));
+        Self {
+            metrics: ReplicaMetrics::new(route, &url),
+            url,
+            backend,
+            seed,
+            in_flight: AtomicUsize::new(0),
+            requests: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            state: Mutex::new(Ejection::default()),
+        }
+    }
+
+    pub fn report(&self) -> ReplicaReport {
+        let now = Instant::now();
+        let ejection = self.ejection();
+        let waiting = |until: Option<Instant>| until.filter(|until| *until > now);
+        let (state, back_in) = match (waiting(ejection.until), waiting(ejection.paused_until)) {
+            (Some(until), _) => ("ejected", Some(until)),
+            (None, Some(until)) => ("paused", Some(until)),
+            (None, None) => ("healthy", None),
+        };
+        ReplicaReport {
+            state,
+            back_in_secs: back_in.map(|until| (until - now).as_secs_f64()),
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            ejections: ejection.ejections,
+            consecutive_failures: ejection.consecutive_failures,
+        }
+    }
+
+    fn ejection(&self) -> Ejection {
+        self.state.lock().map(|state| *state).unwrap_or_default()
+    }
+
+    /// When the replica takes requests again; `None` when it does now.
+    fn out_until(&self, now: Instant) -> Option<Instant> {
+        let ejection = self.ejection();
+        [ejection.until, ejection.paused_until]
+            .into_iter()
+            .flatten()
+            .filter(|until| *until > now)
+            .max()
+    }
+
+    /// An answer began: the run of failures is over.
+    fn succeeded(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.consecutive_failures = 0;
+            state.streak = 0;
+            state.until = None;
+        }
+        self.metrics.healthy.set(1.0);
+    }
+
+    /// A failure the replica is to blame for. Returns the ejection's length when this one
+    /// takes it out: after `eject_after` in a row, or at once when it is back on probation
+    /// after an ejection and fails again.
+    fn failed(&self, settings: &PoolSettings) -> Option<Duration> {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let mut state = self.state.lock().ok()?;
+        state.consecutive_failures += 1;
+        if state.consecutive_failures < settings.eject_after.max(1) && state.streak == 0 {
+            return None;
+        }
+        let length = settings
+            .eject_for
+            .saturating_mul(1 << state.streak.min(16))
+            .min(MAX_EJECTION);
+        state.streak += 1;
+        state.consecutive_failures = 0;
+        state.until = Some(Instant::now() + length);
+        state.ejections += 1;
+        drop(state);
+        self.metrics.ejections.increment(1);
+        self.metrics.healthy.set(0.0);
+        Some(length)
+    }
+
+    /// The replica asked not to be sent anything for a while (429 with `retry-after`):
+    /// respected, without counting against its health.
+    fn pause(&self, length: Duration) {
+        if let Ok(mut state) = self.state.lock() {
+            state.paused_until = Some(Instant::now() + length);
+        }
+    }
+
+    /// An active health check answered: the replica is back whatever its record.
+    pub fn restore(&self) {
+        if let Ok(mut state) = self.state.lock()
+            && state.until.is_some()
+        {
+            state.until = None;
+            state.consecutive_failures = 0;
+            tracing::info!(upstream = %self.url, "health check answered; replica is back");
+        }
+        self.metrics.healthy.set(1.0);
+    }
+
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.metrics.in_flight.set(now as f64);
+        InFlight(Arc::clone(self))
+    }
+}
+
+/// A request open on a replica, counted until dropped (the answer's stream included).
+struct InFlight(Arc<Replica>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let now = self.0.in_flight.fetch_sub(1, Ordering::Relaxed) - 1;
+        self.0.metrics.in_flight.set(now as f64);
+    }
+}
+
+/// Why an attempt is worth making again elsewhere; a metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryReason {
+    Connect,
+    Reset,
+    RateLimited,
+    ServerError,
+}
+
+impl RetryReason {
+    pub fn label(self) -> &'static str {
+        match self {
+            RetryReason::Connect => "connect_error",
+            RetryReason::Reset => "connection_reset",
+            RetryReason::RateLimited => "rate_limited",
+            RetryReason::ServerError => "server_error",
+        }
+    }
+
+    /// A failure the request could have hit on any healthy server counts for nothing
+    /// against this one: a 429 is the server protecting itself.
+    fn blames_replica(self) -> bool {
+        self != RetryReason::RateLimited
+    }
+
+    /// Whether an attempt failing this way may be made again; `None` when not (a 400, a
+    /// timeout waiting for the answer, a bad answer).
+    pub fn of(error: &BackendError) -> Option<Self> {
+        match error {
+            BackendError::Connect {
+                failure: ConnectionFailure::ClosedBeforeAnswer,
+                ..
+            } => Some(RetryReason::Reset),
+            BackendError::Connect { .. }
+            | BackendError::Timeout {
+                phase: switchboard_providers::TimeoutPhase::Connect,
+            } => Some(RetryReason::Connect),
+            // Headers came, then the connection died before a byte of the body.
+            BackendError::StreamCut { offset: 0, .. } => Some(RetryReason::Reset),
+            BackendError::Http { status: 429, .. } => Some(RetryReason::RateLimited),
+            BackendError::Http {
+                status: 500 | 502 | 503 | 504 | 529,
+                ..
+            } => Some(RetryReason::ServerError),
+            _ => None,
+        }
+    }
+}
+
+/// What one request asks of the pool.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// No retry or back-off starts that would end past it.
+    pub deadline: Instant,
+    /// Set under `prefix_affinity`: the hash of the conversation's start.
+    pub affinity: Option<u64>,
+    /// Where the request notes which replica answered and how long it waited on backends.
+    pub trail: Arc<Trail>,
+}
+
+/// What the upstream side of one request amounted to: which route and replica answered
+/// (for the response's headers) and how long the request waited on backends (so that the
+/// gateway's own share of its time can be told apart).
+#[derive(Debug, Default)]
+pub struct Trail {
+    answered: std::sync::OnceLock<(String, String)>,
+    waited_nanos: AtomicU64,
+}
+
+impl Trail {
+    /// The route and replica that answered first, once one has.
+    pub fn answered(&self) -> Option<(&str, &str)> {
+        self.answered
+            .get()
+            .map(|(route, upstream)| (route.as_str(), upstream.as_str()))
+    }
+
+    /// Time spent waiting on backends: connecting, for the first byte, between events.
+    pub fn waited(&self) -> Duration {
+        Duration::from_nanos(self.waited_nanos.load(Ordering::Relaxed))
+    }
+
+    fn wait(&self, time: Duration) {
+        let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        self.waited_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+}
+
+/// Why the pool has no answer.
+#[derive(Debug)]
+pub enum PoolError {
+    /// Every attempt failed in a way another route might not (`fallbacks` apply).
+    Exhausted {
+        error: BackendError,
+        reason: RetryReason,
+    },
+    /// The request itself failed (a 400, a timeout, a bad answer): no other server would
+    /// do better.
+    Failed(BackendError),
+}
+
+impl PoolError {
+    fn error(&self) -> &BackendError {
+        match self {
+            PoolError::Exhausted { error, .. } | PoolError::Failed(error) => error,
+        }
+    }
+
+    pub fn into_backend_error(self) -> BackendError {
+        match self {
+            PoolError::Exhausted { error, .. } | PoolError::Failed(error) => error,
+        }
+    }
+}
+
+/// A route's replicas.
+pub struct Pool {
+    route: String,
+    replicas: Vec<Arc<Replica>>,
+    settings: PoolSettings,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("route", &self.route)
+            .field("replicas", &self.replicas)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    pub fn new(
+        route: &str,
+        replicas: Vec<(String, Arc<dyn Backend>)>,
+        settings: PoolSettings,
+    ) -> Self {
+        Self {
+            route: route.to_owned(),
+            replicas: replicas
+                .into_iter()
+                .map(|(url, backend)| Arc::new(Replica::new(route, url, backend)))
+                .collect(),
+            settings,
+        }
+    }
+
+    pub fn replicas(&self) -> &[Arc<Replica>] {
+        &self.replicas
+    }
+
+    /// The key `prefix_affinity` sends by: the system prompt and the first message after
+    /// it, which every later turn of the conversation repeats.
+    pub fn affinity(&self, request: &ChatRequest) -> Option<u64> {
+        if self.settings.balance != Balance::PrefixAffinity || self.replicas.len() < 2 {
+            return None;
+        }
+        let mut hasher = Sha256::new();
+        let mut first_turn = false;
+        for message in &request.messages {
+            let system = matches!(message, Message::System { .. } | Message::Developer { .. });
+            if !system && first_turn {
+                break;
+            }
+            first_turn |= !system;
+            if serde_json::to_writer(&mut hasher, message).is_err() {
+                return None;
+            }
+        }
+        Some(u64::from_be_bytes(prefix8(&hasher.finalize())))
+    }
+
+    /// Sends the request to a replica and waits for its first event, trying again on
+    /// another replica after a failure that allows it.
+    pub async fn send(&self, request: &ChatRequest, ask: &Ask) -> Result<EventStream, PoolError> {
+        let started = Instant::now();
+        let result = self.try_replicas(request, ask).await;
+        ask.trail.wait(started.elapsed());
+        result
+    }
+
+    async fn try_replicas(
+        &self,
+        request: &ChatRequest,
+        ask: &Ask,
+    ) -> Result<EventStream, PoolError> {
+        let mut tried: Vec<usize> = Vec::new();
+        let mut attempt: u32 = 0;
+        loop {
+            let index = self.pick(&tried, ask.affinity);
+            let replica = &self.replicas[index];
+            let failure = match self.attempt(replica, request, &ask.trail).await {
+                Ok(events) => {
+                    tracing::debug!(route = %self.route, upstream = %replica.url, attempt, "backend answered");
+                    let _ = ask
+                        .trail
+                        .answered
+                        .set((self.route.clone(), replica.url.clone()));
+                    return Ok(events);
+                }
+                Err(error) => error,
+            };
+            let Some(reason) = RetryReason::of(&failure) else {
+                tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(&failure), "backend attempt failed; not retryable");
+                return Err(PoolError::Failed(failure));
+            };
+            let retry_after = match &failure {
+                BackendError::Http { retry_after, .. } => *retry_after,
+                _ => None,
+            };
+            if let Some(wait) = retry_after {
+                replica.pause(wait);
+            }
+            if reason.blames_replica()
+                && let Some(length) = replica.failed(&self.settings)
+            {
+                tracing::warn!(route = %self.route, upstream = %replica.url, seconds = length.as_secs_f64(), "replica ejected after failing");
+            }
+            if !tried.contains(&index) {
+                tried.push(index);
+            }
+            let exhausted = PoolError::Exhausted {
+                error: failure,
+                reason,
+            };
+            if attempt >= self.settings.retries {
+                tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; no retries left");
+                return Err(exhausted);
+            }
+            // Another replica goes at once (after a short jittered pause); the same one
+            // again waits for what it asked, or the growing back-off.
+            let elsewhere = self.available(&tried, Instant::now()) > 0;
+            let backoff = jittered(RETRY_BACKOFF.saturating_mul(1 << attempt.min(8)));
+            let wait = match retry_after {
+                Some(asked) if !elsewhere => asked,
+                _ => backoff,
+            };
+            if Instant::now() + wait >= ask.deadline {
+                tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; no time left to retry");
+                return Err(exhausted);
+            }
+            tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; retrying");
+            metrics::counter!("gateway_retries_total", "route" => self.route.clone(), "reason" => reason.label())
+                .increment(1);
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    /// One request to one replica, up to its first event.
+    async fn attempt(
+        &self,
+        replica: &Arc<Replica>,
+        request: &ChatRequest,
+        trail: &Arc<Trail>,
+    ) -> Result<EventStream, BackendError> {
+        let in_flight = replica.begin();
+        let started = Instant::now();
+        let mut events = replica.backend.chat(request.clone()).await?;
+        let first = events.next().await;
+        let first_event = started.elapsed();
+        let first = match first {
+            Some(Err(error)) if RetryReason::of(&error).is_some() => return Err(error),
+            first => first,
+        };
+        replica.succeeded();
+        metrics::histogram!("gateway_backend_ttfb_seconds", "route" => self.route.clone())
+            .record(first_event.as_secs_f64());
+        Ok(Holding {
+            events: stream::iter(first).chain(events).boxed(),
+            _in_flight: in_flight,
+            trail: Arc::clone(trail),
+            waiting_since: None,
+        }
+        .boxed())
+    }
+
+    /// Replicas not tried yet that take requests now.
+    fn available(&self, tried: &[usize], now: Instant) -> usize {
+        (0..self.replicas.len())
+            .filter(|index| {
+                !tried.contains(index) && self.replicas[*index].out_until(now).is_none()
+            })
+            .count()
+    }
+
+    /// The replica for the next attempt: among those not tried yet that take requests
+    /// now, by the balancing policy; when none is left, the one back soonest (a route
+    /// whose every replica is out still tries, rather than refuse every request for the
+    /// length of a back-off).
+    fn pick(&self, tried: &[usize], affinity: Option<u64>) -> usize {
+        let now = Instant::now();
+        let mut candidates: Vec<usize> = (0..self.replicas.len())
+            .filter(|index| {
+                !tried.contains(index) && self.replicas[*index].out_until(now).is_none()
+            })
+            .collect();
+        if candidates.is_empty() {
+            candidates = (0..self.replicas.len())
+                .filter(|index| self.replicas[*index].out_until(now).is_none())
+                .collect();
+        }
+        if candidates.is_empty() {
+            return (0..self.replicas.len())
+                .min_by_key(|index| self.replicas[*index].out_until(now))
+                .unwrap_or(0);
+        }
+        if let Some(key) = affinity {
+            return candidates
+                .into_iter()
+                .max_by_key(|index| mix(key ^ self.replicas[*index].seed))
+                .unwrap_or(0);
+        }
+        if candidates.len() == 1 {
+            return candidates[0];
+        }
+        // Two random choices, the less busy wins: near the best spread without the herd
+        // that always picking the least busy causes.
+        let mut rng = rand::rng();
+        let first = rng.random_range(0..candidates.len());
+        let mut second = rng.random_range(0..candidates.len() - 1);
+        if second >= first {
+            second += 1;
+        }
+        let busy = |index: usize| {
+            self.replicas[candidates[index]]
+                .in_flight
+                .load(Ordering::Relaxed)
+        };
+        if busy(second) < busy(first) {
+            candidates[second]
+        } else {
+            candidates[first]
+        }
+    }
+
+    /// Asks every replica whether it serves; those that answer are back, those that do not
+    /// count a failure.
+    pub async fn check(&self) {
+        let results =
+            futures::future::join_all(self.replicas.iter().map(|replica| replica.backend.check()))
+                .await;
+        for (replica, result) in self.replicas.iter().zip(results) {
+            match result {
+                Ok(()) => replica.restore(),
+                Err(error) => {
+                    tracing::warn!(route = %self.route, upstream = %replica.url, outcome = %outcome(&error), "health check failed");
+                    replica.failed(&self.settings);
+                }
+            }
+        }
+    }
+
+    /// The prompt's tokens by the backend's tokenizer, asked of any replica taking
+    /// requests.
+    pub async fn count_tokens(&self, request: ChatRequest) -> Result<Option<u64>, BackendError> {
+        let index = self.pick(&[], None);
+        self.replicas[index].backend.count_tokens(request).await
+    }
+}
+
+/// The pool as a plain backend for one request, for what talks to a route through the
+/// `Backend` trait (a character's tool loop): the same balancing, retries and trail.
+#[derive(Debug)]
+pub struct PoolBackend {
+    pub pool: Arc<Pool>,
+    pub ask: Ask,
+}
+
+impl Backend for PoolBackend {
+    fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>> {
+        Box::pin(async move {
+            let ask = Ask {
+                affinity: self.pool.affinity(&request),
+                ..self.ask.clone()
+            };
+            self.pool
+                .send(&request, &ask)
+                .await
+                .map_err(PoolError::into_backend_error)
+        })
+    }
+
+    fn count_tokens(
+        &self,
+        request: ChatRequest,
+    ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
+        Box::pin(self.pool.count_tokens(request))
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), BackendError>> {
+        let index = self.pool.pick(&[], None);
+        self.pool.replicas[index].backend.check()
+    }
+}
+
+/// The answer's events, keeping the replica counted busy until the answer is read or
+/// dropped, and adding the time its reader waits for each event to the trail.
+struct Holding {
+    events: EventStream,
+    _in_flight: InFlight,
+    trail: Arc<Trail>,
+    waiting_since: Option<Instant>,
+}
+
+impl Stream for Holding {
+    type Item = <EventStream as Stream>::Item;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let polled = self.events.poll_next_unpin(cx);
+        match (&polled, self.waiting_since) {
+            (std::task::Poll::Pending, None) => self.waiting_since = Some(Instant::now()),
+            (std::task::Poll::Ready(_), Some(since)) => {
+                self.trail.wait(since.elapsed());
+                self.waiting_since = None;
+            }
+            _ => {}
+        }
+        polled
+    }
+}
+
+/// An attempt's outcome for the log: a backend's error text is left out, since backends
+/// refusing a key tend to quote it.
+fn outcome(error: &BackendError) -> String {
+    match error {
+        BackendError::Http { status, .. } => format!("HTTP {status}"),
+        other => other.to_string(),
+    }
+}
+
+fn prefix8(bytes: &[u8]) -> [u8; 8] {
+    let mut prefix = [0; 8];
+    for (to, from) in prefix.iter_mut().zip(bytes) {
+        *to = *from;
+    }
+    prefix
+}
+
+/// A 64-bit finaliser (SplitMix64's): rendezvous scores that spread evenly.
+fn mix(mut value: u64) -> u64 {
+    value = (value ^ (value >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    value = (value ^ (value >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    value ^ (value >> 31)
+}
+
+/// Between half and all of `base`, so that clients failing together do not retry together.
+fn jittered(base: Duration) -> Duration {
+    base.mul_f64(rand::rng().random_range(0.5..=1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_providers::{BackendConfig, connect};
+    use switchboard_wire::Format;
+
+    fn pool(replicas: usize, balance: Balance) -> Pool {
+        let replicas = (0..replicas)
+            .map(|index| {
+                let url = format!("http://127.0.0.1:{}", 9000 + index);
+                let backend = connect(Format::OpenAi, BackendConfig::new(url.clone())).unwrap();
+                (url, backend)
+            })
+            .collect();
+        Pool::new(
+            "test",
+            replicas,
+            PoolSettings {
+                balance,
+                retries: 2,
+                eject_after: 3,
+                eject_for: Duration::from_secs(5),
+            },
+        )
+    }
+
+    #[test]
+    fn ejections_come_after_failures_in_a_row_and_grow_while_they_go_on() {
+        let pool = pool(1, Balance::LeastBusy);
+        let replica = &pool.replicas[0];
+        assert_eq!(replica.failed(&pool.settings), None);
+        assert_eq!(replica.failed(&pool.settings), None);
+        assert_eq!(replica.failed(&pool.settings), Some(Duration::from_secs(5)));
+        assert_eq!(replica.report().state, "ejected");
+        // Back on probation, one more failure is enough, for twice as long.
+        assert_eq!(
+            replica.failed(&pool.settings),
+            Some(Duration::from_secs(10))
+        );
+        replica.succeeded();
+        assert_eq!(replica.report().state, "healthy");
+        assert_eq!(
+            replica.failed(&pool.settings),
+            None,
+            "a success ends the run"
+        );
+        assert_eq!(replica.report().ejections, 2);
+    }
+
+    #[test]
+    fn a_route_with_every_replica_out_still_tries_the_one_back_soonest() {
+        let pool = pool(2, Balance::LeastBusy);
+        for _ in 0..3 {
+            pool.replicas[0].failed(&pool.settings);
+        }
+        pool.replicas[1].pause(Duration::from_secs(1));
+        assert_eq!(pool.pick(&[], None), 1);
+        assert_eq!(pool.pick(&[1], None), 1, "tried, but the only one not out");
+    }
+
+    #[test]
+    fn affinity_follows_the_conversations_start_and_picks_one_replica_for_it() {
+        let pool = pool(3, Balance::PrefixAffinity);
+        let turn = |messages: &[(&str, &str)]| ChatRequest {
+            messages: messages
+                .iter()
+                .map(|(role, text)| {
+                    serde_json::from_value(serde_json::json!({"role": role, "content": text}))
+                        .unwrap()
+                })
+                .collect(),
+            ..ChatRequest::default()
+        };
+        let first = turn(&[("system", "terse"), ("user", "hello")]);
+        let later = turn(&[
+            ("system", "terse"),
+            ("user", "hello"),
+            ("assistant", "hi"),
+            ("user", "more"),
+        ]);
+        let other = turn(&[("system", "terse"), ("user", "goodbye")]);
+        let key = pool.affinity(&first).unwrap();
+        assert_eq!(pool.affinity(&later), Some(key));
+        assert_ne!(pool.affinity(&other), Some(key));
+        let home = pool.pick(&[], Some(key));
+        assert!((0..20).all(|_| pool.pick(&[], Some(key)) == home));
+        // Its replica tried, the conversation goes on elsewhere.
+        assert_ne!(pool.pick(&[home], Some(key)), home);
+        assert_eq!(
+            self::pool(3, Balance::LeastBusy).affinity(&first),
+            None,
+            "least_busy computes no key"
+        );
+    }
+
+    #[test]
+    fn what_is_retried() {
+        let http = |status| BackendError::Http {
+            status,
+            message: String::new(),
+            retry_after: None,
+        };
+        assert_eq!(RetryReason::of(&http(429)), Some(RetryReason::RateLimited));
+        for status in [500, 502, 503, 504] {
+            assert_eq!(
+                RetryReason::of(&http(status)),
+                Some(RetryReason::ServerError)
+            );
+        }
+        for status in [400, 401, 404, 422, 501] {
+            assert_eq!(RetryReason::of(&http(status)), None, "{status}");
+        }
+        let cut = |offset| BackendError::StreamCut {
+            offset,
+            detail: String::new(),
+        };
+        assert_eq!(RetryReason::of(&cut(0)), Some(RetryReason::Reset));
+        assert_eq!(RetryReason::of(&cut(10)), None, "the answer had begun");
+    }
+}
