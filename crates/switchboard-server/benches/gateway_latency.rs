@@ -117,7 +117,9 @@ fn main() -> Result<(), Failure> {
             .chain(paths.iter().map(|(_, _, through)| through))
             .collect();
         run(&load, &settings, &targets, settings.warmup)?;
+        let before = load.block_on(overhead_histograms(&client, &base))?;
         let (times, lag) = run(&load, &settings, &targets, settings.measured)?;
+        let after = load.block_on(overhead_histograms(&client, &base))?;
         let summaries: Vec<Summary> = times
             .into_iter()
             .map(|mut times| summarize(&mut times))
@@ -127,8 +129,14 @@ fn main() -> Result<(), Failure> {
         for ((label, _, _), summary) in paths.iter().zip(&summaries[1..]) {
             report(label, summary);
         }
-        for ((_, added, _), summary) in paths.iter().zip(&summaries[1..]) {
+        for ((_, added, through), summary) in paths.iter().zip(&summaries[1..]) {
             print_added(added, &summaries[0], summary);
+            let series = format!(
+                "endpoint=\"{}\",kind=\"{}\"",
+                through.api.endpoint(),
+                case.kind()
+            );
+            print_overhead(&series, &before, &after);
         }
         println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
     }
@@ -262,7 +270,27 @@ enum Api {
     Responses,
 }
 
+impl Api {
+    /// The `endpoint` label of its requests' metrics.
+    fn endpoint(self) -> &'static str {
+        match self {
+            Api::ChatCompletions => "chat_completions",
+            Api::Messages => "messages",
+            Api::Responses => "responses",
+        }
+    }
+}
+
 impl Case {
+    /// The `kind` label of its route's metrics.
+    fn kind(&self) -> &'static str {
+        if self.route == "native" {
+            "native"
+        } else {
+            "prompted"
+        }
+    }
+
     const ALL: [Case; 4] = [
         Case {
             name: "native route, tool call, whole",
@@ -551,6 +579,101 @@ fn print_added(label: &str, direct: &Summary, gateway: &Summary) {
         label,
         added(gateway.median, direct.median),
         added(gateway.p99, direct.p99)
+    );
+}
+
+/// The gateway's `gateway_overhead_seconds` buckets from its `/metrics`: for each series
+/// (its labels but `le`), the bucket bounds and their cumulative counts.
+async fn overhead_histograms(
+    client: &reqwest::Client,
+    base: &str,
+) -> Result<std::collections::HashMap<String, Vec<(f64, f64)>>, Failure> {
+    let text = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .map_err(|error| error.to_string())?
+        .text()
+        .await
+        .map_err(|error| error.to_string())?;
+    let mut series: std::collections::HashMap<String, Vec<(f64, f64)>> = Default::default();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("gateway_overhead_seconds_bucket{") else {
+            continue;
+        };
+        let Some((labels, count)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let Some((labels, bound)) = labels.rsplit_once(",le=\"") else {
+            continue;
+        };
+        let bound = bound.trim_end_matches('"');
+        let bound = if bound == "+Inf" {
+            f64::INFINITY
+        } else {
+            bound
+                .parse()
+                .map_err(|_| format!("bad bucket bound in {line}"))?
+        };
+        let count = count.parse().map_err(|_| format!("bad count in {line}"))?;
+        series
+            .entry(labels.to_owned())
+            .or_default()
+            .push((bound, count));
+    }
+    Ok(series)
+}
+
+/// The quantile of what was recorded between two readings of one series, interpolated
+/// within its bucket as Prometheus's `histogram_quantile` does.
+fn bucket_quantile(before: &[(f64, f64)], after: &[(f64, f64)], quantile: f64) -> Option<f64> {
+    let counts: Vec<(f64, f64)> = after
+        .iter()
+        .map(|(bound, count)| {
+            let earlier = before
+                .iter()
+                .find(|(other, _)| other == bound)
+                .map_or(0.0, |(_, count)| *count);
+            (*bound, count - earlier)
+        })
+        .collect();
+    let total = counts.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let rank = quantile * total;
+    let mut lower = (0.0, 0.0);
+    for (bound, cumulative) in counts {
+        if cumulative >= rank {
+            if bound.is_infinite() {
+                return Some(lower.0);
+            }
+            let share = (rank - lower.1) / (cumulative - lower.1).max(f64::MIN_POSITIVE);
+            return Some(lower.0 + (bound - lower.0) * share);
+        }
+        lower = (bound, cumulative);
+    }
+    None
+}
+
+/// The gateway's own account of its share, beside the added latency measured outside it.
+fn print_overhead(
+    series: &str,
+    before: &std::collections::HashMap<String, Vec<(f64, f64)>>,
+    after: &std::collections::HashMap<String, Vec<(f64, f64)>>,
+) {
+    let empty = Vec::new();
+    let Some(after) = after.get(series) else {
+        println!("  (no gateway_overhead_seconds{{{series}}} series)");
+        return;
+    };
+    let before = before.get(series).unwrap_or(&empty);
+    let at = |quantile| bucket_quantile(before, after, quantile).map_or(f64::NAN, |q| q * 1e3);
+    println!(
+        "{:<48} median {:>9.3} ms  p99 {:>9.3} ms",
+        "  of which in the gateway (gateway_overhead_seconds)",
+        at(0.5),
+        at(0.99)
     );
 }
 
