@@ -144,7 +144,7 @@ impl RunningGateway {
         config: &crate::Config,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
-        let state = AppState::build(config, env)?;
+        let state = AppState::build(config, env).map_err(|problems| problems.to_string())?;
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;

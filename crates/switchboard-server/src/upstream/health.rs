@@ -68,16 +68,6 @@ impl Health {
             }
         }
     }
-
-    /// Re-checks every `period` for as long as the gateway runs.
-    pub fn watch(self: Arc<Self>, period: Duration) {
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(period).await;
-                self.check().await;
-            }
-        });
-    }
 }
 
 async fn probe(url: &str) -> Result<(), String> {

@@ -53,8 +53,7 @@ impl Route {
             Some(variable) => env(variable),
             None => backend_config.api_key,
         };
-        let backend = connect(format, backend_config)
-            .map_err(|error| format!("route \"{}\": {error}", config.name))?;
+        let backend = connect(format, backend_config).map_err(|error| error.to_string())?;
         let family = config
             .format
             .as_deref()
