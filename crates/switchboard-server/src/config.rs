@@ -237,10 +237,12 @@ pub struct Problems(pub Vec<String>);
 /// Why a configuration could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
+    // The reason is in the message and not a `source`, so that a chain of causes does not
+    // repeat it.
+    #[error("cannot read {}: {reason}", path.display())]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("{}: {} problem(s):\n{problems}", path.display(), problems.0.len())]
     Invalid { path: PathBuf, problems: Problems },
@@ -249,9 +251,9 @@ pub enum ConfigError {
 impl Config {
     /// Reads and checks a `switchboard.toml`.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|reason| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            reason,
         })?;
         Self::from_toml(&text).map_err(|problems| ConfigError::Invalid {
             path: path.to_owned(),
