@@ -68,13 +68,13 @@ static GATEWAY: LazyLock<Result<Gateway, String>> = LazyLock::new(|| {
         PANICS.fetch_add(1, Ordering::SeqCst);
         previous(info);
     }));
-    let config = Config::from_toml(&config_text())?;
+    let config = Config::from_toml(&config_text()).map_err(|problems| problems.to_string())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
         .map_err(|error| format!("cannot start a runtime: {error}"))?;
-    let state = AppState::build(&config, &|_| None)?;
+    let state = AppState::build(&config, &|_| None).map_err(|problems| problems.to_string())?;
     Ok(Gateway {
         runtime,
         router: router(state),

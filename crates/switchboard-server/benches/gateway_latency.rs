@@ -802,6 +802,7 @@ model = "{HERMES_MODEL}"
 tool_calling = "prompted"
 format = "hermes"
 "#
-    ))?;
+    ))
+    .map_err(|problems| problems.to_string())?;
     RunningGateway::start(&config, &|_| None).await
 }

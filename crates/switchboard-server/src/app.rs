@@ -86,7 +86,7 @@ pub async fn run(
     grace: Duration,
 ) -> std::io::Result<()> {
     let cut = state.cut.clone();
-    state.health.check_routes();
+    state.live().health.check_routes();
     let mut server = Server::new(router(state.clone()), state.connections);
     server.accept(listener, shutdown).await;
     tracing::info!("shutting down: finishing in-flight requests");
@@ -145,7 +145,7 @@ impl RunningGateway {
         config: &crate::Config,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
-        let state = AppState::build(config, env)?;
+        let state = AppState::build(config, env).map_err(|problems| problems.to_string())?;
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;

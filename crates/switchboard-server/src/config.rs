@@ -84,7 +84,7 @@ pub struct Config {
 
 /// `[responses]`: bounds of the store that keeps responses made with `store: true`, in this
 /// process's memory.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResponsesConfig {
     /// Most responses kept; the least recently used goes first.
@@ -121,7 +121,7 @@ fn default_store_ttl() -> u64 {
 }
 
 /// One backend model clients can name in `"model"`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
     pub name: String,
@@ -278,35 +278,44 @@ fn default_fail_open() -> bool {
     true
 }
 
+/// Every problem found in a configuration, one sentence each, starting with the key path it
+/// concerns (`route[2] ("local").url: …`), so that one run names them all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.join("\n"))]
+pub struct Problems(pub Vec<String>);
+
 /// Why a configuration could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
+    // The reason is in the message and not a `source`, so that a chain of causes does not
+    // repeat it.
+    #[error("cannot read {}: {reason}", path.display())]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    #[error("{}: {} problem(s):\n{problems}", path.display(), problems.0.len())]
+    Invalid { path: PathBuf, problems: Problems },
 }
 
 impl Config {
     /// Reads and checks a `switchboard.toml`.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|reason| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            reason,
         })?;
-        Self::from_toml(&text).map_err(|message| ConfigError::Invalid {
+        Self::from_toml(&text).map_err(|problems| ConfigError::Invalid {
             path: path.to_owned(),
-            message,
+            problems,
         })
     }
 
-    /// Parses and checks configuration text; the message names the line and the field.
-    pub fn from_toml(text: &str) -> Result<Self, String> {
+    /// Parses and checks configuration text. Text that does not parse is one problem, named
+    /// by its line and column; a parsed file is checked whole.
+    pub fn from_toml(text: &str) -> Result<Self, Problems> {
         let config: Config =
-            toml::from_str(text).map_err(|error| error.to_string().trim_end().to_owned())?;
+            toml::from_str(text).map_err(|error| Problems(vec![parse_problem(text, &error)]))?;
         config.check()?;
         Ok(config)
     }
@@ -382,7 +391,70 @@ impl Config {
         Duration::from_secs(self.shutdown_grace_secs)
     }
 
-    fn check(&self) -> Result<(), String> {
+    /// Gives the settings a running gateway cannot change (its listener, connection limits,
+    /// shared state, stores and characters directory) the running values, and names those
+    /// that differed.
+    pub fn keep_restart_settings(&mut self, running: &Config) -> Vec<&'static str> {
+        fn keep<T: PartialEq + Clone>(
+            key: &'static str,
+            new: &mut T,
+            running: &T,
+            changed: &mut Vec<&'static str>,
+        ) {
+            if new != running {
+                changed.push(key);
+                new.clone_from(running);
+            }
+        }
+        let mut changed = Vec::new();
+        keep("listen", &mut self.listen, &running.listen, &mut changed);
+        keep(
+            "characters",
+            &mut self.characters,
+            &running.characters,
+            &mut changed,
+        );
+        keep(
+            "shutdown_grace_secs",
+            &mut self.shutdown_grace_secs,
+            &running.shutdown_grace_secs,
+            &mut changed,
+        );
+        keep(
+            "header_read_timeout_secs",
+            &mut self.header_read_timeout_secs,
+            &running.header_read_timeout_secs,
+            &mut changed,
+        );
+        keep(
+            "body_read_timeout_secs",
+            &mut self.body_read_timeout_secs,
+            &running.body_read_timeout_secs,
+            &mut changed,
+        );
+        keep(
+            "idle_timeout_secs",
+            &mut self.idle_timeout_secs,
+            &running.idle_timeout_secs,
+            &mut changed,
+        );
+        keep(
+            "max_connections",
+            &mut self.max_connections,
+            &running.max_connections,
+            &mut changed,
+        );
+        keep(
+            "responses",
+            &mut self.responses,
+            &running.responses,
+            &mut changed,
+        );
+        keep("state", &mut self.state, &running.state, &mut changed);
+        changed
+    }
+
+    fn check(&self) -> Result<(), Problems> {
         let mut problems = Vec::new();
         for (index, route) in self.routes.iter().enumerate() {
             let place = format!("route[{index}] (\"{}\")", route.name);
@@ -435,11 +507,6 @@ impl Config {
         if self.character_max_tokens == 0 {
             problems.push("character_max_tokens must be at least 1".to_owned());
         }
-        if let Some(name) = &self.character_route
-            && !self.routes.iter().any(|route| &route.name == name)
-        {
-            problems.push(format!("character_route: no route is named \"{name}\""));
-        }
         if let Some(name) = &self.default_route
             && !self.routes.iter().any(|route| &route.name == name)
         {
@@ -452,7 +519,7 @@ impl Config {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("\n"))
+            Err(Problems(problems))
         }
     }
 }
@@ -510,6 +577,27 @@ fn check_replicas(config: &Config, route: &RouteConfig, place: &str, problems: &
             problems.push(format!("{key}: \"{fallback}\" is listed twice"));
         }
     }
+}
+
+/// A TOML or type error as one line: where it is, the line it is on (which names the key),
+/// and what is wrong.
+fn parse_problem(text: &str, error: &toml::de::Error) -> String {
+    let Some(span) = error.span() else {
+        return error.message().to_owned();
+    };
+    let before = text.get(..span.start).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let column = before[line_start..].chars().count() + 1;
+    let source = text[line_start..].lines().next().unwrap_or("").trim();
+    let source = match source.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &source[..cut]),
+        None => source.to_owned(),
+    };
+    format!(
+        "line {line}, column {column} (`{source}`): {}",
+        error.message().trim_end()
+    )
 }
 
 impl RouteConfig {
@@ -581,20 +669,118 @@ tool_calling = "native"
         let error = Config::from_toml(
             "[[route]]\nname = \"a\"\nprovider = \"openia\"\nurl = \"http://x\"\nmodel = \"m\"\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             error.contains("provider: \"openia\" is not one of openai, anthropic, ollama"),
             "{error}"
         );
-        let error = Config::from_toml("listen = 8080\n").unwrap_err();
+        let error = Config::from_toml("listen = 8080\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("line 1") && error.contains("listen"),
             "{error}"
         );
-        let error = Config::from_toml("[[route]]\nname = \"a\"\nprovider = \"openai\"\nurl = \"localhost:8000\"\nmodel = \"m\"\n[[route]]\nname = \"a\"\nprovider = \"ollama\"\nurl = \"http://x\"\nmodel = \"m\"\nformat = \"nope\"\n").unwrap_err();
+        let error = Config::from_toml("[[route]]\nname = \"a\"\nprovider = \"openai\"\nurl = \"localhost:8000\"\nmodel = \"m\"\n[[route]]\nname = \"a\"\nprovider = \"ollama\"\nurl = \"http://x\"\nmodel = \"m\"\nformat = \"nope\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("must start with http://"), "{error}");
         assert!(error.contains("already exists"), "{error}");
         assert!(error.contains("unknown parser family \"nope\""), "{error}");
+    }
+
+    #[test]
+    fn every_problem_of_a_file_is_named_with_its_key_path() {
+        let problems = Config::from_toml(
+            r#"
+character_max_tokens = 0
+default_route = "nowhere"
+
+[responses]
+store_max_entries = 0
+
+[[route]]
+name = "qwen"
+provider = "openai"
+url = "http://127.0.0.1:8000/v1"
+model = "m"
+
+[[route]]
+name = "claude"
+provider = "antropic"
+url = "http://127.0.0.1:8001"
+model = "m"
+aliases = ["claude-*", "gpt-[5"]
+
+[[route]]
+name = "local"
+provider = "ollama"
+url = "127.0.0.1:11434"
+model = "m"
+format = "nope"
+
+[[key]]
+name = "ci"
+sha256 = "abcd"
+
+[[key]]
+name = "ops"
+key_env = "OPS_KEY"
+requests_per_minute = 0
+"#,
+        )
+        .unwrap_err();
+        let expected = [
+            "route[1] (\"claude\").aliases[1]:",
+            "route[1] (\"claude\").provider: \"antropic\" is not one of openai, anthropic, ollama",
+            "route[2] (\"local\").url: \"127.0.0.1:11434\" must start with http:// or https://",
+            "route[2] (\"local\").format: unknown parser family \"nope\"",
+            "character_max_tokens must be at least 1",
+            "default_route: no route is named \"nowhere\"",
+            "responses.store_max_entries must be at least 1",
+            "key[0] (\"ci\").sha256: expected 64 hexadecimal digits",
+            "key[1] (\"ops\").requests_per_minute must be at least 1",
+        ];
+        assert_eq!(problems.0.len(), expected.len(), "{problems}");
+        for (problem, start) in problems.0.iter().zip(expected) {
+            assert!(problem.starts_with(start), "{start}\nin:\n{problems}");
+        }
+    }
+
+    #[test]
+    fn text_that_does_not_parse_is_one_line_naming_where() {
+        let problems =
+            Config::from_toml("listen = \"127.0.0.1:1\"\n[responses]\nstore_max_entrys = 3\n")
+                .unwrap_err();
+        assert_eq!(problems.0.len(), 1, "{problems}");
+        let problem = &problems.0[0];
+        assert!(
+            problem.starts_with(
+                "line 3, column 1 (`store_max_entrys = 3`): unknown field `store_max_entrys`"
+            ),
+            "{problem}"
+        );
+        assert!(!problem.contains('\n'), "{problem}");
+    }
+
+    #[test]
+    fn settings_that_need_a_restart_keep_their_running_values() {
+        let running =
+            Config::from_toml("listen = \"127.0.0.1:8080\"\nmax_body_bytes = 10\n").unwrap();
+        let mut new = Config::from_toml(
+            "listen = \"127.0.0.1:9090\"\nmax_connections = 5\nmax_body_bytes = 20\nstate = \"redis://127.0.0.1:6379/0\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            new.keep_restart_settings(&running),
+            ["listen", "max_connections", "state"]
+        );
+        assert_eq!(new.listen, running.listen);
+        assert_eq!(new.max_connections, running.max_connections);
+        assert_eq!(new.state, None);
+        assert_eq!(new.max_body_bytes, 20, "limits reload");
+        assert!(new.keep_restart_settings(&running).is_empty());
     }
 
     #[test]
@@ -609,9 +795,13 @@ tool_calling = "native"
             Config::from_toml("").unwrap().responses.store_max_bytes,
             64 * 1024 * 1024
         );
-        let error = Config::from_toml("[responses]\nstore_max_entries = 0\n").unwrap_err();
+        let error = Config::from_toml("[responses]\nstore_max_entries = 0\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("responses.store_max_entries"), "{error}");
-        let error = Config::from_toml("[responses]\nstore_max_entrys = 3\n").unwrap_err();
+        let error = Config::from_toml("[responses]\nstore_max_entrys = 3\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("store_max_entrys"), "{error}");
     }
 
@@ -645,7 +835,8 @@ tool_calling = "native"
             route("spare", "urls = [\"http://c:1\", \"c:2\", \"http://c:1\"]\neject_secs = -1"),
             route("none", "")
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         for expected in [
             "route[0] (\"main\"): give `url` (one replica) or `urls` (several), not both",
             "route[0] (\"main\").fallbacks[0]: a route cannot fall back to itself",

@@ -25,6 +25,6 @@ mod telemetry;
 mod upstream;
 
 pub use app::{RunningGateway, router, run, shutdown_signal};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, Problems};
 pub use pipeline::tool_checks;
-pub use state::AppState;
+pub use state::{AppState, Live, Reloaded};

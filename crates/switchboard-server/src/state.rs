@@ -1,53 +1,108 @@
-//! Everything the handlers share, built once at start-up from the configuration.
+//! Everything the handlers share. What a reload replaces (routes, keys and their limits,
+//! the request limits) is one [`Live`] value swapped atomically; the rest is built once at
+//! start-up (the characters swap inside their own registry).
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_characters::{CharacterRegistry, LoadOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
 use crate::api::responses::store::{MemoryStore, RedisStore, ResponseStore};
-use crate::config::Config;
+use crate::config::{Config, Problems, ToolCalling};
 use crate::connections::ConnectionLimits;
 use crate::telemetry;
 use crate::upstream::{Health, Route, RouteTable};
 
-/// Shared, read-only state of a running gateway (the character set swaps atomically inside
-/// its registry).
+/// Shared state of a running gateway.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    pub routes: Arc<RouteTable>,
+    live: Arc<Reloadable>,
     pub characters: Arc<CharacterRegistry>,
-    pub character_route: Option<Arc<Route>>,
-    pub character_max_tokens: u32,
-    pub health: Arc<Health>,
     pub metrics: PrometheusHandle,
-    pub max_body_bytes: usize,
-    pub request_timeout: Duration,
-    pub max_answer_bytes: usize,
     pub connections: ConnectionLimits,
     /// Cancelled when a shutdown's grace period ends: answers still running then end with
     /// `server_shutting_down`, in their API's format.
     pub cut: CancellationToken,
     /// Responses made with `store: true`.
     pub responses: Arc<dyn ResponseStore>,
+}
+
+#[derive(Debug)]
+struct Reloadable {
+    current: ArcSwap<Live>,
+    /// Held while a reload builds and swaps, so that two reloads cannot both start from
+    /// the same configuration.
+    reloading: Mutex<()>,
+}
+
+/// The configuration a request runs under, built whole before it is swapped in: a request
+/// takes one snapshot (the access gate puts it in the request's `Caller`) and keeps it to
+/// its end, so it never sees part of one configuration and part of another.
+pub struct Live {
+    /// What it was built from (flags applied; the settings that need a restart as running),
+    /// also the source of the request limits: `max_body_bytes`, `request_timeout_secs`,
+    /// `max_answer_bytes`, `character_max_tokens`.
+    pub config: Config,
+    pub routes: RouteTable,
+    pub character_route: Option<Arc<Route>>,
+    /// Whether each of these routes' backends answers.
+    pub health: Health,
+    /// The keys and their limits.
     pub access: Arc<Access>,
 }
 
-impl AppState {
-    /// Builds the routes' clients and loads the characters. `env` reads API keys.
-    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
-        // First: the routes register their replicas' series, which need the recorder.
-        let metrics = telemetry::prometheus();
-        let access = Arc::new(Access::build(config, env)?);
-        let routes: Vec<Arc<Route>> = config
-            .routes
-            .iter()
-            .map(|route| Route::from_config(route, env).map(Arc::new))
-            .collect::<Result<_, _>>()?;
-        let routes = RouteTable::new(config, routes)?;
+impl fmt::Debug for Live {
+    // The configuration may hold a Redis password; the access layer shows only the address.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Live")
+            .field("routes", &self.routes)
+            .field("character_route", &self.character_route)
+            .field("access", &self.access)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Live {
+    /// Builds the routes' clients and the keys. `env` reads API keys and `key_env`
+    /// variables; `previous`, on a reload, hands over rate-limit counters and the Redis
+    /// connection. Every problem is named.
+    fn build(
+        config: Config,
+        env: &dyn Fn(&str) -> Option<String>,
+        previous: Option<&Live>,
+    ) -> Result<Self, Problems> {
+        let mut problems = Vec::new();
+        let access = Access::build(&config, env, previous.map(|live| &*live.access))
+            .map_err(|found| problems.extend(found))
+            .ok();
+        // Checked here rather than with the file: a flag may name another route.
+        if let Some(name) = &config.character_route {
+            match config.routes.iter().find(|route| &route.name == name) {
+                None => problems.push(format!("character_route: no route is named \"{name}\"")),
+                Some(route) if route.tool_calling == ToolCalling::Prompted => problems.push(format!(
+                    "character_route: \"{name}\" uses prompted tool calling; characters need a route with native tool calling"
+                )),
+                Some(_) => {}
+            }
+        }
+        let mut routes = Vec::with_capacity(config.routes.len());
+        for (index, route) in config.routes.iter().enumerate() {
+            match Route::from_config(route, env) {
+                Ok(built) => routes.push(Arc::new(built)),
+                Err(error) => {
+                    problems.push(format!("route[{index}] (\"{}\"): {error}", route.name))
+                }
+            }
+        }
+        let Some(access) = access.filter(|_| problems.is_empty()) else {
+            return Err(Problems(problems));
+        };
+        let routes = RouteTable::new(&config, routes).map_err(|problem| Problems(vec![problem]))?;
         let character_route = match &config.character_route {
             Some(name) => routes.named(name).cloned(),
             // Characters need native tool calling: a prompted first route must not stop
@@ -58,29 +113,130 @@ impl AppState {
                 .find(|route| route.prompted.is_none())
                 .cloned(),
         };
-        if let Some(route) = &character_route
-            && route.prompted.is_some()
-        {
-            return Err(format!(
-                "character_route \"{}\" uses prompted tool calling; characters need a route with native tool calling",
-                route.name
-            ));
+        Ok(Self {
+            health: Health::new(routes.all()),
+            config,
+            routes,
+            character_route,
+            access: Arc::new(access),
+        })
+    }
+}
+
+/// What a reload changed, by name, as the log reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    pub routes: usize,
+    pub routes_added: Vec<String>,
+    pub routes_removed: Vec<String>,
+    pub routes_changed: Vec<String>,
+    pub keys: usize,
+    pub keys_added: Vec<String>,
+    pub keys_removed: Vec<String>,
+    pub keys_changed: Vec<String>,
+    /// Settings the file changed that only a restart applies; the running values stay.
+    pub needs_restart: Vec<&'static str>,
+}
+
+impl Reloaded {
+    fn between(before: &Config, after: &Config, needs_restart: Vec<&'static str>) -> Self {
+        let routes = Changes::between(&before.routes, &after.routes, |route| &route.name);
+        let keys = Changes::between(&before.keys, &after.keys, |key| &key.name);
+        Self {
+            routes: after.routes.len(),
+            routes_added: routes.added,
+            routes_removed: routes.removed,
+            routes_changed: routes.changed,
+            keys: after.keys.len(),
+            keys_added: keys.added,
+            keys_removed: keys.removed,
+            keys_changed: keys.changed,
+            needs_restart,
         }
+    }
+}
+
+impl fmt::Display for Reloaded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let changes = |added: &[String], removed: &[String], changed: &[String]| {
+            let parts: Vec<String> = [("added", added), ("removed", removed), ("changed", changed)]
+                .into_iter()
+                .filter(|(_, names)| !names.is_empty())
+                .map(|(what, names)| format!("{what} {}", names.join(", ")))
+                .collect();
+            if parts.is_empty() {
+                "unchanged".to_owned()
+            } else {
+                parts.join("; ")
+            }
+        };
+        write!(
+            f,
+            "{} route(s) ({}), {} key(s) ({})",
+            self.routes,
+            changes(
+                &self.routes_added,
+                &self.routes_removed,
+                &self.routes_changed
+            ),
+            self.keys,
+            changes(&self.keys_added, &self.keys_removed, &self.keys_changed)
+        )
+    }
+}
+
+/// Entries of a list (routes, keys) added, removed and changed, matched by name.
+struct Changes {
+    added: Vec<String>,
+    removed: Vec<String>,
+    changed: Vec<String>,
+}
+
+impl Changes {
+    fn between<T: PartialEq>(before: &[T], after: &[T], name: impl Fn(&T) -> &String) -> Self {
+        let find = |list: &'_ [T], wanted: &String| -> Option<usize> {
+            list.iter().position(|entry| name(entry) == wanted)
+        };
+        let mut changes = Self {
+            added: Vec::new(),
+            removed: Vec::new(),
+            changed: Vec::new(),
+        };
+        for entry in after {
+            match find(before, name(entry)) {
+                None => changes.added.push(name(entry).clone()),
+                Some(old) if before[old] != *entry => changes.changed.push(name(entry).clone()),
+                Some(_) => {}
+            }
+        }
+        for entry in before {
+            if find(after, name(entry)).is_none() {
+                changes.removed.push(name(entry).clone());
+            }
+        }
+        changes
+    }
+}
+
+impl AppState {
+    /// Builds the routes' clients and the keys, and loads the characters. `env` reads API
+    /// keys and `key_env` variables.
+    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, Problems> {
+        // First: the routes register their replicas' series, which need the recorder.
+        let metrics = telemetry::prometheus();
+        let live = Live::build(config.clone(), env, None)?;
+        let responses = response_store(config).map_err(|problem| Problems(vec![problem]))?;
         let characters = Arc::new(CharacterRegistry::load(
             &config.characters,
             LoadOptions::default(),
         ));
-        let health = Arc::new(Health::new(routes.all()));
         Ok(Self {
-            routes: Arc::new(routes),
+            live: Arc::new(Reloadable {
+                current: ArcSwap::from_pointee(live),
+                reloading: Mutex::new(()),
+            }),
             characters,
-            character_route,
-            character_max_tokens: config.character_max_tokens,
-            health,
             metrics,
-            max_body_bytes: config.max_body_bytes,
-            request_timeout: config.request_timeout(),
-            max_answer_bytes: config.max_answer_bytes,
             connections: ConnectionLimits {
                 header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
                 body_read_timeout: Duration::from_secs(config.body_read_timeout_secs)
@@ -89,9 +245,49 @@ impl AppState {
                 max_connections: config.max_connections,
             },
             cut: CancellationToken::new(),
-            responses: response_store(config)?,
-            access,
+            responses,
         })
+    }
+
+    /// The configuration new requests run under now.
+    pub fn live(&self) -> Arc<Live> {
+        self.live.current.load_full()
+    }
+
+    /// Builds everything `config` describes and swaps it in whole, or, when anything is
+    /// wrong, changes nothing and names every problem. Settings that need a restart keep
+    /// their running values ([`Config::keep_restart_settings`]). Keys keep their rate-limit
+    /// counters by name; requests already running finish under the configuration they
+    /// started with. The characters reload on their own.
+    pub fn reload(
+        &self,
+        mut config: Config,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Reloaded, Problems> {
+        let _one_at_a_time = self
+            .live
+            .reloading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let previous = self.live();
+        let needs_restart = config.keep_restart_settings(&previous.config);
+        let live = Live::build(config, env, Some(&previous))?;
+        let reloaded = Reloaded::between(&previous.config, &live.config, needs_restart);
+        live.health.check_routes();
+        self.live.current.store(Arc::new(live));
+        Ok(reloaded)
+    }
+
+    /// Re-checks the backends of the routes in force every `period`, for as long as the
+    /// gateway runs.
+    pub fn watch_health(&self, period: Duration) {
+        let live = Arc::clone(&self.live);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                live.current.load_full().health.check().await;
+            }
+        });
     }
 }
 
@@ -109,4 +305,131 @@ fn response_store(config: &Config) -> Result<Arc<dyn ResponseStore>, String> {
             ttl,
         )),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NO_ENV: &dyn Fn(&str) -> Option<String> = &|_| None;
+
+    fn route(name: &str, extra: &str) -> String {
+        format!(
+            "[[route]]\nname = \"{name}\"\nprovider = \"openai\"\nurl = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n{extra}\n"
+        )
+    }
+
+    /// A `[[key]]` whose secret is `name` itself.
+    fn key(name: &str, extra: &str) -> String {
+        let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(name.as_bytes()));
+        format!("[[key]]\nname = \"{name}\"\nsha256 = \"{digest}\"\n{extra}\n")
+    }
+
+    #[test]
+    fn building_names_every_problem_the_environment_and_the_flags_leave() {
+        let text = format!(
+            "character_route = \"prompted\"\nmetrics_key = {{ key_env = \"METRICS_KEY\" }}\n{}{}[[key]]\nname = \"twin\"\nkey_env = \"TWIN_KEY\"\n{}{}",
+            key("ci", ""),
+            "[[key]]\nname = \"env\"\nkey_env = \"MISSING_KEY\"\n",
+            route("native", ""),
+            route("prompted", "tool_calling = \"prompted\"")
+        );
+        let config = Config::from_toml(&text).unwrap();
+        let env = |name: &str| (name == "TWIN_KEY").then(|| "ci".to_owned());
+        let problems = AppState::build(&config, &env).unwrap_err();
+        assert_eq!(
+            problems.0,
+            [
+                "key[1] (\"env\").key_env: the environment variable MISSING_KEY is not set or is empty",
+                "key[2] (\"twin\").key_env: the same key as key[0] (\"ci\"); each key needs its own secret",
+                "metrics_key.key_env: the environment variable METRICS_KEY is not set or is empty",
+                "character_route: \"prompted\" uses prompted tool calling; characters need a route with native tool calling",
+            ]
+        );
+        let mut open = Config::from_toml(&route("native", "")).unwrap();
+        open.listen = "0.0.0.0:8080".parse().unwrap();
+        open.character_route = Some("nowhere".into());
+        let problems = AppState::build(&open, NO_ENV).unwrap_err();
+        assert_eq!(problems.0.len(), 2, "{problems}");
+        assert!(
+            problems.0[0].starts_with("listen: refusing to listen on 0.0.0.0:8080 without keys"),
+            "{problems}"
+        );
+        assert_eq!(
+            problems.0[1],
+            "character_route: no route is named \"nowhere\""
+        );
+    }
+
+    #[test]
+    fn a_reload_swaps_everything_or_nothing() {
+        let config = Config::from_toml(&format!("{}{}", route("a", ""), key("ci", ""))).unwrap();
+        let state = AppState::build(&config, NO_ENV).unwrap();
+        let before = state.live();
+
+        let broken = Config::from_toml(&format!(
+            "character_route = \"gone\"\n{}{}[[key]]\nname = \"env\"\nkey_env = \"MISSING_KEY\"\n",
+            route("b", ""),
+            key("ci", "")
+        ))
+        .unwrap();
+        let problems = state.reload(broken, NO_ENV).unwrap_err();
+        assert_eq!(problems.0.len(), 2, "{problems}");
+        assert!(
+            problems.0[0].starts_with("key[1] (\"env\").key_env:"),
+            "{problems}"
+        );
+        assert!(problems.0[1].starts_with("character_route:"), "{problems}");
+        assert!(Arc::ptr_eq(&state.live(), &before), "nothing was swapped");
+
+        let good = Config::from_toml(&format!(
+            "listen = \"127.0.0.1:9999\"\nmax_body_bytes = 1000\n{}{}{}{}",
+            route("a", "aliases = [\"gpt-*\"]"),
+            route("b", ""),
+            key("ci", "routes = [\"b\"]"),
+            key("ops", "")
+        ))
+        .unwrap();
+        let reloaded = state.reload(good, NO_ENV).unwrap();
+        assert_eq!(
+            reloaded,
+            Reloaded {
+                routes: 2,
+                routes_added: vec!["b".into()],
+                routes_removed: vec![],
+                routes_changed: vec!["a".into()],
+                keys: 2,
+                keys_added: vec!["ops".into()],
+                keys_removed: vec![],
+                keys_changed: vec!["ci".into()],
+                needs_restart: vec!["listen"],
+            }
+        );
+        assert_eq!(
+            reloaded.to_string(),
+            "2 route(s) (added b; changed a), 2 key(s) (added ops; changed ci)"
+        );
+        let after = state.live();
+        assert_eq!(after.config.listen, config.listen, "the listener stays");
+        assert_eq!(after.config.max_body_bytes, 1000);
+        assert_eq!(
+            after
+                .routes
+                .resolve("gpt-5")
+                .map(|route| route.name.as_str()),
+            Some("a")
+        );
+        assert_eq!(after.access.key_names().collect::<Vec<_>>(), ["ci", "ops"]);
+        let names = |live: &Live| -> Vec<String> {
+            live.health
+                .snapshot()
+                .into_iter()
+                .map(|backend| backend.route)
+                .collect()
+        };
+        assert_eq!(names(&after), ["a", "b"], "health follows the routes");
+        // A request that took its snapshot before still sees the old configuration whole.
+        assert!(before.routes.named("b").is_none());
+        assert_eq!(names(&before), ["a"]);
+    }
 }

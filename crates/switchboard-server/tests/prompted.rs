@@ -558,7 +558,9 @@ async fn recover_text_calls_without_a_known_family_is_a_configuration_error() {
             "recover_text_calls = true"
         )
     );
-    let error = switchboard_server::Config::from_toml(&text).unwrap_err();
+    let error = switchboard_server::Config::from_toml(&text)
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("route[0] (\"qwen\").recover_text_calls: no markup family is known")
             && error.contains("`format`"),

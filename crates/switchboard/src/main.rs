@@ -32,6 +32,7 @@ enum Command {
     Decode(commands::decode::Args),
     Chat(commands::chat::Args),
     Serve(commands::serve::Args),
+    CheckConfig(commands::check_config::Args),
     Key(commands::key::Args),
 }
 
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => commands::decode::run(args),
         Command::Chat(args) => commands::chat::run(args, &cli.characters),
         Command::Serve(args) => commands::serve::run(args, &cli.characters),
+        Command::CheckConfig(args) => commands::check_config::run(args, &cli.characters),
         Command::Key(args) => commands::key::run(args),
     };
     match outcome {

@@ -4,38 +4,14 @@
 //! Responses conversations, and keep serving when Redis dies.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{PROCESS_TIMEOUT, Served, characters, switchboard};
 use switchboard_testkit::{OpenAiScript, RedisServer, Reply, ScriptedServer};
-
-/// How long `serve` may take to start listening or to exit.
-const PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
-
-fn characters() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../characters")
-        .display()
-        .to_string()
-}
-
-fn switchboard() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-    for variable in [
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "OLLAMA_HOST",
-        "SWITCHBOARD_CONFIG",
-        "SWITCHBOARD_LISTEN",
-        "RUST_LOG",
-    ] {
-        command.env_remove(variable);
-    }
-    command
-}
 
 /// `switchboard key new NAME`: the key and the `[[key]]` block.
 fn new_key(name: &str) -> (String, String) {
@@ -48,56 +24,9 @@ fn new_key(name: &str) -> (String, String) {
     (key, block.to_owned())
 }
 
-/// A running `switchboard serve`, killed when dropped; its log is kept.
-struct Served {
-    child: Child,
-    base: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Served {
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts `serve` with this configuration file and waits until it listens.
 fn serve(config: &Path, listen: &str) -> Served {
-    let mut child = switchboard()
-        .args(["serve", "--config"])
-        .arg(config)
-        .args(["--listen", listen])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let (found, address) = mpsc::channel();
-    let lines = Arc::clone(&log);
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if let Some(at) = line.find("listening on http://") {
-                let _ = found.send(line[at + "listening on ".len()..].trim().to_owned());
-            }
-            let mut log = lines.lock().unwrap();
-            log.push_str(&line);
-            log.push('\n');
-        }
-    });
-    let base = address
-        .recv_timeout(PROCESS_TIMEOUT)
-        .unwrap_or_else(|_| panic!("serve did not start listening:\n{}", log.lock().unwrap()));
-    let base = base.replace("0.0.0.0", "127.0.0.1");
-    Served { child, base, log }
+    Served::start(config, listen, &[])
 }
 
 /// Runs `serve` expecting it to exit by itself.

@@ -23,7 +23,9 @@ use crate::state::AppState;
 
 /// The access layer (`axum::middleware::from_fn_with_state`).
 pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let access = &state.access;
+    // The one snapshot of the configuration this request sees, here and in its endpoint.
+    let live = state.live();
+    let access = &live.access;
     let path = request.uri().path();
     // The playground's page and its static files hold nothing secret; what it asks of the
     // API goes through here with the key the user gives it.
@@ -59,7 +61,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         .cloned();
     request.extensions_mut().insert(Caller {
         key,
-        access: Arc::clone(access),
+        live: Arc::clone(&live),
     });
     let Some(key) = limited else {
         return next.run(request).await;

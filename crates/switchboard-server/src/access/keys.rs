@@ -23,7 +23,7 @@ const KEY_RANDOM_CHARS: usize = 40;
 const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /// One `[[key]]` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyConfig {
     /// What logs and metrics call the key; letters, digits, `-`, `_` and `.`.
@@ -98,44 +98,70 @@ pub struct Keyring {
 
 impl Keyring {
     /// Builds the keys; `env` reads `key_env` variables. The configuration has been checked
-    /// (see [`check`]); what remains to fail is the environment.
+    /// (see [`check`]); what remains to fail is the environment, and keys that turn out to
+    /// be the same secret. Every such problem is named.
     pub fn build(
         configs: &[KeyConfig],
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Vec<String>> {
         let mut keys: Vec<Arc<Key>> = Vec::with_capacity(configs.len());
-        for (slot, config) in configs.iter().enumerate() {
-            let place = format!("key \"{}\"", config.name);
-            let digest = resolve(
+        // Each key's index among the entries (slots skip entries with problems).
+        let mut entries = Vec::with_capacity(configs.len());
+        let mut problems = Vec::new();
+        for (index, config) in configs.iter().enumerate() {
+            let place = format!("key[{index}] (\"{}\")", config.name);
+            let digest = match resolve(
                 &place,
                 config.sha256.as_deref(),
                 config.key_env.as_deref(),
                 env,
-            )?;
-            if let Some(other) = keys
+            ) {
+                Ok(digest) => digest,
+                Err(problem) => {
+                    problems.push(problem);
+                    continue;
+                }
+            };
+            if let Some((other, entry)) = keys
                 .iter()
-                .find(|key| bool::from(key.digest.ct_eq(&digest)))
+                .zip(&entries)
+                .find(|(key, _)| bool::from(key.digest.ct_eq(&digest)))
             {
-                return Err(format!(
-                    "{place} is the same key as key \"{}\"; each key needs its own secret",
-                    other.name
+                let field = if config.sha256.is_some() {
+                    "sha256"
+                } else {
+                    "key_env"
+                };
+                problems.push(format!(
+                    "{place}.{field}: the same key as key[{}] (\"{}\"); each key needs its own secret",
+                    entry, other.name
                 ));
+                continue;
             }
             let routes = match &config.routes {
                 None => None,
-                Some(patterns) => {
-                    Some(glob_set(patterns).map_err(|error| format!("{place}.routes: {error}"))?)
-                }
+                Some(patterns) => match glob_set(patterns) {
+                    Ok(routes) => Some(routes),
+                    Err(error) => {
+                        problems.push(format!("{place}.routes{error}"));
+                        continue;
+                    }
+                },
             };
             keys.push(Arc::new(Key {
                 name: config.name.clone(),
                 digest,
                 routes,
                 limits: Limits::of(config),
-                slot,
+                slot: keys.len(),
             }));
+            entries.push(index);
         }
-        Ok(Self { keys })
+        if problems.is_empty() {
+            Ok(Self { keys })
+        } else {
+            Err(problems)
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -245,7 +271,7 @@ fn resolve(
         (None, Some(variable)) => {
             let secret = env(variable).ok_or_else(|| {
                 format!(
-                    "{place}: the environment variable {variable} (key_env) is not set or is empty"
+                    "{place}.key_env: the environment variable {variable} is not set or is empty"
                 )
             })?;
             Ok(sha256(secret.trim().as_bytes()))
@@ -490,7 +516,9 @@ mod tests {
         let error = Keyring::build(&[config], &|_| None).unwrap_err();
         assert_eq!(
             error,
-            "key \"env\": the environment variable GATEWAY_KEY (key_env) is not set or is empty"
+            [
+                "key[0] (\"env\").key_env: the environment variable GATEWAY_KEY is not set or is empty"
+            ]
         );
     }
 
@@ -507,9 +535,11 @@ mod tests {
             max_concurrent: None,
         };
         let error = Keyring::build(&[entry("a"), entry("b")], &|_| None).unwrap_err();
-        assert!(
-            error.contains("key \"b\" is the same key as key \"a\""),
-            "{error}"
+        assert_eq!(
+            error,
+            [
+                "key[1] (\"b\").sha256: the same key as key[0] (\"a\"); each key needs its own secret"
+            ]
         );
     }
 

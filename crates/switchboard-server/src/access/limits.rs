@@ -9,7 +9,7 @@
 //! and a request is refused only while the token bucket is already full (the budget spent).
 //! `limits.lua` is the same arithmetic run inside Redis; the two must agree.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -217,14 +217,36 @@ struct Counters {
 #[derive(Debug)]
 pub struct Memory {
     epoch: Instant,
-    counters: Vec<Mutex<Counters>>,
+    /// Shared with the limiter a reload replaces, for the keys both know.
+    counters: Vec<Arc<Mutex<Counters>>>,
 }
 
 impl Memory {
     pub fn new(keys: usize) -> Self {
         Self {
             epoch: Instant::now(),
-            counters: (0..keys).map(|_| Mutex::default()).collect(),
+            counters: (0..keys).map(|_| Arc::default()).collect(),
+        }
+    }
+
+    /// The counters for the keys of a reloaded configuration (`after`, in slot order): a key
+    /// named like one of `before` keeps its counters, so that a reload hands no key a fresh
+    /// minute's budget (levels are then measured against its new limits, as Redis does);
+    /// requests still running under the old configuration release into the same counters.
+    pub fn carry(&self, before: &[Arc<Key>], after: &[Arc<Key>]) -> Self {
+        let counters = after
+            .iter()
+            .map(|key| {
+                before
+                    .iter()
+                    .find(|old| old.name == key.name)
+                    .and_then(|old| self.counters.get(old.slot))
+                    .map_or_else(Arc::default, Arc::clone)
+            })
+            .collect();
+        Self {
+            epoch: self.epoch,
+            counters,
         }
     }
 
@@ -392,6 +414,43 @@ mod tests {
             verdict.requests.unwrap().remaining,
             99,
             "only the first request counted"
+        );
+    }
+
+    #[test]
+    fn a_reload_keeps_the_counters_of_keys_it_keeps_by_name() {
+        use super::super::keys::Keyring;
+        let config = |name: &str, secret: &str| KeyConfig {
+            name: name.into(),
+            sha256: Some(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(secret))),
+            key_env: None,
+            routes: None,
+            requests_per_minute: Some(2),
+            tokens_per_minute: None,
+            max_concurrent: Some(5),
+        };
+        let before =
+            Keyring::build(&[config("gone", "g"), config("kept", "k")], &|_| None).unwrap();
+        let memory = Memory::new(2);
+        let kept = &before.all()[1];
+        assert_eq!(memory.admit(kept).refused, None);
+        assert_eq!(memory.admit(kept).refused, None);
+        // A new key takes the first slot and the kept key's secret changes: its name counts.
+        let after = Keyring::build(&[config("new", "n"), config("kept", "k2")], &|_| None).unwrap();
+        let carried = memory.carry(before.all(), after.all());
+        let verdict = carried.admit(&after.all()[1]);
+        assert_eq!(
+            verdict.refused.map(|(reason, _)| reason),
+            Some(Exceeded::Requests),
+            "the minute's budget was spent before the reload"
+        );
+        assert_eq!(carried.admit(&after.all()[0]).refused, None);
+        // A request admitted before the reload ends: the same count of open requests.
+        memory.release(kept);
+        memory.release(kept);
+        assert_eq!(
+            carried.with(&after.all()[1], |counters, _| counters.open),
+            Some(0)
         );
     }
 

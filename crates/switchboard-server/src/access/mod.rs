@@ -24,7 +24,7 @@ use axum::http::{HeaderMap, StatusCode};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::pipeline::model_id;
-use crate::state::AppState;
+use crate::state::{AppState, Live};
 use keys::{Key, Keyring, Secret};
 use limits::{Memory, Verdict, decide};
 use redis::{Remote, StoreError};
@@ -53,13 +53,20 @@ enum Limiter {
 }
 
 /// Who sent a request, as the [`gate`] found it: a key, or nobody on a gateway without keys.
+/// It carries the configuration the gate admitted the request under, which the request
+/// keeps to its end whatever a reload swaps in meanwhile.
 #[derive(Debug, Clone)]
 pub struct Caller {
     key: Option<Arc<Key>>,
-    access: Arc<Access>,
+    live: Arc<Live>,
 }
 
 impl Caller {
+    /// The configuration this request runs under.
+    pub fn live(&self) -> &Live {
+        &self.live
+    }
+
     /// The key's name, for log lines (never the key).
     pub fn name(&self) -> Option<&str> {
         self.key.as_deref().map(|key| key.name.as_str())
@@ -80,7 +87,7 @@ impl Caller {
         if key.limits.tokens_per_minute.is_none() {
             return;
         }
-        match &self.access.limiter {
+        match &self.live.access.limiter {
             Limiter::Memory(memory) => memory.charge(key, tokens),
             Limiter::Redis(remote) => remote.charge(key, tokens),
         }
@@ -124,34 +131,67 @@ impl Drop for Lease {
 
 impl Access {
     /// Builds the keys (reading `key_env` variables through `env`) and the limiter; refuses
-    /// a gateway that would be open to the network (see [`check_exposure`]).
-    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let keys = Keyring::build(&config.keys, env)?;
-        check_exposure(
-            config.listen,
-            !keys.is_empty(),
-            config.allow_unauthenticated,
-        )?;
+    /// a gateway that would be open to the network (see [`check_exposure`]). Built on a
+    /// reload, it takes over `previous`'s counters for the keys both know (by name) and its
+    /// Redis connection. Every problem is named.
+    pub fn build(
+        config: &Config,
+        env: &dyn Fn(&str) -> Option<String>,
+        previous: Option<&Access>,
+    ) -> Result<Self, Vec<String>> {
+        let mut problems = Vec::new();
+        let keys = Keyring::build(&config.keys, env)
+            .map_err(|found| problems.extend(found))
+            .ok();
+        let has_keys = !config.keys.is_empty();
+        if let Err(problem) = check_exposure(config.listen, has_keys, config.allow_unauthenticated)
+        {
+            problems.push(format!("listen: {problem}"));
+        }
+        let metrics_key = config
+            .metrics_key
+            .as_ref()
+            .map(|secret| Secret::build("metrics_key", secret, env))
+            .transpose()
+            .map_err(|problem| problems.push(problem))
+            .ok()
+            .flatten();
+        let Some(keys) = keys.filter(|_| problems.is_empty()) else {
+            return Err(problems);
+        };
         if keys.is_empty() && !config.listen.ip().is_loopback() {
             tracing::warn!(
                 "listening on {} without keys (allow_unauthenticated = true): anyone who can reach it may use every route",
                 config.listen
             );
         }
-        let metrics_key = config
-            .metrics_key
-            .as_ref()
-            .map(|secret| Secret::build("metrics_key", secret, env))
-            .transpose()?;
         let metrics_open = metrics_open(config.listen, !keys.is_empty(), metrics_key.is_some());
-        let limiter = match &config.state {
-            None => Limiter::Memory(Memory::new(keys.len())),
-            Some(url) => Limiter::Redis(Remote::new(
-                url,
+        let lease = config.request_timeout() + LEASE_MARGIN;
+        let limiter = match (&config.state, previous) {
+            (
+                None,
+                Some(Access {
+                    limiter: Limiter::Memory(memory),
+                    keys: before,
+                    ..
+                }),
+            ) => Limiter::Memory(memory.carry(before.all(), keys.all())),
+            (None, _) => Limiter::Memory(Memory::new(keys.len())),
+            (
+                Some(_),
+                Some(Access {
+                    limiter: Limiter::Redis(remote),
+                    ..
+                }),
+            ) => Limiter::Redis(remote.follow(
                 keys.all().to_vec(),
-                config.request_timeout() + LEASE_MARGIN,
+                lease,
                 config.rate_limit_fail_open,
-            )?),
+            )),
+            (Some(url), _) => Limiter::Redis(
+                Remote::new(url, keys.all().to_vec(), lease, config.rate_limit_fail_open)
+                    .map_err(|problem| vec![problem])?,
+            ),
         };
         Ok(Self {
             keys,
@@ -159,6 +199,11 @@ impl Access {
             metrics_open,
             limiter,
         })
+    }
+
+    /// The keys' names, in file order.
+    pub fn key_names(&self) -> impl Iterator<Item = &str> {
+        self.keys.all().iter().map(|key| key.name.as_str())
     }
 
     /// Whether these headers may read `/metrics`.
@@ -211,7 +256,7 @@ pub fn authorize(state: &AppState, caller: &Caller, model: &str) -> Result<(), A
     let Some(key) = caller.key.as_deref().filter(|key| key.is_restricted()) else {
         return Ok(());
     };
-    match model_id(state, model) {
+    match model_id(state, &caller.live, model) {
         Some(id) if key.may_use(&id) => Ok(()),
         Some(id) => {
             metrics::counter!("gateway_access_denied_total", "reason" => "route_not_allowed", "key" => key.name.clone())
@@ -299,7 +344,8 @@ mod tests {
         let error = Config::from_toml(
             "state = \"http://127.0.0.1:6379\"\n[[key]]\nname = \"a\"\nkey_env = \"A\"\nmax_concurrent = 0\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             error.contains("state: expected redis://HOST:PORT/DB"),
             "{error}"
@@ -309,10 +355,11 @@ mod tests {
             "{error}"
         );
         let error = Config::from_toml("[[key]]\nname = \"a\"\nkey_env = \"A\"\nroute = [\"x\"]\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("unknown field `route`"), "{error}");
         let config = Config::from_toml("state = \"redis://:secret@127.0.0.1:6390/2\"\n").unwrap();
-        let access = Access::build(&config, &|_| None).unwrap();
+        let access = Access::build(&config, &|_| None, None).unwrap();
         let shown = format!("{access:?}");
         assert!(
             shown.contains("127.0.0.1:6390") && !shown.contains("secret"),

@@ -138,7 +138,8 @@ impl Shared {
 /// The limits of every key, counted in Redis.
 #[derive(Debug)]
 pub struct Remote {
-    shared: Shared,
+    /// Kept by the limiter a reload builds, so the connection outlives a reload.
+    shared: Arc<Shared>,
     /// Every key, by slot, for the flush.
     keys: Vec<Arc<Key>>,
     /// Tokens charged in this process and not yet sent, by key slot.
@@ -159,8 +160,27 @@ impl Remote {
         lease: Duration,
         fail_open: bool,
     ) -> Result<Arc<Self>, String> {
+        Ok(Self::over(
+            Arc::new(Shared::new(url)?),
+            keys,
+            lease,
+            fail_open,
+        ))
+    }
+
+    /// The limiter of a reloaded configuration, over this one's connection.
+    pub fn follow(&self, keys: Vec<Arc<Key>>, lease: Duration, fail_open: bool) -> Arc<Self> {
+        Self::over(Arc::clone(&self.shared), keys, lease, fail_open)
+    }
+
+    fn over(
+        shared: Arc<Shared>,
+        keys: Vec<Arc<Key>>,
+        lease: Duration,
+        fail_open: bool,
+    ) -> Arc<Self> {
         let remote = Arc::new(Self {
-            shared: Shared::new(url)?,
+            shared,
             pending: keys.iter().map(|_| AtomicU64::new(0)).collect(),
             keys,
             lease,
@@ -170,7 +190,7 @@ impl Remote {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(flush_every_second(Arc::downgrade(&remote)));
         }
-        Ok(remote)
+        remote
     }
 
     /// Decides on a request, carrying the key's tokens not yet sent. With `Ok`, an
@@ -263,6 +283,38 @@ impl Remote {
             }
         }
         outcome
+    }
+}
+
+impl Drop for Remote {
+    /// A limiter a reload replaced is dropped when the last request admitted through it
+    /// ends, usually just after that request's tokens were charged: they are sent on their
+    /// own rather than lost with it.
+    fn drop(&mut self) {
+        let waiting: Vec<(Arc<Key>, u64)> = self
+            .keys
+            .iter()
+            .filter_map(|key| {
+                let tokens = self.take(key);
+                (tokens > 0).then(|| (Arc::clone(key), tokens))
+            })
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let shared = Arc::clone(&self.shared);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                for (key, tokens) in waiting {
+                    if let Err(error) = shared.charge(&key, tokens).await {
+                        tracing::warn!(
+                            "{error}; {tokens} tokens of the key \"{}\" were not counted",
+                            key.name
+                        );
+                    }
+                }
+            });
+        }
     }
 }
 

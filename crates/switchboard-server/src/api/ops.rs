@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::access::Caller;
 use crate::pipeline::character_id;
-use crate::state::AppState;
+use crate::state::{AppState, Live};
 
 /// `GET /v1/models`: the routes, then the listed characters, that the caller may use; in
 /// Anthropic's list shape when the request carries `anthropic-version` (Anthropic's clients
@@ -18,7 +18,7 @@ pub async fn models(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Json<Value> {
-    let ids: Vec<String> = model_ids(&state)
+    let ids: Vec<String> = model_ids(&state, caller.live())
         .into_iter()
         .filter(|id| caller.may_use(id))
         .collect();
@@ -42,8 +42,8 @@ pub async fn models(
 }
 
 /// Every model name a client can send: route names, then the listed characters' ids.
-pub fn model_ids(state: &AppState) -> Vec<String> {
-    let routes = state.routes.all().iter().map(|route| route.name.clone());
+pub fn model_ids(state: &AppState, live: &Live) -> Vec<String> {
+    let routes = live.routes.all().iter().map(|route| route.name.clone());
     let characters = state
         .characters
         .current()
@@ -55,7 +55,7 @@ pub fn model_ids(state: &AppState) -> Vec<String> {
 
 /// `GET /healthz`: alive, and which backends answered at the last check.
 pub async fn healthz(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({"status": "ok", "backends": state.health.snapshot()}))
+    Json(json!({"status": "ok", "backends": state.live().health.snapshot()}))
 }
 
 /// `GET /metrics`: Prometheus text format.

@@ -9,7 +9,7 @@ use switchboard_wire::ChatRequest;
 use super::completion::{backend_messages, backend_request, tool_requirement};
 use super::{GatewayRequest, character, route};
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, Live};
 
 /// A prompt's size and where the figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,7 @@ pub struct TokenCount {
 /// that would answer, for the log line, and the count.
 pub async fn count_tokens(
     state: &AppState,
+    live: &Live,
     request: GatewayRequest,
 ) -> Result<(String, TokenCount), ApiError> {
     let estimate = |request: &ChatRequest| TokenCount {
@@ -38,7 +39,7 @@ pub async fn count_tokens(
         let label = format!("{}{}", character::PREFIX, character.name());
         return Ok((label, estimate(&request.request)));
     }
-    let route = route(state, &request.model)?;
+    let route = route(live, &request.model)?;
     let messages = backend_messages(
         &route,
         &request.request,

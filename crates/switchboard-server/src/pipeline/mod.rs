@@ -22,7 +22,7 @@ use switchboard_wire::ChatRequest;
 
 use crate::error::ApiError;
 use crate::ids::CallIdShape;
-use crate::state::AppState;
+use crate::state::{AppState, Live};
 use crate::upstream::{Route, Trail};
 
 pub use character::{CharacterEvent, PREFIX as CHARACTER_PREFIX, id as character_id};
@@ -62,13 +62,13 @@ pub struct Limits {
 
 /// The route or character that answers a model name, by the id `/v1/models` lists it
 /// under: a route's name (whichever alias was asked for) or `character/<file stem>`.
-pub fn model_id(state: &AppState, model: &str) -> Option<String> {
+pub fn model_id(state: &AppState, live: &Live, model: &str) -> Option<String> {
     match model.strip_prefix(character::PREFIX) {
         Some(name) => state
             .characters
             .get(name)
             .and_then(|character| character::id(&character)),
-        None => state.routes.resolve(model).map(|route| route.name.clone()),
+        None => live.routes.resolve(model).map(|route| route.name.clone()),
     }
 }
 
@@ -85,9 +85,9 @@ pub struct Started {
     pub trail: Arc<Trail>,
 }
 
-/// Resolves the model name and starts the answer. Dropping the outputs (the client went
-/// away) cancels the work.
-pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiError> {
+/// Resolves the model name under the request's configuration and starts the answer.
+/// Dropping the outputs (the client went away) cancels the work.
+pub fn start(state: &AppState, live: &Live, request: GatewayRequest) -> Result<Started, ApiError> {
     let GatewayRequest {
         model,
         request,
@@ -96,10 +96,10 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
     } = request;
     let trail = Arc::new(Trail::default());
     let limits = Limits {
-        timeout: state.request_timeout,
-        deadline: std::time::Instant::now() + state.request_timeout,
+        timeout: live.config.request_timeout(),
+        deadline: std::time::Instant::now() + live.config.request_timeout(),
         trail: Arc::clone(&trail),
-        max_answer_bytes: state.max_answer_bytes,
+        max_answer_bytes: live.config.max_answer_bytes,
         cut: state.cut.clone(),
     };
     if let Some(name) = model.strip_prefix(character::PREFIX) {
@@ -109,7 +109,7 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
                 quote(name)
             ))
         })?;
-        let route = state.character_route.clone().ok_or_else(|| {
+        let route = live.character_route.clone().ok_or_else(|| {
             ApiError::upstream(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "no route is configured for characters to talk through",
@@ -123,8 +123,8 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
             history,
             max_tokens: request
                 .max_tokens
-                .map_or(state.character_max_tokens, |asked| {
-                    asked.min(state.character_max_tokens)
+                .map_or(live.config.character_max_tokens, |asked| {
+                    asked.min(live.config.character_max_tokens)
                 }),
             limits,
         };
@@ -136,11 +136,11 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
             trail,
         });
     }
-    let route = route(state, &model)?;
+    let route = route(live, &model)?;
     let fallbacks = route
         .fallbacks
         .iter()
-        .filter_map(|name| state.routes.named(name).cloned())
+        .filter_map(|name| live.routes.named(name).cloned())
         .collect();
     Ok(Started {
         label: route.name.clone(),
@@ -162,9 +162,9 @@ pub fn start(state: &AppState, request: GatewayRequest) -> Result<Started, ApiEr
 }
 
 /// The route a model name resolves to, or the 404 naming the routes there are.
-pub fn route(state: &AppState, model: &str) -> Result<Arc<Route>, ApiError> {
-    state.routes.resolve(model).cloned().ok_or_else(|| {
-        let known: Vec<&str> = state
+pub fn route(live: &Live, model: &str) -> Result<Arc<Route>, ApiError> {
+    live.routes.resolve(model).cloned().ok_or_else(|| {
+        let known: Vec<&str> = live
             .routes
             .all()
             .iter()

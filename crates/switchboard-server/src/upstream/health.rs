@@ -110,12 +110,17 @@ impl Health {
         }
     }
 
-    /// Runs each route's active checks at its own period, for as long as the route lives.
+    /// Runs each route's active checks at its own period, for as long as the route lives
+    /// (a reload's new routes get their own). Outside a runtime (state built by a test)
+    /// nothing runs.
     pub fn check_routes(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         for (pool, every) in &self.checked {
             let pool = Weak::clone(pool);
             let every = *every;
-            tokio::spawn(async move {
+            runtime.spawn(async move {
                 loop {
                     tokio::time::sleep(every).await;
                     let Some(pool) = pool.upgrade() else { break };
@@ -123,16 +128,6 @@ impl Health {
                 }
             });
         }
-    }
-
-    /// Re-probes every `period` for as long as the gateway runs.
-    pub fn watch(self: Arc<Self>, period: Duration) {
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(period).await;
-                self.check().await;
-            }
-        });
     }
 }
 

@@ -65,16 +65,13 @@ impl Route {
                     Some(variable) => env(variable),
                     None => backend_config.api_key,
                 };
-                let backend: Arc<dyn Backend> = connect(format, backend_config)
-                    .map_err(|error| format!("route \"{}\": {error}", config.name))?;
+                let backend: Arc<dyn Backend> =
+                    connect(format, backend_config).map_err(|error| error.to_string())?;
                 Ok((url.to_owned(), backend))
             })
             .collect::<Result<Vec<_>, String>>()?;
         if replicas.is_empty() {
-            return Err(format!(
-                "route \"{}\": `url` or `urls` is required",
-                config.name
-            ));
+            return Err("`url` or `urls` is required".to_owned());
         }
         let settings = PoolSettings {
             balance: config.balance,

@@ -135,9 +135,13 @@ aliases = ["claude-*", "*"]
 
     #[test]
     fn a_bad_pattern_or_default_is_named() {
-        let error = Config::from_toml(&ROUTES.replace("gpt-5*", "gpt-[5")).unwrap_err();
+        let error = Config::from_toml(&ROUTES.replace("gpt-5*", "gpt-[5"))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("route[0] (\"local\").aliases[1]"), "{error}");
-        let error = Config::from_toml(&format!("default_route = \"nope\"\n{ROUTES}")).unwrap_err();
+        let error = Config::from_toml(&format!("default_route = \"nope\"\n{ROUTES}"))
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("default_route: no route is named \"nope\""),
             "{error}"

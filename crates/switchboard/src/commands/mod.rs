@@ -7,6 +7,7 @@ pub mod call;
 pub mod chat;
 pub mod check;
 pub mod check_args;
+pub mod check_config;
 pub mod decode;
 pub mod input;
 pub mod key;

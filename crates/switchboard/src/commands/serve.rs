@@ -1,6 +1,6 @@
 //! `switchboard serve`: the gateway. Configuration comes from `switchboard.toml` (or
 //! `--config`), else from embedded defaults and the environment; flags and `SWITCHBOARD_*`
-//! variables override either.
+//! variables override either. SIGHUP reloads it, and the characters.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use switchboard_server::{AppState, Config, shutdown_signal};
+use switchboard_server::{AppState, Config, ConfigError, Live, shutdown_signal};
 
 use super::check::{CharactersDir, init_character_logs};
 
@@ -19,6 +19,13 @@ pub struct Args {
     /// Configuration file (default: ./switchboard.toml when it exists).
     #[arg(long, env = "SWITCHBOARD_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    overrides: Overrides,
+}
+
+/// Settings given as flags or `SWITCHBOARD_*` variables, which win over the file's.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Overrides {
     /// Address to listen on.
     #[arg(long, env = "SWITCHBOARD_LISTEN", value_name = "ADDR")]
     listen: Option<SocketAddr>,
@@ -36,23 +43,84 @@ pub struct Args {
     shutdown_grace_secs: Option<u64>,
 }
 
+/// Where `serve` reads its configuration from, decided once at start-up.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The file named, else ./switchboard.toml when it exists; the environment otherwise.
+    pub file: Option<PathBuf>,
+    overrides: Overrides,
+    characters: Option<PathBuf>,
+}
+
+impl Source {
+    pub fn new(file: Option<PathBuf>, overrides: Overrides, characters: &CharactersDir) -> Self {
+        let default_file = Path::new("switchboard.toml");
+        Self {
+            file: file.or_else(|| default_file.exists().then(|| default_file.to_owned())),
+            overrides,
+            characters: characters.dir.clone(),
+        }
+    }
+
+    /// Reads (again) the configuration, with the flags and variables applied.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        let mut config = match &self.file {
+            Some(path) => Config::from_file(path)?,
+            None => Config::from_environment(environment),
+        };
+        let overrides = &self.overrides;
+        if let Some(listen) = overrides.listen {
+            config.listen = listen;
+        }
+        if let Some(dir) = &self.characters {
+            config.characters.clone_from(dir);
+        }
+        if overrides.character_route.is_some() {
+            config
+                .character_route
+                .clone_from(&overrides.character_route);
+        }
+        if let Some(bytes) = overrides.max_body_bytes {
+            config.max_body_bytes = bytes;
+        }
+        if let Some(seconds) = overrides.request_timeout_secs {
+            config.request_timeout_secs = seconds;
+        }
+        if let Some(seconds) = overrides.shutdown_grace_secs {
+            config.shutdown_grace_secs = seconds;
+        }
+        Ok(config)
+    }
+
+    /// The file's name for messages.
+    pub fn name(&self) -> String {
+        self.file.as_ref().map_or_else(
+            || "the configuration from the environment".to_owned(),
+            |file| file.display().to_string(),
+        )
+    }
+}
+
+/// An environment variable, unset when empty: API keys and `key_env` secrets.
+pub fn environment(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
 pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let config = load_config(&args, characters)?;
+    let source = Source::new(args.config, args.overrides, characters);
+    let config = source.load()?;
     // Threads for every core: a large tool list compiles on one while the rest serve.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let env = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .filter(|value| !value.trim().is_empty())
-        };
-        let state = AppState::build(&config, &env).map_err(anyhow::Error::msg)?;
+        let state = AppState::build(&config, &environment)?;
         report_startup(&config, &state).await;
-        Arc::clone(&state.health).watch(Duration::from_secs(30));
-        reload_on_hangup(Arc::clone(&state.characters));
+        state.watch_health(Duration::from_secs(30));
+        reload_on_hangup(state.clone(), source);
         // Kept for as long as the server runs: dropping it stops the watch.
         let _watching = match state.characters.watch() {
             Ok(watcher) => Some(watcher),
@@ -71,70 +139,96 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn load_config(args: &Args, characters: &CharactersDir) -> anyhow::Result<Config> {
-    let default_file = Path::new("switchboard.toml");
-    let mut config = match &args.config {
-        Some(path) => Config::from_file(path)?,
-        None if default_file.exists() => Config::from_file(default_file)?,
-        None => Config::from_environment(|name| {
-            std::env::var(name)
-                .ok()
-                .filter(|value| !value.trim().is_empty())
-        }),
-    };
-    if let Some(listen) = args.listen {
-        config.listen = listen;
-    }
-    if let Some(dir) = &characters.dir {
-        config.characters.clone_from(dir);
-    }
-    if args.character_route.is_some() {
-        config.character_route.clone_from(&args.character_route);
-    }
-    if let Some(bytes) = args.max_body_bytes {
-        config.max_body_bytes = bytes;
-    }
-    if let Some(seconds) = args.request_timeout_secs {
-        config.request_timeout_secs = seconds;
-    }
-    if let Some(seconds) = args.shutdown_grace_secs {
-        config.shutdown_grace_secs = seconds;
-    }
-    Ok(config)
-}
-
-/// `kill -HUP` re-reads every file of the characters directory (the registry logs what
-/// changed); conversations already running keep the character they started with.
-fn reload_on_hangup(characters: Arc<switchboard_characters::CharacterRegistry>) {
+/// `kill -HUP` reads the configuration again and swaps in its routes, keys and limits
+/// whole, or keeps the running configuration when anything in it is wrong; and re-reads
+/// every file of the characters directory (the registry logs what changed), whatever the
+/// configuration's fate, as saving a character does. Requests and conversations already
+/// running keep what they started with.
+fn reload_on_hangup(state: AppState, source: Source) {
     #[cfg(unix)]
     tokio::spawn(async move {
         let Ok(mut hangups) =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         else {
-            tracing::warn!("cannot listen for SIGHUP; characters will not reload");
+            tracing::warn!(
+                "cannot listen for SIGHUP; the configuration and characters will not reload"
+            );
             return;
         };
         while hangups.recv().await.is_some() {
-            let registry = Arc::clone(&characters);
+            reload_config(&state, &source).await;
+            let registry = Arc::clone(&state.characters);
             if let Err(error) = tokio::task::spawn_blocking(move || registry.reload()).await {
                 tracing::error!("reloading characters failed: {error}");
             }
         }
     });
     #[cfg(not(unix))]
-    let _ = characters;
+    let _ = (state, source);
+}
+
+/// One reload of the configuration, logged: what changed, or every problem on a line of
+/// its own and a summary.
+async fn reload_config(state: &AppState, source: &Source) {
+    let name = source.name();
+    let outcome = source
+        .load()
+        .map_err(|error| match error {
+            ConfigError::Invalid { problems, .. } => problems.0,
+            read => vec![read.to_string()],
+        })
+        .and_then(|config| {
+            state
+                .reload(config, &environment)
+                .map_err(|problems| problems.0)
+        });
+    match outcome {
+        Ok(reloaded) => {
+            for key in &reloaded.needs_restart {
+                tracing::warn!(
+                    "{name}: {key} changed, which takes a restart; the running value stays"
+                );
+            }
+            tracing::info!("configuration reloaded from {name}: {reloaded}");
+            report_backends(&state.live()).await;
+        }
+        Err(problems) => {
+            for problem in &problems {
+                tracing::error!("{name}: {problem}");
+            }
+            tracing::error!(
+                "configuration not reloaded: {} problem(s) in {name}; the running configuration stays",
+                problems.len()
+            );
+        }
+    }
 }
 
 /// Says plainly what is served and what is not reachable, so a missing backend is noticed
 /// at start rather than at the first request.
 async fn report_startup(config: &Config, state: &AppState) {
-    if state.routes.all().is_empty() {
+    let live = state.live();
+    if live.routes.all().is_empty() {
         tracing::warn!(
             "no routes: give a switchboard.toml, or set OPENAI_BASE_URL, ANTHROPIC_API_KEY or OLLAMA_HOST; requests will get 404 until then"
         );
     }
-    state.health.check().await;
-    for backend in state.health.snapshot() {
+    report_backends(&live).await;
+    live.access.report().await;
+    let loaded = state.characters.current();
+    tracing::info!(
+        "characters from {}: {} loaded, {} rejected (switchboard check {} tells why)",
+        config.characters.display(),
+        loaded.characters.len(),
+        loaded.rejections.len(),
+        config.characters.display()
+    );
+}
+
+/// Checks every route's backend once and says which answer.
+async fn report_backends(live: &Live) {
+    live.health.check().await;
+    for backend in live.health.snapshot() {
         match backend.reachable {
             Some(true) => tracing::info!(
                 "route {}: backend {} is reachable",
@@ -149,13 +243,4 @@ async fn report_startup(config: &Config, state: &AppState) {
             ),
         }
     }
-    state.access.report().await;
-    let loaded = state.characters.current();
-    tracing::info!(
-        "characters from {}: {} loaded, {} rejected (switchboard check {} tells why)",
-        config.characters.display(),
-        loaded.characters.len(),
-        loaded.rejections.len(),
-        config.characters.display()
-    );
 }

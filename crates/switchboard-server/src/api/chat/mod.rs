@@ -22,7 +22,7 @@ use crate::access::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
 use crate::pipeline::{self, GatewayRequest, collect};
-use crate::state::AppState;
+use crate::state::{AppState, Live};
 use render::{CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, completion_body};
 use validate::check_request;
 
@@ -38,14 +38,15 @@ pub async fn handle(
     let character_events = headers
         .get(CHARACTER_EVENTS_HEADER)
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
-    let (request, presentation, stream) = match parse(&state, body, character_events).await {
+    let live = caller.live();
+    let (request, presentation, stream) = match parse(live, body, character_events).await {
         Ok(parsed) => parsed,
         Err(error) => return fail(&log, "-", error),
     };
     if let Err(error) = access::authorize(&state, &caller, &request.model) {
         return fail(&log, "-", error);
     }
-    let started = match pipeline::start(&state, request) {
+    let started = match pipeline::start(&state, live, request) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),
     };
@@ -77,11 +78,11 @@ fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
 
 /// The request in the pipeline's model, how to present the answer, and whether to stream it.
 async fn parse(
-    state: &AppState,
+    live: &Live,
     body: Body,
     character_events: bool,
 ) -> Result<(GatewayRequest, Presentation, bool), ApiError> {
-    let value = read_json(body, state.max_body_bytes).await?;
+    let value = read_json(body, live.config.max_body_bytes).await?;
     let checked = check_request(&value)?;
     let wire: ChatCompletionRequest = serde_json::from_value(value).map_err(|error| {
         ApiError::invalid_request(

@@ -32,7 +32,7 @@ pub async fn handle(
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
-    let response = match pipeline::count_tokens(&state, parsed.request).await {
+    let response = match pipeline::count_tokens(&state, caller.live(), parsed.request).await {
         Ok((label, count)) => {
             // A count consumes nothing: no tokens are tallied.
             log.finish(&label, StatusCode::OK, Tally::default(), false);

@@ -61,7 +61,7 @@ pub async fn handle(
             0
         },
     };
-    let response = match pipeline::start(&state, parsed.request) {
+    let response = match pipeline::start(&state, caller.live(), parsed.request) {
         Err(error) => fail(&log, "-", error),
         Ok(started) if parsed.stream => {
             sse::stream(
@@ -126,7 +126,8 @@ async fn parse(
     body: Body,
     endpoint: Endpoint,
 ) -> Result<Parsed, ApiError> {
-    let mut value = read_json(body, state.max_body_bytes).await?;
+    let live = caller.live();
+    let mut value = read_json(body, live.config.max_body_bytes).await?;
     let checked = check_request(&value, endpoint)?;
     if let Some(model) = value.get("model").and_then(serde_json::Value::as_str) {
         access::authorize(state, caller, model)?;
@@ -151,7 +152,7 @@ async fn parse(
         !checked.deferred.contains(name) || forced.as_ref() == Some(name)
     });
     let anthropic_backend = !checked.model.starts_with(CHARACTER_PREFIX)
-        && state
+        && live
             .routes
             .resolve(&checked.model)
             .is_some_and(|route| route.format == Format::Anthropic);

@@ -70,7 +70,7 @@ pub async fn create(
         keep,
         dropped,
     } = prepared;
-    let started = match pipeline::start(&state, gateway) {
+    let started = match pipeline::start(&state, caller.live(), gateway) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),
     };
@@ -206,7 +206,7 @@ fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
 }
 
 async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepared, ApiError> {
-    let value = read_json(body, state.max_body_bytes).await?;
+    let value = read_json(body, caller.live().config.max_body_bytes).await?;
     let request = check_request(value)?;
     access::authorize(state, caller, &request.model)?;
     let input = parse_input(&request.input).map_err(convert_error)?;
