@@ -8,6 +8,7 @@ use switchboard_providers::{Backend, BackendConfig, config_from_env, connect};
 use switchboard_wire::Format;
 
 use crate::config::{RouteConfig, ToolCallPolicy, ToolCalling};
+use crate::traces;
 
 /// A configured backend model, ready to serve.
 pub struct Route {
@@ -53,8 +54,10 @@ impl Route {
             Some(variable) => env(variable),
             None => backend_config.api_key,
         };
+        backend_config.request_headers = traces::header_hook();
         let backend = connect(format, backend_config)
             .map_err(|error| format!("route \"{}\": {error}", config.name))?;
+        let backend = traces::traced_backend(backend, &config.name, &config.url);
         let family = config
             .format
             .as_deref()

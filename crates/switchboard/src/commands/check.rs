@@ -118,6 +118,12 @@ fn print_table(loaded: &Loaded) {
 pub fn init_character_logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // The spans meant for OpenTelemetry are not the log's: left on, they would prefix every
+    // line written inside them, and cost their fields on every request.
+    let filter = match format!("{}=off", switchboard_server::traces::TARGET).parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    };
     // Another command may have installed a subscriber already; that one then applies.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
