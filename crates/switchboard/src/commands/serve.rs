@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use switchboard_server::{AppState, Config, shutdown_signal};
 
-use super::check::{CharactersDir, init_character_logs};
+use super::check::CharactersDir;
 
 /// Serve OpenAI-compatible chat completions with tool calling, and the characters.
 #[derive(Debug, clap::Args)]
@@ -37,7 +37,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
-    init_character_logs();
+    // Dropped last, once the runtime has stopped: the spans still waiting are sent then.
+    let _traces = super::telemetry::init_serve()?;
     let config = load_config(&args, characters)?;
     // Threads for every core: a large tool list compiles on one while the rest serve.
     let runtime = tokio::runtime::Builder::new_multi_thread()
