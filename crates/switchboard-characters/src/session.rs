@@ -58,8 +58,9 @@ impl CharacterSession {
     /// nothing here panics or waits past the character's deadline for its own code.
     pub async fn call_tool(&self, call: &ToolCall) -> ToolResult {
         // The gateway exports spans of this target over OpenTelemetry when asked to
-        // (`switchboard_server::traces::TARGET`); otherwise it is disabled where it stands.
-        let span = tracing::info_span!(
+        // (`switchboard_server::traces::TARGET`); otherwise it is disabled where it stands,
+        // and at `TRACE` level no log subscriber at its usual levels shows it.
+        let span = tracing::trace_span!(
             target: "switchboard::otel",
             "execute_tool",
             otel.name = %format_args!("execute_tool {}", call.name),

@@ -1,10 +1,11 @@
 //! The spans OpenTelemetry exports: one per model request (the GenAI semantic conventions'
 //! attributes), one per backend attempt beneath it, and the character tool executions the
 //! characters crate opens under the same target. The binary decides whether anything
-//! exports them; here they are ordinary `tracing` spans under [`TARGET`], which no layer
-//! wants unless an OpenTelemetry layer was installed for it. With tracing off every such
-//! span is disabled at its call site and nothing else here runs: no middleware, no header
-//! read, no backend wrapped, no header hook.
+//! exports them; here they are ordinary `tracing` spans under [`TARGET`] at `TRACE` level,
+//! which no layer wants unless an OpenTelemetry layer was installed for it (a log
+//! subscriber at its usual levels never sees them, nor their fields in its lines). With
+//! tracing off every such span is disabled at its call site and nothing else here runs: no
+//! middleware, no header read, no backend wrapped, no header hook.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -24,14 +25,14 @@ use tracing::field::Empty;
 use tracing::{Instrument, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-/// The target of every span meant for OpenTelemetry (the characters crate names it too, for
-/// its tool spans). The binary's log output leaves it out, and its OpenTelemetry layer takes
-/// nothing else.
+/// The target of every span meant for OpenTelemetry, all at `TRACE` level (the characters
+/// crate names it too, for its tool spans). The binary's log output leaves it out, even at
+/// `RUST_LOG=trace`, and its OpenTelemetry layer takes nothing else.
 pub const TARGET: &str = "switchboard::otel";
 
 /// Whether an OpenTelemetry layer wants these spans.
 pub(crate) fn enabled() -> bool {
-    tracing::enabled!(target: TARGET, tracing::Level::INFO)
+    tracing::enabled!(target: TARGET, tracing::Level::TRACE)
 }
 
 /// Middleware (installed while spans are exported) that runs one model request inside its
@@ -39,7 +40,7 @@ pub(crate) fn enabled() -> bool {
 /// `RequestLog` takes the span as the current one and fills in what the request turns out
 /// to be.
 pub(crate) async fn request(request: Request, next: Next) -> Response {
-    let span = tracing::info_span!(
+    let span = tracing::trace_span!(
         target: TARGET,
         "request",
         otel.kind = "server",
@@ -156,7 +157,7 @@ impl std::fmt::Debug for TracedBackend {
 
 impl Backend for TracedBackend {
     fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>> {
-        let span = tracing::info_span!(
+        let span = tracing::trace_span!(
             target: TARGET,
             "backend",
             otel.name = %format_args!("chat {}", request.model),
