@@ -1,12 +1,14 @@
 //! One conversation with a character, and the single executor every tool call goes through:
 //! unknown tool, argument validation, the sandboxed call under its deadline, the string
-//! check, truncation, and the metrics of every outcome.
+//! check, truncation, and the metrics and span of every outcome.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use switchboard_tools::{MAX_MESSAGE_CHARS, ToolCall, ToolResult, truncate_message};
 use tokio::sync::oneshot;
+use tracing::Instrument;
+use tracing::field::Empty;
 
 use crate::character::Character;
 use crate::engine::{CallOutcome, Job, LogScope};
@@ -55,14 +57,36 @@ impl CharacterSession {
     /// Runs one tool call. Every failure becomes an `Error: …` result the model reads;
     /// nothing here panics or waits past the character's deadline for its own code.
     pub async fn call_tool(&self, call: &ToolCall) -> ToolResult {
+        // The gateway exports spans of this target over OpenTelemetry when asked to
+        // (`switchboard_server::traces::TARGET`); otherwise it is disabled where it stands,
+        // and at `TRACE` level no log subscriber at its usual levels shows it.
+        let span = tracing::trace_span!(
+            target: "switchboard::otel",
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {}", call.name),
+            otel.status_code = Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            switchboard.character = %self.character.name(),
+            switchboard.tool.outcome = Empty,
+            error.type = Empty,
+        );
         let started = Instant::now();
-        let outcome = self.execute(call).await;
+        let outcome = self.execute(call).instrument(span.clone()).await;
         let tool_label = if self.character.tools().get(&call.name).is_some() {
             &call.name
         } else {
             UNKNOWN_TOOL_LABEL
         };
         let error_type = outcome.as_ref().err().map(|(error_type, _)| *error_type);
+        if !span.is_disabled() {
+            span.record("switchboard.tool.outcome", tool_outcome(error_type));
+            if let Some(error_type) = error_type {
+                span.record("error.type", error_type);
+                span.record("otel.status_code", "error");
+            }
+        }
         metrics::tool_call(
             self.character.name(),
             tool_label,
@@ -156,6 +180,15 @@ impl Drop for CharacterSession {
     fn drop(&mut self) {
         // The engine may already be gone with the character; nothing is left to free then.
         let _ = self.character.engine().send(Job::End { session: self.id });
+    }
+}
+
+/// A call's outcome as its span says it: `ok`, `timeout`, or `error` for every other failure.
+fn tool_outcome(error_type: Option<&str>) -> &'static str {
+    match error_type {
+        None => "ok",
+        Some("timeout") => "timeout",
+        Some(_) => "error",
     }
 }
 

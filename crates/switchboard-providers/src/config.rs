@@ -2,7 +2,15 @@
 //! SDKs use, so an existing setup works unchanged.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+
+/// Adds headers to each request sent to a backend, retries included, at the moment it is
+/// sent: for values that depend on the request's context rather than the route (a trace
+/// context, say). The providers know nothing of where the values come from.
+pub type HeaderHook = Arc<dyn Fn(&mut HeaderMap) + Send + Sync>;
 
 /// How to reach one backend and how patient to be with it.
 #[derive(Clone)]
@@ -26,6 +34,8 @@ pub struct BackendConfig {
     pub pool_idle_timeout: Duration,
     /// Largest answer read as one body (a non-streamed answer, an error body).
     pub max_body_bytes: usize,
+    /// Called for every request sent, after the fixed headers are set.
+    pub request_headers: Option<HeaderHook>,
 }
 
 impl fmt::Debug for BackendConfig {
@@ -47,6 +57,10 @@ impl fmt::Debug for BackendConfig {
             .field("retry_backoff", &self.retry_backoff)
             .field("pool_idle_timeout", &self.pool_idle_timeout)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field(
+                "request_headers",
+                &self.request_headers.as_ref().map(|_| "<hook>"),
+            )
             .finish()
     }
 }
@@ -64,6 +78,7 @@ impl BackendConfig {
             retry_backoff: Duration::from_millis(500),
             pool_idle_timeout: Duration::from_secs(4),
             max_body_bytes: 32 * 1024 * 1024,
+            request_headers: None,
         }
     }
 

@@ -15,7 +15,7 @@ mod transport;
 
 pub use anthropic::AnthropicBackend;
 pub use backend::{Backend, EventStream, complete};
-pub use config::BackendConfig;
+pub use config::{BackendConfig, HeaderHook};
 pub use connect::{config_from_env, connect};
 pub use error::{BackendError, ConnectionFailure, TimeoutPhase};
 pub use ollama::OllamaBackend;

@@ -151,9 +151,13 @@ impl Transport {
                 &self.client
             };
             new_connection = false;
+            let mut headers = self.headers.clone();
+            if let Some(hook) = &self.config.request_headers {
+                hook(&mut headers);
+            }
             let request = client
                 .post(url)
-                .headers(self.headers.clone())
+                .headers(headers)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
             let retry_after = match tokio::time::timeout(

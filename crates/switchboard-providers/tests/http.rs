@@ -293,6 +293,44 @@ async fn http_429_is_retried_then_succeeds() {
 }
 
 #[tokio::test]
+async fn the_header_hook_runs_for_every_attempt_when_it_is_sent() {
+    let mut limited = status(429, r#"{"error":{"message":"slow down"}}"#);
+    limited.headers.push(("retry-after".into(), "0".into()));
+    let server = serve(vec![
+        limited,
+        Reply::ok(
+            "text/event-stream",
+            fixture("openai_parallel.sse"),
+            Chunking::Whole,
+        ),
+    ])
+    .await;
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let mut config = config(&server);
+    config.request_headers = Some(Arc::new(move |headers: &mut reqwest::header::HeaderMap| {
+        let attempt = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        headers.insert("x-attempt", attempt.into());
+    }));
+    assert!(format!("{config:?}").contains("request_headers: Some(\"<hook>\")"));
+    complete(&OpenAiBackend::new(config).unwrap(), request(true))
+        .await
+        .unwrap();
+    let heads: Vec<String> = server
+        .requests()
+        .into_iter()
+        .map(|sent| sent.head)
+        .collect();
+    assert_eq!(heads.len(), 2);
+    for (attempt, head) in heads.iter().enumerate() {
+        assert!(
+            head.contains(&format!("x-attempt: {}", attempt + 1)) && head.contains("x-extra: yes"),
+            "{head}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn http_429_past_the_retries_keeps_its_status() {
     let body = r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#;
     let server = serve(vec![

@@ -27,6 +27,12 @@ pub fn router(state: AppState) -> Router {
             post(api::messages::count_tokens::handle),
         )
         .route("/v1/responses", post(api::responses::create))
+        .route("/v1/characters/{name}/tools/{tool}", post(api::characters::call_tool))
+        // A span for each request a model or a character's tool answers (the routes above),
+        // while spans are exported; otherwise not even the middleware is in the way.
+        .route_layer(tower::util::option_layer(
+            crate::traces::enabled().then(|| middleware::from_fn(crate::traces::request)),
+        ))
         .route(
             "/v1/responses/{id}",
             get(api::responses::retrieve).delete(api::responses::delete),
@@ -40,7 +46,6 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(api::ops::metrics))
         .route("/v1/characters", get(api::characters::list))
         .route("/v1/characters/{name}", get(api::characters::show))
-        .route("/v1/characters/{name}/tools/{tool}", post(api::characters::call_tool))
         .route("/", get(api::playground::index))
         .route("/playground/{name}", get(api::playground::file))
         .fallback(|| async {

@@ -8,6 +8,7 @@
 //! - `upstream/`: the backends (routes) and their health;
 //! - `access/`: client keys, the routes each may use, and rate limits;
 //! - `connections`: accepting and serving client connections under their limits;
+//! - `traces`: the spans exported over OpenTelemetry when the binary turns that on;
 //! - `redis_link`: the Redis connection replicas share state through.
 
 pub mod access;
@@ -22,6 +23,7 @@ mod pipeline;
 mod redis_link;
 mod state;
 mod telemetry;
+pub mod traces;
 mod upstream;
 
 pub use app::{RunningGateway, router, run, shutdown_signal};

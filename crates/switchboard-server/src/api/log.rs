@@ -2,25 +2,30 @@
 //! through and however it ended: answered, failed, or abandoned by its client (a request
 //! whose handler is dropped before its line was written is logged as `client_closed`).
 //! Labels are the endpoint and the resolved route or character, never the raw client
-//! string.
+//! string. The same facts go on the request's span (see `traces`) when spans are exported.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use axum::http::StatusCode;
-use switchboard_wire::StreamEvent;
+use opentelemetry::trace::Status;
+use switchboard_wire::{FinishReason, StreamEvent};
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::access::Caller;
 use crate::pipeline::{Answer, Output, Started};
+use crate::traces;
 use crate::upstream::Trail;
 
 /// What a finished answer amounted to.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Tally {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub tool_calls: usize,
+    pub finish_reason: Option<FinishReason>,
 }
 
 impl Tally {
@@ -31,6 +36,7 @@ impl Tally {
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
             tool_calls: answer.response.tool_calls.len(),
+            finish_reason: Some(answer.response.finish_reason.clone()),
         }
     }
 
@@ -42,6 +48,9 @@ impl Tally {
                 self.completion_tokens = usage.completion_tokens;
             }
             Output::Event(StreamEvent::ToolCallStart { .. }) => self.tool_calls += 1,
+            Output::Event(StreamEvent::Finish(reason)) => {
+                self.finish_reason = Some(reason.clone());
+            }
             _ => {}
         }
     }
@@ -63,10 +72,25 @@ pub struct RequestLog {
     upstream: OnceLock<(&'static str, Arc<Trail>)>,
     /// Who asked: named in the line, and charged the answer's tokens.
     pub caller: Option<Caller>,
+    /// The request's span, made around the handler by `traces::request`; disabled unless
+    /// spans are exported.
+    span: Span,
 }
 
 impl RequestLog {
     pub fn new(request_id: String, endpoint: &'static str) -> Self {
+        let span = if traces::enabled() {
+            Span::current()
+        } else {
+            Span::none()
+        };
+        if !span.is_disabled() {
+            span.record("switchboard.endpoint", endpoint);
+            span.record("switchboard.request_id", request_id.as_str());
+            let operation = traces::operation(endpoint);
+            span.record("gen_ai.operation.name", operation);
+            traces::rename(&span, operation.unwrap_or(endpoint));
+        }
         Self {
             request_id,
             endpoint,
@@ -75,6 +99,16 @@ impl RequestLog {
             answering: OnceLock::new(),
             upstream: OnceLock::new(),
             caller: None,
+            span,
+        }
+    }
+
+    /// The model the client asked for, as it asked: the span's `gen_ai.request.model`.
+    pub fn requested(&self, model: &str) {
+        if !self.span.is_disabled() {
+            let operation = traces::operation(self.endpoint).unwrap_or(self.endpoint);
+            self.span.record("gen_ai.request.model", model);
+            traces::rename(&self.span, format!("{operation} {model}"));
         }
     }
 
@@ -110,6 +144,9 @@ impl RequestLog {
             return;
         }
         let latency = self.started.elapsed();
+        if !self.span.is_disabled() {
+            self.trace(route, outcome, &tally);
+        }
         if let Some(caller) = &self.caller {
             caller.charge(tally.prompt_tokens + tally.completion_tokens);
         }
@@ -146,6 +183,36 @@ impl RequestLog {
             .increment(tally.completion_tokens);
         metrics::counter!("gateway_tool_calls_total", "route" => route.to_owned())
             .increment(tally.tool_calls as u64);
+    }
+
+    /// The outcome on the request's span.
+    fn trace(&self, route: &str, outcome: &str, tally: &Tally) {
+        let span = &self.span;
+        span.record("switchboard.route", route);
+        span.record(
+            "gen_ai.usage.input_tokens",
+            traces::int(tally.prompt_tokens),
+        );
+        span.record(
+            "gen_ai.usage.output_tokens",
+            traces::int(tally.completion_tokens),
+        );
+        if let Some(reason) = &tally.finish_reason {
+            traces::record_finish_reason(span, reason);
+        }
+        match outcome.parse::<u16>() {
+            Ok(status) => {
+                span.record("http.response.status_code", i64::from(status));
+                // Server spans are errors for the server's failures only, not the client's.
+                if status >= 500 {
+                    span.record("error.type", outcome);
+                    span.set_status(Status::error(format!("HTTP {status}")));
+                }
+            }
+            Err(_) => {
+                span.record("error.type", outcome);
+            }
+        }
     }
 }
 

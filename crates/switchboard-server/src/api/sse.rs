@@ -156,7 +156,7 @@ impl<R: Renderer> Streaming<R> {
 
     fn finish(&mut self, status: StatusCode) {
         if let Some((log, route)) = self.log.take() {
-            log.finish(&route, status, self.tally, true);
+            log.finish(&route, status, std::mem::take(&mut self.tally), true);
         }
     }
 }
@@ -165,7 +165,7 @@ impl<R> Drop for Streaming<R> {
     /// A stream dropped before its end: the client went away.
     fn drop(&mut self) {
         if let Some((log, route)) = self.log.take() {
-            log.client_closed(&route, self.tally);
+            log.client_closed(&route, std::mem::take(&mut self.tally));
         }
     }
 }

@@ -14,6 +14,7 @@ use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnE
 use switchboard_tools::{Content, Message};
 use switchboard_wire::{ChatRequest, StreamEvent};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::Limits;
 use super::completion::{Outputs, backend_error};
@@ -99,7 +100,7 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
     let timeout = limits.timeout;
     let cut = limits.cut.clone();
     let (sender, receiver) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
+    let playing = async move {
         let turn = async {
             let session = character.start_conversation().await.map_err(|error| {
                 ApiError::upstream(
@@ -208,7 +209,10 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
                 let _ = sender.send(Err(ApiError::shutting_down()));
             }
         }
-    });
+    };
+    // Under the request's span, so that its backend attempts and tool executions are
+    // children of it.
+    tokio::spawn(playing.in_current_span());
     receiver
 }
 

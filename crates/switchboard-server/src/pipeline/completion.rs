@@ -12,6 +12,7 @@ use switchboard_providers::{BackendError, ConnectionFailure};
 use switchboard_tools::{Message, Toolset};
 use switchboard_wire::{ChatRequest, DecodeErrorKind, Format, StreamEvent};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::Limits;
 use super::finisher::{Finisher, Output};
@@ -46,7 +47,7 @@ pub struct Completion {
 /// request.
 pub fn start(mut completion: Completion) -> Outputs {
     let (sender, receiver) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
+    let answering = async move {
         let timeout = completion.limits.timeout;
         let cut = completion.limits.cut.clone();
         let work = async {
@@ -81,7 +82,9 @@ pub fn start(mut completion: Completion) -> Outputs {
                 let _ = sender.send(Err(ApiError::shutting_down()));
             }
         }
-    });
+    };
+    // Under the request's span, so that its backend attempts are children of it.
+    tokio::spawn(answering.in_current_span());
     receiver
 }
 

@@ -10,6 +10,7 @@ use switchboard_wire::Format;
 
 use super::pool::{Pool, PoolSettings};
 use crate::config::{RouteConfig, ToolCallPolicy, ToolCalling};
+use crate::traces;
 
 /// A configured backend model, ready to serve.
 pub struct Route {
@@ -65,9 +66,13 @@ impl Route {
                     Some(variable) => env(variable),
                     None => backend_config.api_key,
                 };
+                backend_config.request_headers = traces::header_hook();
                 let backend: Arc<dyn Backend> =
                     connect(format, backend_config).map_err(|error| error.to_string())?;
-                Ok((url.to_owned(), backend))
+                Ok((
+                    url.to_owned(),
+                    traces::traced_backend(backend, &config.name, url),
+                ))
             })
             .collect::<Result<Vec<_>, String>>()?;
         if replicas.is_empty() {

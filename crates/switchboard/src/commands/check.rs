@@ -3,12 +3,15 @@
 //! mistakes in one run. Also home of what the character commands share: the directory
 //! flag, the log output of character code, and finding a character by name.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use switchboard_characters::{Character, LoadOptions, Loaded, load_characters};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use super::telemetry::{log_filter, log_layer};
 
 /// Load a characters directory and report every character and every rejection.
 #[derive(Debug, clap::Args)]
@@ -116,14 +119,10 @@ fn print_table(loaded: &Loaded) {
 /// Character code's console output (tracing target `character`) and load warnings go to
 /// standard error as plain lines without timestamps; `RUST_LOG` can change the level.
 pub fn init_character_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Another command may have installed a subscriber already; that one then applies.
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .without_time()
-        .with_env_filter(filter)
+    let _ = tracing_subscriber::registry()
+        .with(log_filter())
+        .with(log_layer())
         .try_init();
 }
 

@@ -14,4 +14,5 @@ pub mod key;
 pub mod parse;
 pub mod prompt;
 pub mod serve;
+pub mod telemetry;
 pub mod validate;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use switchboard_server::{AppState, Config, ConfigError, Live, shutdown_signal};
 
-use super::check::{CharactersDir, init_character_logs};
+use super::check::CharactersDir;
 
 /// Serve OpenAI-compatible chat completions with tool calling, and the characters.
 #[derive(Debug, clap::Args)]
@@ -109,7 +109,8 @@ pub fn environment(name: &str) -> Option<String> {
 }
 
 pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
-    init_character_logs();
+    // Dropped last, once the runtime has stopped: the spans still waiting are sent then.
+    let _traces = super::telemetry::init_serve()?;
     let source = Source::new(args.config, args.overrides, characters);
     let config = source.load()?;
     // Threads for every core: a large tool list compiles on one while the rest serve.

@@ -43,6 +43,7 @@ pub async fn handle(
         Ok(parsed) => parsed,
         Err(error) => return fail(&log, "-", error),
     };
+    log.requested(&request.model);
     if let Err(error) = access::authorize(&state, &caller, &request.model) {
         return fail(&log, "-", error);
     }

@@ -32,6 +32,7 @@ pub async fn handle(
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
+    log.requested(&parsed.request.model);
     let response = match pipeline::count_tokens(&state, caller.live(), parsed.request).await {
         Ok((label, count)) => {
             // A count consumes nothing: no tokens are tallied.

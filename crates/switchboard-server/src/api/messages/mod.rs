@@ -51,6 +51,7 @@ pub async fn handle(
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
+    log.requested(&parsed.request.model);
     let presentation = Presentation {
         id: message_id(),
         model: parsed.request.model.clone(),

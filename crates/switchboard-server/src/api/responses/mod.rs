@@ -70,6 +70,7 @@ pub async fn create(
         keep,
         dropped,
     } = prepared;
+    log.requested(&gateway.model);
     let started = match pipeline::start(&state, caller.live(), gateway) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),
