@@ -32,6 +32,16 @@ pub struct LlamaServer {
     lifeline: Option<ChildStdin>,
 }
 
+/// Whether the server keeps prompts' KV cache between requests.
+#[derive(Debug, Clone, Copy)]
+enum Cache {
+    /// Every prompt evaluated in full, on one slot: deterministic answers for the tests.
+    Off,
+    On {
+        slots: u32,
+    },
+}
+
 /// The three files the server needs, from the environment.
 #[derive(Debug)]
 struct Files {
@@ -102,7 +112,16 @@ impl LlamaServer {
             );
             return None;
         };
-        Some(Self::launch(&files))
+        Some(Self::launch(&files, Cache::Off))
+    }
+
+    /// A server as one is run in production: prompt caching on, `slots` conversations kept
+    /// at once, and `/metrics` (whose `llamacpp:prompt_tokens_total` sums the prompt tokens
+    /// it evaluated, `timings.prompt_n`). `None`, with the same SKIP line, when the
+    /// variables are not set.
+    pub fn start_caching(slots: u32) -> Option<Self> {
+        let files = Files::from_env()?;
+        Some(Self::launch(&files, Cache::On { slots }))
     }
 
     /// One server for the whole test process, started by the first test that asks; the
@@ -119,7 +138,7 @@ impl LlamaServer {
         }
     }
 
-    fn launch(files: &Files) -> Self {
+    fn launch(files: &Files, cache: Cache) -> Self {
         let port = free_port();
         let log = std::env::temp_dir().join(format!("switchboard-llama-server-{port}.log"));
         let log_file = std::fs::File::create(&log)
@@ -138,8 +157,23 @@ impl LlamaServer {
             .arg(&files.model)
             .args(["--jinja", "--chat-template-file"])
             .arg(&files.template)
-            .args(["--seed", "42", "--no-cache-prompt", "--ctx-size", "4096"])
-            .args(["--threads", "1", "--parallel", "1"])
+            .args(["--seed", "42", "--threads", "1"])
+            .args(match cache {
+                Cache::Off => vec![
+                    "--no-cache-prompt".to_owned(),
+                    "--ctx-size".to_owned(),
+                    "4096".to_owned(),
+                    "--parallel".to_owned(),
+                    "1".to_owned(),
+                ],
+                Cache::On { slots } => vec![
+                    "--metrics".to_owned(),
+                    "--ctx-size".to_owned(),
+                    (2048 * slots).to_string(),
+                    "--parallel".to_owned(),
+                    slots.to_string(),
+                ],
+            })
             .stdin(Stdio::piped())
             .stdout(log_file)
             .stderr(log_copy)
