@@ -4,8 +4,9 @@
 //! Open loop: a pacing thread launches each request at its scheduled instant whether or not
 //! earlier ones have finished, and latency runs from that instant, so a stall shows up in the
 //! figures instead of quietly lowering the rate (no coordinated omission). Direct and
-//! gateway requests are interleaved (gateway ones half a period after direct ones), each
-//! path at the full rate, so both see the same machine noise. One pooled HTTP client sends
+//! gateway requests are interleaved (evenly spaced within each period, their order rotating
+//! from one period to the next), each path at the full rate, so all see the same machine
+//! noise. One pooled HTTP client sends
 //! both. The backend answers instantly from memory; the gateway runs on its own runtime, as
 //! it would in its own process.
 //!
@@ -16,7 +17,9 @@
 //! compared under the same noise. Then access control: the native cases through a gateway
 //! with a key whose request and token limits are checked on every request, counted in
 //! process and in Redis (a real `redis-server` on loopback, when one is installed), each
-//! against the gateway without keys in the same interleaved run.
+//! against the gateway without keys in the same interleaved run, beside a second gateway
+//! without keys: two gateways doing the same work differ by some microseconds, and a
+//! difference below that is no difference.
 //!
 //! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S] [--only TEXT]`
 //! (`--only` runs the cases whose name contains TEXT)
@@ -155,6 +158,9 @@ fn main() -> Result<(), Failure> {
         )),
         None => println!("\nredis-server is not installed: the Redis case is skipped"),
     }
+    // A second gateway without keys, fresh like the keyed ones: what two gateways that do
+    // the same work differ by, the floor under the keys' figures.
+    let twin = gateway_runtime.block_on(start_gateway(&backend, ""))?;
     let api = Api::ChatCompletions;
     for (name, keyed_gateway) in &keyed {
         for case in Case::ALL[..2].iter().filter(|case| {
@@ -164,28 +170,39 @@ fn main() -> Result<(), Failure> {
                 .is_none_or(|only| case.name.contains(only.as_str()))
         }) {
             let open = Target::new(&client, &gateway.base_url(), *case, Via::Gateway, api);
+            let control = Target::new(&client, &twin.base_url(), *case, Via::Gateway, api);
             let with_key =
                 Target::new(&client, &keyed_gateway.base_url(), *case, Via::Gateway, api)
                     .with_key(BENCH_KEY);
             load.block_on(check_answers(&open, &with_key, *case))?;
-            run(&load, &settings, &[&open, &with_key], settings.warmup)?;
-            let (times, lag) = run(&load, &settings, &[&open, &with_key], settings.measured)?;
+            let targets = [&open, &control, &with_key];
+            run(&load, &settings, &targets, settings.warmup)?;
+            let (times, lag) = run(&load, &settings, &targets, settings.measured)?;
             let summaries: Vec<Summary> = times
                 .into_iter()
                 .map(|mut times| summarize(&mut times))
                 .collect();
             heading(&format!("{}: {name} vs no keys", case.name));
             report("through the gateway, no keys", &summaries[0]);
-            report(&format!("through the gateway, {name}"), &summaries[1]);
+            report("through a second gateway, no keys", &summaries[1]);
+            report(&format!("through the gateway, {name}"), &summaries[2]);
+            print_added(
+                "(a second gateway, no keys: the noise floor)",
+                &summaries[0],
+                &summaries[1],
+            );
             print_added(
                 &format!("added by the {name}"),
                 &summaries[0],
-                &summaries[1],
+                &summaries[2],
             );
             println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
         }
     }
     println!("\nload average at the end: {}", load_average());
+    gateway_runtime
+        .block_on(twin.stop())
+        .map_err(|error| error.to_string())?;
     for (_, keyed_gateway) in keyed {
         gateway_runtime
             .block_on(keyed_gateway.stop())
@@ -534,14 +551,17 @@ fn run(
     let mut lags = Vec::with_capacity((count * paths) as usize);
     let start = Instant::now() + Duration::from_millis(10);
     for index in 0..count {
-        for (path, target) in targets.iter().enumerate() {
-            // The paths take turns, evenly spaced within each period.
-            let scheduled = start + period * index + period * path as u32 / paths;
+        for turn in 0..paths {
+            // The paths take turns, evenly spaced within each period, and the order rotates
+            // each period, so that no path always follows the same one.
+            let path = ((turn + index) % paths) as usize;
+            let target = targets[path];
+            let scheduled = start + period * index + period * turn / paths;
             if let Some(wait) = scheduled.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
             lags.push(scheduled.elapsed());
-            let target = (*target).clone();
+            let target = target.clone();
             let results = results.clone();
             handle.spawn(async move {
                 let outcome = target.call().await.map(|_| scheduled.elapsed());
