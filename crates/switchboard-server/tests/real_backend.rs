@@ -539,3 +539,46 @@ async fn the_responses_api_streamed_and_whole_give_one_function_call_on_every_ro
         );
     }
 }
+
+/// A route over the real server and a replica that is not there: every request is answered
+/// by the real one, the dead one is ejected, and the answers say which replica answered.
+#[tokio::test]
+async fn a_route_over_the_real_server_and_a_dead_replica_answers_every_request() {
+    let Some(server) = LlamaServer::shared() else {
+        return;
+    };
+    let live = format!("{}/v1", server.base_url());
+    let dead = format!("{}/v1", closed_url().await);
+    let text = format!(
+        "[[route]]\nname = \"pool\"\nprovider = \"openai\"\nurls = [\"{dead}\", \"{live}\"]\nmodel = \"{}\"\neject_after = 1\neject_secs = 60\n",
+        LlamaServer::MODEL
+    );
+    let gateway = start("", &[text]).await;
+    let body = json!({"model": "pool", "temperature": 0, "max_tokens": 3, "messages": [
+        {"role": "user", "content": "Say OK."}]});
+    for round in 0..6 {
+        let answer = if round % 2 == 0 {
+            post(&gateway, &body).await
+        } else {
+            let streamed = post_stream(&gateway, &streaming(body.clone())).await;
+            assert!(streamed.done, "round {round}: {}", streamed.text);
+            Answer {
+                status: streamed.status,
+                headers: streamed.headers,
+                text: streamed.text,
+            }
+        };
+        assert_eq!(answer.status, 200, "round {round}: {}", answer.text);
+        assert_eq!(answer.headers["x-switchboard-upstream"], live.as_str());
+    }
+    let health: Value = get(&gateway, "/healthz").await.json();
+    let dead_state = health["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|backend| backend["url"] == dead)
+        .unwrap();
+    assert_eq!(dead_state["state"], "ejected", "{health}");
+    assert!(dead_state["requests"].as_u64().unwrap() <= 1, "{health}");
+    gateway.stop().await.unwrap();
+}
