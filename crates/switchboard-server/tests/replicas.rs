@@ -303,11 +303,24 @@ async fn a_replica_killed_mid_test_is_stepped_around_ejected_and_back_after_rest
     assert_eq!(health["state"], "ejected", "{health}");
     assert!(health["ejections"].as_u64().unwrap() >= 1, "{health}");
     let metrics = common::get(&pool, "/metrics").await.text;
-    assert!(
-        metrics.lines().any(|line| line.starts_with("gateway_upstream_ejections_total")
-            && line.contains(&url)),
-        "{metrics}"
-    );
+    for series in [
+        "gateway_upstream_ejections_total",
+        "gateway_upstream_errors_total",
+        "gateway_upstream_healthy",
+        "gateway_upstream_in_flight",
+    ] {
+        assert!(
+            metrics
+                .lines()
+                .any(|line| line.starts_with(series) && line.contains(&url)),
+            "{series} for {url}:\n{metrics}"
+        );
+    }
+    let healthy = metrics
+        .lines()
+        .find(|line| line.starts_with("gateway_upstream_healthy") && line.contains(&url))
+        .unwrap();
+    assert!(healthy.ends_with(" 0"), "{healthy}");
 
     replicas[1].restart().await;
     let before = replicas[1].requests();

@@ -156,6 +156,11 @@ impl RequestLog {
             endpoint = self.endpoint,
             key = self.caller.as_ref().and_then(Caller::name).unwrap_or("-"),
             route,
+            upstream = self
+                .upstream
+                .get()
+                .and_then(|(_, trail)| trail.answered())
+                .map_or("-", |(_, upstream)| upstream),
             outcome,
             latency_ms = latency.as_secs_f64() * 1000.0,
             prompt_tokens = tally.prompt_tokens,

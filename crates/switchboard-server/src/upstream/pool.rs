@@ -74,6 +74,7 @@ struct Ejection {
 struct ReplicaMetrics {
     in_flight: metrics::Gauge,
     healthy: metrics::Gauge,
+    errors: metrics::Counter,
     ejections: metrics::Counter,
 }
 
@@ -83,6 +84,7 @@ impl ReplicaMetrics {
         let metrics = Self {
             in_flight: metrics::gauge!("gateway_upstream_in_flight", &labels),
             healthy: metrics::gauge!("gateway_upstream_healthy", &labels),
+            errors: metrics::counter!("gateway_upstream_errors_total", &labels),
             ejections: metrics::counter!("gateway_upstream_ejections_total", &labels),
         };
         metrics.healthy.set(1.0);
@@ -168,6 +170,7 @@ impl Replica {
     /// after an ejection and fails again.
     fn failed(&self, settings: &PoolSettings) -> Option<Duration> {
         self.errors.fetch_add(1, Ordering::Relaxed);
+        self.metrics.errors.increment(1);
         let mut state = self.state.lock().ok()?;
         state.consecutive_failures += 1;
         if state.consecutive_failures < settings.eject_after.max(1) && state.streak == 0 {
