@@ -556,7 +556,7 @@ async fn a_route_over_the_real_server_and_a_dead_replica_answers_every_request()
     let gateway = start("", &[text]).await;
     let body = json!({"model": "pool", "temperature": 0, "max_tokens": 3, "messages": [
         {"role": "user", "content": "Say OK."}]});
-    for round in 0..6 {
+    for round in 0..10 {
         let answer = if round % 2 == 0 {
             post(&gateway, &body).await
         } else {
@@ -578,7 +578,12 @@ async fn a_route_over_the_real_server_and_a_dead_replica_answers_every_request()
         .iter()
         .find(|backend| backend["url"] == dead)
         .unwrap();
-    assert_eq!(dead_state["state"], "ejected", "{health}");
-    assert!(dead_state["requests"].as_u64().unwrap() <= 1, "{health}");
+    // Two random choices between two idle replicas: the dead one is tried with one chance
+    // in two per request, and once tried it is out for the rest of the test.
+    let tried = dead_state["requests"].as_u64().unwrap();
+    assert!(tried <= 1, "{health}");
+    if tried == 1 {
+        assert_eq!(dead_state["state"], "ejected", "{health}");
+    }
     gateway.stop().await.unwrap();
 }
