@@ -89,36 +89,48 @@ impl Verdict {
     /// The `x-ratelimit-*` headers OpenAI sends, and on a refusal `retry-after` (seconds)
     /// and `retry-after-ms` (which OpenAI's SDKs read first).
     pub fn headers(&self, headers: &mut HeaderMap) {
-        for (budget, kind) in [(self.requests, "requests"), (self.tokens, "tokens")] {
+        // Static names and integer values: every admitted request carries these, so they
+        // are made without parsing or formatting where they can be.
+        let budgets = [
+            (self.requests, REQUEST_HEADERS),
+            (self.tokens, TOKEN_HEADERS),
+        ];
+        headers.reserve(6);
+        for (budget, [limit, remaining, reset]) in budgets {
             let Some(budget) = budget else { continue };
-            for (name, value) in [
-                ("limit", budget.limit.to_string()),
-                ("remaining", budget.remaining.to_string()),
-                ("reset", reset_text(budget.reset)),
-            ] {
-                insert(headers, &format!("x-ratelimit-{name}-{kind}"), &value);
+            headers.insert(HeaderName::from_static(limit), HeaderValue::from(budget.limit));
+            headers.insert(
+                HeaderName::from_static(remaining),
+                HeaderValue::from(budget.remaining),
+            );
+            if let Ok(value) = HeaderValue::try_from(reset_text(budget.reset)) {
+                headers.insert(HeaderName::from_static(reset), value);
             }
         }
         if let Some((_, retry)) = self.refused {
-            insert(
-                headers,
-                "retry-after",
-                &retry.as_millis().div_ceil(1000).max(1).to_string(),
+            let millis = u64::try_from(retry.as_millis()).unwrap_or(u64::MAX).max(1);
+            headers.insert(
+                HeaderName::from_static("retry-after"),
+                HeaderValue::from(millis.div_ceil(1000)),
             );
-            insert(
-                headers,
-                "retry-after-ms",
-                &retry.as_millis().max(1).to_string(),
+            headers.insert(
+                HeaderName::from_static("retry-after-ms"),
+                HeaderValue::from(millis),
             );
         }
     }
 }
 
-fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
-    if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
-        headers.insert(name, value);
-    }
-}
+const REQUEST_HEADERS: [&str; 3] = [
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-reset-requests",
+];
+const TOKEN_HEADERS: [&str; 3] = [
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-reset-tokens",
+];
 
 /// A duration as OpenAI writes its resets: `20ms`, `1.5s`, `6m0s`.
 fn reset_text(reset: Duration) -> String {
