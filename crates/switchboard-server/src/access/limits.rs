@@ -98,7 +98,10 @@ impl Verdict {
         headers.reserve(6);
         for (budget, [limit, remaining, reset]) in budgets {
             let Some(budget) = budget else { continue };
-            headers.insert(HeaderName::from_static(limit), HeaderValue::from(budget.limit));
+            headers.insert(
+                HeaderName::from_static(limit),
+                HeaderValue::from(budget.limit),
+            );
             headers.insert(
                 HeaderName::from_static(remaining),
                 HeaderValue::from(budget.remaining),
