@@ -6,17 +6,15 @@
 //! no exporter runs and nothing reaches the backend.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+
+use common::Served;
 
 use serde_json::{Value, json};
 use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer};
-
-/// How long `serve` may take to start listening or to exit.
-const PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The client's trace: its id, and the id of the client's own span.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -141,109 +139,6 @@ fn nanos(span: &Value, field: &str) -> u128 {
     }
 }
 
-fn switchboard() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-    for variable in [
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "OLLAMA_HOST",
-        "SWITCHBOARD_CONFIG",
-        "SWITCHBOARD_LISTEN",
-        "RUST_LOG",
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_PROTOCOL",
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-        "OTEL_SDK_DISABLED",
-        "OTEL_TRACES_EXPORTER",
-        "OTEL_TRACES_SAMPLER",
-    ] {
-        command.env_remove(variable);
-    }
-    command
-}
-
-/// A running `switchboard serve`, killed when dropped; its log is kept.
-struct Served {
-    child: Child,
-    base: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Served {
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// The names of the process's threads.
-    fn threads(&self) -> Vec<String> {
-        let tasks = format!("/proc/{}/task", self.child.id());
-        std::fs::read_dir(tasks)
-            .unwrap()
-            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-            .map(|name| name.trim().to_owned())
-            .collect()
-    }
-
-    /// Stops it as an operator does (SIGTERM) and waits for it to exit.
-    fn stop(&mut self) {
-        let stopped = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(stopped.success());
-        let deadline = Instant::now() + PROCESS_TIMEOUT;
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "serve did not stop:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `serve` with this configuration file and these variables, and waits until it
-/// listens.
-fn serve(config: &Path, variables: &[(&str, &str)]) -> Served {
-    let mut child = switchboard()
-        .args(["serve", "--config"])
-        .arg(config)
-        .args(["--listen", "127.0.0.1:0"])
-        .envs(variables.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let (found, address) = mpsc::channel();
-    let lines = Arc::clone(&log);
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if let Some(at) = line.find("listening on http://") {
-                let _ = found.send(line[at + "listening on ".len()..].trim().to_owned());
-            }
-            let mut log = lines.lock().unwrap();
-            log.push_str(&line);
-            log.push('\n');
-        }
-    });
-    let base = address
-        .recv_timeout(PROCESS_TIMEOUT)
-        .unwrap_or_else(|_| panic!("serve did not start listening:\n{}", log.lock().unwrap()));
-    Served { child, base, log }
-}
-
 /// The model server: calls the character's tool when it is offered and no result is back
 /// yet, and otherwise answers in words.
 async fn backend() -> ScriptedServer {
@@ -312,8 +207,9 @@ async fn requests_arrive_as_spans_with_their_attributes_and_children() {
     let backend = backend().await;
     let dir = tempfile::tempdir().unwrap();
     let config = configure(dir.path(), &backend);
-    let mut served = serve(
+    let mut served = Served::start(
         &config,
+        "127.0.0.1:0",
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
@@ -448,8 +344,9 @@ async fn without_an_endpoint_no_exporter_runs() {
     let dir = tempfile::tempdir().unwrap();
     let config = configure(dir.path(), &backend);
     // Everything but the endpoint: that alone turns traces on.
-    let served = serve(
+    let served = Served::start(
         &config,
+        "127.0.0.1:0",
         &[
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
             ("OTEL_SERVICE_NAME", "gateway-under-test"),

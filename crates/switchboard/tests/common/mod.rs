@@ -31,6 +31,13 @@ pub fn switchboard() -> Command {
         "SWITCHBOARD_CONFIG",
         "SWITCHBOARD_LISTEN",
         "RUST_LOG",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_SDK_DISABLED",
+        "OTEL_TRACES_EXPORTER",
+        "OTEL_TRACES_SAMPLER",
     ] {
         command.env_remove(variable);
     }
@@ -90,6 +97,30 @@ impl Served {
             .status()
             .unwrap();
         assert!(sent.success());
+    }
+
+    /// The names of the process's threads.
+    pub fn threads(&self) -> Vec<String> {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        std::fs::read_dir(tasks)
+            .unwrap()
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .map(|name| name.trim().to_owned())
+            .collect()
+    }
+
+    /// Stops it as an operator does (SIGTERM) and waits for it to exit.
+    pub fn stop(&mut self) {
+        self.signal("TERM");
+        let deadline = Instant::now() + PROCESS_TIMEOUT;
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "serve did not stop:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Waits until `text` occurs `times` times in the log; the log then.
