@@ -4,11 +4,11 @@
 //! Open loop: a pacing thread launches each request at its scheduled instant whether or not
 //! earlier ones have finished, and latency runs from that instant, so a stall shows up in the
 //! figures instead of quietly lowering the rate (no coordinated omission). Direct and
-//! gateway requests are interleaved (evenly spaced within each period, their order rotating
-//! from one period to the next), each path at the full rate, so all see the same machine
-//! noise. One pooled HTTP client sends
-//! both. The backend answers instantly from memory; the gateway runs on its own runtime, as
-//! it would in its own process.
+//! gateway requests are interleaved (evenly spaced within each period, in an order that
+//! runs through every permutation from one period to the next), each path at the full
+//! rate, so all see the same machine noise and each follows every other equally often.
+//! One pooled HTTP client sends both. The backend answers instantly from memory; the
+//! gateway runs on its own runtime, as it would in its own process.
 //!
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
 //! native route and on a prompted (hermes markup) route. The streamed native case also asks
@@ -457,11 +457,17 @@ impl Target {
         }
         let complete = match self.end {
             Some(end) => body.ends_with(end),
-            // The Responses stream's last event is the terminal one.
-            None if self.api == Api::Responses => String::from_utf8_lossy(&body)
-                .rsplit("\n\n")
-                .nth(1)
-                .is_some_and(|last| last.starts_with(RESPONSE_COMPLETED)),
+            // The Responses stream's last event is the terminal one. Found from the end,
+            // so that checking costs the client no more than the other APIs' `ends_with`.
+            None if self.api == Api::Responses => {
+                body.ends_with(b"\n\n")
+                    && body[..body.len() - 2]
+                        .windows(2)
+                        .rposition(|pair| pair == b"\n\n")
+                        .is_some_and(|end| {
+                            body[end + 2..].starts_with(RESPONSE_COMPLETED.as_bytes())
+                        })
+            }
             None => true,
         };
         if !complete {
@@ -550,11 +556,15 @@ fn run(
     let handle = runtime.handle().clone();
     let mut lags = Vec::with_capacity((count * paths) as usize);
     let start = Instant::now() + Duration::from_millis(10);
+    let orders = orders(targets.len());
     for index in 0..count {
-        for turn in 0..paths {
-            // The paths take turns, evenly spaced within each period, and the order rotates
-            // each period, so that no path always follows the same one.
-            let path = ((turn + index) % paths) as usize;
+        // The paths take turns, evenly spaced within each period, in an order that runs
+        // through every permutation period by period: each path follows every other (and
+        // overlaps its tail) equally often. Merely rotating one order would keep each
+        // path's predecessor, and the path after the cheap direct request would always
+        // meet the least contention.
+        let order = &orders[index as usize % orders.len()];
+        for (turn, &path) in (0..paths).zip(order) {
             let target = targets[path];
             let scheduled = start + period * index + period * turn / paths;
             if let Some(wait) = scheduled.checked_duration_since(Instant::now()) {
@@ -589,6 +599,22 @@ fn run(
         ));
     }
     Ok((times, summarize(&mut lags)))
+}
+
+/// Every order of `n` paths.
+fn orders(n: usize) -> Vec<Vec<usize>> {
+    if n <= 1 {
+        return vec![(0..n).collect()];
+    }
+    let mut all = Vec::new();
+    for rest in orders(n - 1) {
+        for place in 0..n {
+            let mut order = rest.clone();
+            order.insert(place, n - 1);
+            all.push(order);
+        }
+    }
+    all
 }
 
 fn print_added(label: &str, direct: &Summary, gateway: &Summary) {
