@@ -47,11 +47,12 @@ pub(crate) fn rejection(problems: &[Invalid]) -> ApiError {
 pub(crate) fn object(body: &Value) -> Result<&Map<String, Value>, ApiError> {
     match body {
         Value::Object(request) => Ok(request),
-        _ => Err(ApiError::invalid_request(
-            "the request body must be a JSON object",
-            None,
-        )),
+        _ => Err(not_an_object()),
     }
+}
+
+pub(crate) fn not_an_object() -> ApiError {
+    ApiError::invalid_request("the request body must be a JSON object", None)
 }
 
 /// `model`: a non-empty string (empty when it is not one; the problem is recorded).

@@ -12,6 +12,7 @@
 use std::sync::{LazyLock, Mutex};
 
 use lru::LruCache;
+use serde::Serialize;
 use serde_json::Value;
 use switchboard_tools::{Problems, Profile, Toolset};
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -58,11 +59,16 @@ pub fn compile_tools(list: &Value) -> Result<Toolset, Problems> {
 /// `convert` (to OpenAI's function shape) runs only when the list is not kept already.
 pub fn compile_converted(
     shape: &'static str,
-    original: &Value,
+    original: &(impl Serialize + ?Sized),
     convert: impl FnOnce() -> Value,
 ) -> Result<Toolset, Problems> {
     // The same text means different tools in different shapes.
-    let key = format!("{shape}\n{original}");
+    let Ok(text) = serde_json::to_string(original) else {
+        // Nothing to keep it by (JSON values and our own types always serialise): compiled
+        // for this request only.
+        return Toolset::from_json(&convert(), &Profile::api());
+    };
+    let key = format!("{shape}\n{text}");
     if let Some(toolset) = kept(&key) {
         return Ok(toolset);
     }

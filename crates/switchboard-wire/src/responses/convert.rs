@@ -30,7 +30,8 @@ const PASSED_ON: &[&str] = &[
 #[derive(Debug, Clone)]
 pub struct Converted {
     pub request: ChatRequest,
-    /// The tools as offered to the model, and how each call maps back.
+    /// Where each offered tool came from and how each call maps back; the definitions
+    /// themselves are `request.tools`.
     pub tools: OfferedTools,
     /// The request's own input as items (a string input is one user message).
     pub input: Vec<Item>,
@@ -130,14 +131,32 @@ fn parse_item(value: &Value, path: &str) -> Result<Item, ConvertError> {
 
 /// The request in our model. `history` is the stored conversation that
 /// `previous_response_id` continues (its input and output items), `input` the request's own
-/// items from [`parse_input`].
+/// items from [`parse_input`]. The request is taken: its tools' schemas move into the
+/// definitions offered to the model.
 pub fn to_chat(
-    request: &ResponsesRequest,
+    request: ResponsesRequest,
     history: &[Item],
     input: Vec<Item>,
 ) -> Result<Converted, ConvertError> {
+    let ResponsesRequest {
+        model,
+        instructions,
+        tools: offered,
+        tool_choice: choice,
+        parallel_tool_calls,
+        max_output_tokens,
+        temperature,
+        top_p,
+        reasoning,
+        text,
+        stream,
+        metadata,
+        user,
+        extra: fields,
+        ..
+    } = request;
     let mut tools = OfferedTools::default();
-    tools.add_all(request.tools.as_deref().unwrap_or_default(), "tools")?;
+    tools.add_all(offered.unwrap_or_default(), "tools")?;
     let items: Vec<(String, &Item)> = history
         .iter()
         .enumerate()
@@ -153,49 +172,47 @@ pub fn to_chat(
         if let Item::AdditionalTools { tools: more, .. }
         | Item::ToolSearchOutput { tools: more, .. } = item
         {
-            tools.add_all(more, &format!("{path}.tools"))?;
+            tools.add_all(more.clone(), &format!("{path}.tools"))?;
         }
     }
-    let tool_choice = tool_choice(request.tool_choice.as_ref(), &mut tools)?;
-    let messages = messages(request.instructions.as_deref(), &items)?;
+    let tool_choice = tool_choice(choice.as_ref(), &mut tools)?;
+    let messages = messages(instructions.as_deref(), &items)?;
     let mut extra = Map::new();
     for field in PASSED_ON {
-        if let Some(value) = request.extra.get(*field) {
+        if let Some(value) = fields.get(*field) {
             extra.insert((*field).to_owned(), value.clone());
         }
     }
-    if let Some(user) = &request.user {
-        extra.insert("user".into(), Value::from(user.clone()));
+    if let Some(user) = user {
+        extra.insert("user".into(), Value::from(user));
     }
-    if let Some(metadata) = &request.metadata {
-        extra.insert("metadata".into(), Value::Object(metadata.clone()));
+    if let Some(metadata) = metadata {
+        extra.insert("metadata".into(), Value::Object(metadata));
     }
-    let text = request.text.as_ref();
-    if let Some(verbosity) = text.and_then(|text| text.verbosity.as_ref()) {
-        extra.insert("verbosity".into(), Value::from(verbosity.clone()));
+    let (format, verbosity) = text.map_or((None, None), |text| (text.format, text.verbosity));
+    if let Some(verbosity) = verbosity {
+        extra.insert("verbosity".into(), Value::from(verbosity));
     }
-    let response_format = match text.and_then(|text| text.format.as_ref()) {
+    let response_format = match &format {
         None => None,
         Some(format) => response_format(format)?,
     };
     let chat = ChatRequest {
-        model: request.model.clone(),
+        model,
         messages,
-        tools: tools.definitions.clone(),
+        // The definitions live in the request from here on; `tools` keeps how each maps back.
+        tools: std::mem::take(&mut tools.definitions),
         tool_choice,
-        parallel_tool_calls: request.parallel_tool_calls,
-        temperature: request.temperature,
-        top_p: request.top_p,
-        max_tokens: request.max_output_tokens,
+        parallel_tool_calls,
+        temperature,
+        top_p,
+        max_tokens: max_output_tokens,
         stop: Vec::new(),
-        reasoning_effort: request
-            .reasoning
-            .as_ref()
-            .and_then(|reasoning| reasoning.effort.clone()),
+        reasoning_effort: reasoning.and_then(|reasoning| reasoning.effort),
         response_format,
         seed: None,
         top_k: None,
-        stream: request.stream.unwrap_or(false),
+        stream: stream.unwrap_or(false),
         extra,
     };
     Ok(Converted {
@@ -654,7 +671,7 @@ mod tests {
     fn convert(body: Value) -> Result<Converted, ConvertError> {
         let request = request(body);
         let input = parse_input(&request.input)?;
-        to_chat(&request, &[], input)
+        to_chat(request, &[], input)
     }
 
     #[test]
@@ -733,7 +750,7 @@ mod tests {
             status: None,
         }];
         let input = parse_input(&request.input).unwrap();
-        assert!(to_chat(&request, &history, input).is_ok());
+        assert!(to_chat(request, &history, input).is_ok());
     }
 
     #[test]

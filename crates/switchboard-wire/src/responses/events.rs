@@ -153,50 +153,71 @@ impl Sequenced {
     }
 }
 
-/// The events as SSE text: `event: TYPE\ndata: JSON\n\n` each. Written by hand around each
-/// event's own JSON, and a response object shared by consecutive lifecycle events
-/// (`response.created`, `response.in_progress`) is serialised once: serde's `flatten` and
-/// repeated serialisation would make this, the hottest step of a streamed answer, several
-/// times dearer.
+/// The events as SSE text: `event: TYPE\ndata: JSON\n\n` each.
 pub fn sse(events: &[Sequenced]) -> String {
-    let mut text = String::new();
-    let mut shared: Option<(*const Response, String)> = None;
+    let mut text = Vec::new();
+    write_sse(events, &mut text);
+    // serde_json writes UTF-8 only, and so does everything around it.
+    String::from_utf8(text)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
+/// [`sse`] appended to `out`. Each event's JSON is written straight into `out` with its
+/// `sequence_number` spliced in, and a response object shared by consecutive lifecycle
+/// events (`response.created`, `response.in_progress`) is serialised once and copied:
+/// serde's `flatten`, intermediate strings and repeated serialisation would make this, the
+/// hottest step of a streamed answer, several times dearer.
+pub fn write_sse(events: &[Sequenced], out: &mut Vec<u8>) {
+    // The response last written, and where its JSON lies in `out`.
+    let mut shared: Option<(*const Response, std::ops::Range<usize>)> = None;
     for Sequenced {
         event,
         sequence_number,
     } in events
     {
-        let kind = event.kind();
-        text.push_str("event: ");
-        text.push_str(kind);
-        text.push_str("\ndata: ");
+        let kind = event.kind().as_bytes();
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(kind);
+        out.extend_from_slice(b"\ndata: ");
         match event.response() {
             Some(response) => {
+                out.extend_from_slice(b"{\"type\":\"");
+                out.extend_from_slice(kind);
+                out.extend_from_slice(b"\",\"response\":");
                 let pointer = Arc::as_ptr(response);
-                if shared.as_ref().is_none_or(|(last, _)| *last != pointer) {
-                    shared = Some((pointer, json(response.as_ref())));
+                match &shared {
+                    Some((last, written)) if *last == pointer => {
+                        out.extend_from_within(written.clone());
+                    }
+                    _ => {
+                        let begin = out.len();
+                        write_json(out, response.as_ref());
+                        shared = Some((pointer, begin..out.len()));
+                    }
                 }
-                let body = shared.as_ref().map_or("{}", |(_, body)| body.as_str());
-                text.push_str("{\"type\":\"");
-                text.push_str(kind);
-                text.push_str("\",\"response\":");
-                text.push_str(body);
             }
             None => {
-                let body = json(event);
-                text.push_str(body.strip_suffix('}').unwrap_or(&body));
+                write_json(out, event);
+                // The closing brace is written after the sequence number.
+                if out.last() == Some(&b'}') {
+                    out.pop();
+                }
             }
         }
-        text.push_str(",\"sequence_number\":");
-        text.push_str(&sequence_number.to_string());
-        text.push_str("}\n\n");
+        out.extend_from_slice(b",\"sequence_number\":");
+        out.extend_from_slice(sequence_number.to_string().as_bytes());
+        out.extend_from_slice(b"}\n\n");
     }
-    text
 }
 
-/// Serialising our own plain types cannot fail; an empty object keeps the stream valid.
-fn json(value: &impl Serialize) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned())
+/// Serialising our own plain types into memory cannot fail; an empty object keeps the
+/// stream valid.
+fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
+    let begin = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(begin);
+        out.extend_from_slice(b"{}");
+    }
 }
 
 impl Event {

@@ -15,11 +15,11 @@ mod tools;
 
 pub use convert::{Converted, parse_input, to_chat};
 pub use encode::Encoder;
-pub use events::{Event, Sequenced, sse};
+pub use events::{Event, Sequenced, sse, write_sse};
 pub use items::{ContentPart, Item, MessageContent, Role, TextPart, ToolOutput};
 pub use request::{Input, ReasoningConfig, ResponsesRequest, TextConfig};
 pub use response::{
-    IncompleteDetails, InputTokensDetails, OutputTokensDetails, Response, ResponseError,
-    ResponseUsage, Status,
+    EchoedTools, IncompleteDetails, InputTokensDetails, OutputTokensDetails, Response,
+    ResponseError, ResponseUsage, Status,
 };
 pub use tools::{CallKind, DEFAULT_NAMESPACE, OfferedTools, model_name};

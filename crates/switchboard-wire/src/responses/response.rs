@@ -1,7 +1,10 @@
 //! The response object: what `POST /v1/responses` answers whole, what `response.completed`
 //! carries when streamed, and what `GET /v1/responses/{id}` returns.
 
-use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::items::Item;
@@ -26,7 +29,7 @@ pub struct Response {
     pub temperature: Option<f64>,
     pub text: Value,
     pub tool_choice: Value,
-    pub tools: Vec<Value>,
+    pub tools: EchoedTools,
     pub top_p: Option<f64>,
     pub truncation: String,
     pub usage: Option<ResponseUsage>,
@@ -35,6 +38,53 @@ pub struct Response {
     /// Problems with the model's calls (ours, not OpenAI's), when there are any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_errors: Option<Value>,
+}
+
+/// The request's tools as the response echoes them. A streamed response carries them in
+/// `response.created`, `.in_progress` and `.completed`, and a stored one is copied: their
+/// JSON is written once, when the response is made, and shared from then on.
+#[derive(Debug, Clone)]
+pub struct EchoedTools(Arc<RawValue>);
+
+impl EchoedTools {
+    pub fn new(tools: &[Value]) -> Self {
+        // A list of JSON values always serialises; the empty list stands in all the same.
+        match serde_json::value::to_raw_value(tools) {
+            Ok(raw) => Self(Arc::from(raw)),
+            Err(_) => Self::default(),
+        }
+    }
+
+    /// The tools as JSON text.
+    pub fn json(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl Default for EchoedTools {
+    fn default() -> Self {
+        Self::new(&[])
+    }
+}
+
+impl PartialEq for EchoedTools {
+    fn eq(&self, other: &Self) -> bool {
+        self.json() == other.json()
+    }
+}
+
+impl Serialize for EchoedTools {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for EchoedTools {
+    /// Through a list of values, so that any deserialiser (not only one reading JSON text)
+    /// can make one.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Value>::deserialize(deserializer).map(|tools| Self::new(&tools))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,5 +136,31 @@ impl From<Usage> for ResponseUsage {
             total_tokens: usage.total_tokens,
             ..Self::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn echoed_tools_are_written_as_given_and_read_back_from_text_or_values() {
+        let list = vec![
+            json!({"type": "function", "name": "get_weather", "parameters": {"type": "object"}}),
+        ];
+        let tools = EchoedTools::new(&list);
+        assert_eq!(
+            tools.json(),
+            r#"[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]"#
+        );
+        let wrapped = json!({"tools": tools});
+        assert_eq!(wrapped["tools"], Value::from(list.clone()));
+        let from_value: EchoedTools = serde_json::from_value(Value::from(list)).unwrap();
+        let from_text: EchoedTools = serde_json::from_str(tools.json()).unwrap();
+        assert_eq!(from_value, tools);
+        assert_eq!(from_text, tools);
+        assert_eq!(EchoedTools::default().json(), "[]");
     }
 }

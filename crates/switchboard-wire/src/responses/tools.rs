@@ -59,9 +59,10 @@ pub fn model_name(namespace: Option<&str>, name: &str) -> String {
 }
 
 impl OfferedTools {
-    /// Adds a list of tools found at `path` (`tools`, `input[0].tools`).
-    pub fn add_all(&mut self, tools: &[Value], path: &str) -> Result<(), ConvertError> {
-        for (index, tool) in tools.iter().enumerate() {
+    /// Adds a list of tools found at `path` (`tools`, `input[0].tools`). The tools are
+    /// taken, so that their schemas move into the definitions instead of being copied.
+    pub fn add_all(&mut self, tools: Vec<Value>, path: &str) -> Result<(), ConvertError> {
+        for (index, tool) in tools.into_iter().enumerate() {
             self.add(tool, &format!("{path}[{index}]"), None)?;
         }
         Ok(())
@@ -91,68 +92,76 @@ impl OfferedTools {
 
     fn add(
         &mut self,
-        tool: &Value,
+        mut tool: Value,
         path: &str,
         namespace: Option<&str>,
     ) -> Result<(), ConvertError> {
-        let kind = tool.get("type").and_then(Value::as_str).ok_or_else(|| {
-            ConvertError::invalid(format!("{path}.type"), "each tool needs a type")
-        })?;
-        let name = || {
-            tool.get("name")
-                .and_then(Value::as_str)
-                .filter(|name| !name.is_empty())
-                .ok_or_else(|| ConvertError::invalid(format!("{path}.name"), "a name is required"))
-        };
+        let kind = tool
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ConvertError::invalid(format!("{path}.type"), "each tool needs a type"))?
+            .to_owned();
+        let name = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| ConvertError::invalid(format!("{path}.name"), "a name is required"));
         let description = tool
             .get("description")
             .and_then(Value::as_str)
-            .filter(|text| !text.is_empty());
-        match kind {
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned);
+        let mut take = |field: &str| tool.get_mut(field).map(Value::take);
+        match kind.as_str() {
             "function" => {
-                let name = name()?;
-                let parameters = match tool.get("parameters") {
+                let name = name?;
+                let strict = take("strict").and_then(|strict| strict.as_bool());
+                let parameters = match take("parameters") {
                     None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-                    Some(parameters) => parameters.clone(),
+                    Some(parameters) => parameters,
                 };
                 let definition = function(
-                    model_name(namespace, name),
-                    description.map(str::to_owned),
+                    model_name(namespace, &name),
+                    description,
                     parameters,
-                    tool.get("strict").and_then(Value::as_bool),
+                    strict,
                 );
                 let kind = CallKind::Function {
-                    name: name.to_owned(),
+                    name,
                     namespace: namespace.map(str::to_owned),
                 };
                 self.offer(definition, path, kind)
             }
             "custom" => {
-                let name = name()?;
+                let name = name?;
                 let definition = function(
-                    model_name(namespace, name),
-                    Some(custom_description(description, tool.get("format"))),
+                    model_name(namespace, &name),
+                    Some(custom_description(
+                        description.as_deref(),
+                        take("format").as_ref(),
+                    )),
                     json!({"type": "object", "properties": {"input": {"type": "string",
                         "description": "The tool's input, as raw text (not JSON)."}},
                         "required": ["input"], "additionalProperties": false}),
                     None,
                 );
                 let kind = CallKind::Custom {
-                    name: name.to_owned(),
+                    name,
                     namespace: namespace.map(str::to_owned),
                 };
                 self.offer(definition, path, kind)
             }
             "namespace" if namespace.is_none() => {
-                let outer = name()?;
-                let tools = tool.get("tools").and_then(Value::as_array).ok_or_else(|| {
-                    ConvertError::invalid(
+                let outer = name?;
+                let Some(Value::Array(tools)) = take("tools") else {
+                    return Err(ConvertError::invalid(
                         format!("{path}.tools"),
                         "a namespace needs its list of tools",
-                    )
-                })?;
-                for (index, inner) in tools.iter().enumerate() {
-                    self.add(inner, &format!("{path}.tools[{index}]"), Some(outer))?;
+                    ));
+                };
+                for (index, inner) in tools.into_iter().enumerate() {
+                    self.add(inner, &format!("{path}.tools[{index}]"), Some(&outer))?;
                 }
                 Ok(())
             }
@@ -161,12 +170,12 @@ impl OfferedTools {
                 "namespaces do not nest",
             )),
             "tool_search" if tool.get("execution").and_then(Value::as_str) == Some("client") => {
-                let parameters = tool.get("parameters").cloned().unwrap_or_else(|| {
+                let parameters = tool.get_mut("parameters").map(Value::take).unwrap_or_else(|| {
                     json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]})
                 });
                 let definition = function(
                     "tool_search".to_owned(),
-                    Some(description.unwrap_or("Searches for more tools.").to_owned()),
+                    Some(description.unwrap_or_else(|| "Searches for more tools.".to_owned())),
                     parameters,
                     None,
                 );
@@ -290,7 +299,9 @@ mod tests {
             {"type": "web_search"}
         ]);
         let mut offered = OfferedTools::default();
-        offered.add_all(tools.as_array().unwrap(), "tools").unwrap();
+        offered
+            .add_all(tools.as_array().unwrap().clone(), "tools")
+            .unwrap();
         let names: Vec<&str> = offered
             .definitions
             .iter()
@@ -342,7 +353,7 @@ mod tests {
         let mut offered = OfferedTools::default();
         let error = offered
             .add_all(
-                &[json!({"type": "namespace", "name": "n", "tools": [{"type": "function"}]})],
+                vec![json!({"type": "namespace", "name": "n", "tools": [{"type": "function"}]})],
                 "tools",
             )
             .unwrap_err();
@@ -355,7 +366,7 @@ mod tests {
             json!({"type": "custom", "name": "f"}),
         ];
         let error = OfferedTools::default()
-            .add_all(&twice, "tools")
+            .add_all(twice.to_vec(), "tools")
             .unwrap_err();
         assert!(
             error

@@ -17,10 +17,10 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
-use switchboard_tools::Toolset;
+use switchboard_tools::{ToolDefinition, Toolset};
 use switchboard_wire::responses::{
-    CallKind, Encoder, Item, OfferedTools, Response as ResponseObject, ResponsesRequest, Status,
-    parse_input, to_chat,
+    CallKind, EchoedTools, Encoder, Item, OfferedTools, Response as ResponseObject,
+    ResponsesRequest, Status, parse_input, to_chat,
 };
 
 use super::RequestId;
@@ -31,7 +31,7 @@ use super::sse;
 use crate::access::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, response_id};
-use crate::pipeline::{self, GatewayRequest, compile_tools};
+use crate::pipeline::{self, GatewayRequest, compile_converted};
 use crate::state::AppState;
 use render::{Keep, ResponseRenderer};
 use store::StoredResponse;
@@ -228,9 +228,15 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
             })?
             .conversation(),
     };
-    let converted = to_chat(&request, &history, input).map_err(convert_error)?;
-    let tools = compile(&converted.tools)?;
-    let keep = (request.store != Some(false)).then(|| {
+    // The skeleton echoes the request's settings; the conversion then takes the request.
+    let skeleton = skeleton(&request);
+    let (store, stream) = (
+        request.store != Some(false),
+        request.stream.unwrap_or(false),
+    );
+    let converted = to_chat(request, &history, input).map_err(convert_error)?;
+    let tools = compile(&converted.request.tools, &converted.tools)?;
+    let keep = store.then(|| {
         let mut conversation = history;
         conversation.extend(converted.input.iter().cloned());
         Keep {
@@ -239,17 +245,16 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
             owner: caller.name().map(str::to_owned),
         }
     });
-    let skeleton = skeleton(&request);
     Ok(Prepared {
         gateway: GatewayRequest {
-            model: request.model.clone(),
+            model: converted.request.model.clone(),
             request: converted.request,
             tools,
             call_ids: CallIdShape::OpenAi,
         },
         skeleton,
         kinds: converted.tools.kinds,
-        stream: request.stream.unwrap_or(false),
+        stream,
         keep,
         dropped: converted.tools.dropped,
     })
@@ -266,12 +271,15 @@ fn convert_error(error: switchboard_wire::ConvertError) -> ApiError {
 
 /// The offered tools compiled, to check the model's calls; a problem names the tool where
 /// the client wrote it (`tools[2].tools[0].parameters…`).
-fn compile(offered: &OfferedTools) -> Result<Toolset, ApiError> {
-    if offered.definitions.is_empty() {
+fn compile(definitions: &[ToolDefinition], offered: &OfferedTools) -> Result<Toolset, ApiError> {
+    if definitions.is_empty() {
         return Ok(Toolset::default());
     }
-    let list = serde_json::to_value(&offered.definitions).unwrap_or(Value::Null);
-    compile_tools(&list).map_err(|found| {
+    // Kept by the definitions' own text, the OpenAI function shape they are in.
+    compile_converted("openai", definitions, || {
+        serde_json::to_value(definitions).unwrap_or(Value::Null)
+    })
+    .map_err(|found| {
         let problems: Vec<(String, String)> = found
             .0
             .iter()
@@ -341,7 +349,7 @@ fn skeleton(request: &ResponsesRequest) -> ResponseObject {
             .clone()
             .filter(|choice| !choice.is_null())
             .unwrap_or_else(|| Value::from("auto")),
-        tools: request.tools.clone().unwrap_or_default(),
+        tools: EchoedTools::new(request.tools.as_deref().unwrap_or_default()),
         top_p: request.top_p,
         truncation: request
             .extra

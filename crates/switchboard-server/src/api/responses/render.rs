@@ -6,7 +6,7 @@
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use switchboard_wire::responses::{Encoder, Item, Response, Sequenced, sse};
+use switchboard_wire::responses::{Encoder, Item, Response, Sequenced, sse, write_sse};
 
 use super::store::{ResponseStore, StoredResponse};
 use crate::api::sse::Renderer;
@@ -53,20 +53,25 @@ impl ResponseRenderer {
         // The opening events go first and are dropped before the response grows, so that
         // the response they share is never copied.
         let opening = self.encoder.start();
-        let mut text = if render { sse(&opening) } else { String::new() };
+        let mut text = Vec::new();
+        if render {
+            write_sse(&opening, &mut text);
+        }
         drop(opening);
         let events = match output {
             Output::Problems(found) => {
                 self.problems.extend(found);
-                return text;
+                Vec::new()
             }
             Output::Event(event) => self.encoder.event(&event),
             Output::Character(_) => Vec::new(),
         };
         if render {
-            text.push_str(&sse(&events));
+            write_sse(&events, &mut text);
         }
-        text
+        // serde_json writes UTF-8 only, and so does `write_sse` around it.
+        String::from_utf8(text)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
     }
 
     /// Ends the answer: the closing events, and the keeping of a stored response.

@@ -14,8 +14,11 @@ const EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
 const VERBOSITIES: &[&str] = &["low", "medium", "high"];
 
 /// The request, typed, once every top-level rule holds.
-pub fn check_request(body: serde_json::Value) -> Result<ResponsesRequest, ApiError> {
-    let request = fields::object(&body)?;
+pub fn check_request(body: Value) -> Result<ResponsesRequest, ApiError> {
+    let Value::Object(object) = body else {
+        return Err(fields::not_an_object());
+    };
+    let request = &object;
     let mut problems = Vec::new();
     fields::model(request, &mut problems);
     match request.get("input") {
@@ -112,7 +115,7 @@ pub fn check_request(body: serde_json::Value) -> Result<ResponsesRequest, ApiErr
     if !problems.is_empty() {
         return Err(rejection(&problems));
     }
-    serde_json::from_value(body).map_err(|error| {
+    ResponsesRequest::from_object(object).map_err(|error| {
         ApiError::invalid_request(
             format!("the request does not match the Responses format: {error}"),
             None,
