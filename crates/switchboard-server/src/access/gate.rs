@@ -72,7 +72,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             if let Some(verdict) = verdict {
                 verdict.headers(response.headers_mut());
             }
-            metrics::counter!("gateway_key_requests_total", "key" => key.name.clone()).increment(1);
+            key.count_request();
             match lease {
                 Some(lease) => response.map(|body| {
                     Body::new(Held {

@@ -4,7 +4,7 @@
 //! metric or error can contain it. Presented keys are hashed and compared with every digest
 //! in constant time.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::http::HeaderMap;
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -66,9 +66,35 @@ pub struct Key {
     pub limits: Limits,
     /// This key's place in the keyring (and in the in-process counters).
     pub slot: usize,
+    /// Its metrics' handles, made on first use: looking a labelled metric up by name on
+    /// every request would cost more than the rest of the key's checks.
+    counters: OnceLock<KeyCounters>,
+}
+
+#[derive(Debug)]
+struct KeyCounters {
+    requests: metrics::Counter,
+    tokens: metrics::Counter,
 }
 
 impl Key {
+    /// Counts a request admitted under this key (`gateway_key_requests_total`).
+    pub fn count_request(&self) {
+        self.counters().requests.increment(1);
+    }
+
+    /// Counts the tokens of an answer under this key (`gateway_key_tokens_total`).
+    pub fn count_tokens(&self, tokens: u64) {
+        self.counters().tokens.increment(tokens);
+    }
+
+    fn counters(&self) -> &KeyCounters {
+        self.counters.get_or_init(|| KeyCounters {
+            requests: metrics::counter!("gateway_key_requests_total", "key" => self.name.clone()),
+            tokens: metrics::counter!("gateway_key_tokens_total", "key" => self.name.clone()),
+        })
+    }
+
     /// Whether this key may use a model id (a route name or `character/<name>`).
     pub fn may_use(&self, id: &str) -> bool {
         self.routes
@@ -154,6 +180,7 @@ impl Keyring {
                 routes,
                 limits: Limits::of(config),
                 slot: keys.len(),
+                counters: OnceLock::new(),
             }));
             entries.push(index);
         }

@@ -83,7 +83,7 @@ impl Caller {
         if tokens == 0 {
             return;
         }
-        metrics::counter!("gateway_key_tokens_total", "key" => key.name.clone()).increment(tokens);
+        key.count_tokens(tokens);
         if key.limits.tokens_per_minute.is_none() {
             return;
         }
