@@ -52,6 +52,11 @@ const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_sto
 const RESPONSE_COMPLETED: &str = "event: response.completed\n";
 const BENCH_KEY: &str = "sk-sb-BenchKey0000000000000000000000000000000";
 
+/// The allocator the `switchboard` binary uses, so that the gateway measured here allocates
+/// as the one users run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 type Failure = String;
 
 fn main() -> Result<(), Failure> {
