@@ -10,6 +10,7 @@ mod connect;
 mod error;
 mod ollama;
 mod openai;
+mod secrets;
 mod tokens;
 mod transport;
 
@@ -20,3 +21,4 @@ pub use connect::{config_from_env, connect};
 pub use error::{BackendError, ConnectionFailure, TimeoutPhase};
 pub use ollama::OllamaBackend;
 pub use openai::OpenAiBackend;
+pub use secrets::shown_url;

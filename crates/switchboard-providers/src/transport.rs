@@ -12,7 +12,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use switchboard_wire::ids::IdSource;
 use switchboard_wire::{DecodeError, DecodeErrorKind, Format, StreamDecoder, StreamEvent};
 
+use std::sync::Arc;
+
 use crate::error::error_message;
+use crate::secrets::Redactor;
 use crate::{BackendConfig, BackendError, ConnectionFailure, EventStream, TimeoutPhase};
 
 /// Longest wait honoured from a `Retry-After` header.
@@ -29,6 +32,8 @@ pub(crate) struct Transport {
     unpooled: reqwest::Client,
     config: BackendConfig,
     headers: HeaderMap,
+    /// Every error leaving the transport passes through it: backends quote credentials.
+    redactor: Arc<Redactor>,
 }
 
 /// A header carrying a secret from the configuration; an error names the header, never the value.
@@ -73,6 +78,7 @@ impl Transport {
         Ok(Self {
             client,
             unpooled,
+            redactor: Arc::new(Redactor::new(&config)),
             config,
             headers,
         })
@@ -106,12 +112,16 @@ impl Transport {
             return Ok(decode_stream(
                 body,
                 format.stream_decoder(IdSource::random()),
+                Arc::clone(&self.redactor),
             ));
         }
-        let bytes = body.read_all().await?;
+        let bytes = body
+            .read_all()
+            .await
+            .map_err(|error| self.redactor.error(error))?;
         let events = format
             .body_events(&bytes, IdSource::random())
-            .map_err(BackendError::from_decode)?;
+            .map_err(|error| self.redactor.error(BackendError::from_decode(error)))?;
         Ok(stream::iter(events.into_iter().map(Ok)).boxed())
     }
 
@@ -121,25 +131,43 @@ impl Transport {
         let url = self.url(path);
         let request = self.client.get(&url).headers(self.headers.clone()).send();
         let wait = self.config.connect_timeout + CHECK_TIMEOUT;
-        match tokio::time::timeout(wait, request).await {
-            Err(_) => Err(BackendError::Timeout {
+        let error = match tokio::time::timeout(wait, request).await {
+            Err(_) => BackendError::Timeout {
                 phase: TimeoutPhase::FirstByte,
-            }),
-            Ok(Err(error)) => Err(connect_error(&url, &error)),
-            Ok(Ok(response)) if response.status().is_success() => Ok(()),
-            Ok(Ok(response)) => Err(BackendError::Http {
+            },
+            Ok(Err(error)) => connect_error(&url, &error),
+            Ok(Ok(response)) if response.status().is_success() => return Ok(()),
+            Ok(Ok(response)) => BackendError::Http {
                 status: response.status().as_u16(),
-                message: format!("GET {url} answered {}", response.status()),
+                message: format!(
+                    "GET {}{path} answered {}",
+                    self.redactor.shown_base(),
+                    response.status()
+                ),
                 retry_after: None,
-            }),
-        }
+            },
+        };
+        Err(self.redactor.error(error))
     }
 
+    /// Posts `body` to `url` until it gets an answer with a success status, retrying as
+    /// configured; an error's text is cut of the backend's credentials.
     pub(crate) async fn send(
         &self,
         url: &str,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, BackendError> {
+        self.send_unredacted(url, body)
+            .await
+            .map_err(|error| self.redactor.error(error))
+    }
+
+    async fn send_unredacted(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, BackendError> {
+        let shown = self.redactor.text(&crate::shown_url(url));
         let mut attempt = 0;
         // Set for the one attempt that retries a request the backend closed the connection on.
         let mut reopened = false;
@@ -175,7 +203,7 @@ impl Transport {
                     // A server closes an idle keep-alive connection when it likes
                     // (llama.cpp's right after a stream); a request written into it as
                     // it closed was never read. Once more, at once, on a new connection.
-                    tracing::debug!(%url, %error, "backend closed the connection before answering; retrying on a new connection");
+                    tracing::debug!(url = %shown, error = %self.redactor.text(&error.to_string()), "backend closed the connection before answering; retrying on a new connection");
                     reopened = true;
                     new_connection = true;
                     continue;
@@ -185,7 +213,7 @@ impl Transport {
                     if !error.is_connect() || attempt >= self.config.max_retries {
                         return Err(failure);
                     }
-                    tracing::warn!(%url, %failure, attempt, "retrying backend request");
+                    tracing::warn!(url = %shown, failure = %self.redactor.error(failure), attempt, "retrying backend request");
                     None
                 }
                 Ok(Ok(response)) if response.status().is_success() => return Ok(response),
@@ -216,7 +244,7 @@ impl Transport {
                             retry_after,
                         });
                     }
-                    tracing::warn!(%url, status, %message, attempt, "retrying backend request");
+                    tracing::warn!(url = %shown, status, message = %self.redactor.text(&message), attempt, "retrying backend request");
                     retry_after
                 }
             };
@@ -354,6 +382,7 @@ impl Body {
 struct Decoding {
     body: Body,
     decoder: Box<dyn StreamDecoder>,
+    redactor: Arc<Redactor>,
     ready: VecDeque<StreamEvent>,
     /// Reported after the events decoded before it.
     failure: Option<BackendError>,
@@ -361,10 +390,15 @@ struct Decoding {
 }
 
 /// Events as soon as the decoder completes them; the first error ends the stream.
-fn decode_stream(body: Body, decoder: Box<dyn StreamDecoder>) -> EventStream {
+fn decode_stream(
+    body: Body,
+    decoder: Box<dyn StreamDecoder>,
+    redactor: Arc<Redactor>,
+) -> EventStream {
     let state = Decoding {
         body,
         decoder,
+        redactor,
         ready: VecDeque::new(),
         failure: None,
         ended: false,
@@ -398,7 +432,7 @@ fn decode_stream(body: Body, decoder: Box<dyn StreamDecoder>) -> EventStream {
             state.ready.extend(out);
             if let Err(error) = step {
                 state.ended = true;
-                state.failure = Some(error);
+                state.failure = Some(state.redactor.error(error));
             }
         }
     })

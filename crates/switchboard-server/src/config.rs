@@ -58,6 +58,11 @@ pub struct Config {
     /// The route that answers model names no route or alias matches; off when absent.
     #[serde(default)]
     pub default_route: Option<String>,
+    /// Answers name the replica that served them in `x-switchboard-upstream` (its URL,
+    /// without userinfo). Off by default: a replica's address tells clients about the
+    /// network behind the gateway.
+    #[serde(default)]
+    pub upstream_header: bool,
     /// The Responses API's store (`store: true`, `previous_response_id`).
     #[serde(default)]
     pub responses: ResponsesConfig,
@@ -365,6 +370,7 @@ impl Config {
             character_route: None,
             character_max_tokens: default_character_max_tokens(),
             default_route: None,
+            upstream_header: false,
             responses: ResponsesConfig::default(),
             max_body_bytes: default_body_limit(),
             request_timeout_secs: default_request_timeout(),
@@ -543,12 +549,16 @@ fn check_replicas(config: &Config, route: &RouteConfig, place: &str, problems: &
             .collect(),
     };
     for (position, (key, url)) in spelled.iter().enumerate() {
+        let url = &switchboard_providers::shown_url(url);
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             problems.push(format!(
                 "{key}: \"{url}\" must start with http:// or https://"
             ));
         }
-        if spelled[..position].iter().any(|(_, other)| other == url) {
+        if spelled[..position]
+            .iter()
+            .any(|(_, other)| switchboard_providers::shown_url(other) == *url)
+        {
             problems.push(format!("{key}: \"{url}\" is listed twice"));
         }
     }

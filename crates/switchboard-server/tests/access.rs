@@ -1,4 +1,4 @@
-//! Access control as clients meet it: keys (401), the routes a key may use (403), rate
+//! Access control as clients meet it: keys (401), the routes a key may use (404 for the rest), rate
 //! limits (429 with OpenAI's headers), each in the error shape of the API the path belongs
 //! to; the model list filtered per key; start-up refused on a public address without keys;
 //! `/metrics` behind a key off loopback; and no secret in any log line, metric or error.
@@ -223,26 +223,28 @@ async fn a_keys_route_globs_decide_what_it_may_use_whatever_name_it_asks_by() {
             .status,
         200
     );
-    let error = chat(&gateway, limited, &request("other", "hi"))
+    // A name out of the key's reach is answered exactly as a name nothing answers: the key
+    // cannot tell which names exist beyond its globs.
+    let unknown = chat(&gateway, limited, &request("nope", "hi"))
         .await
-        .error(403);
-    assert_eq!(error["code"], "model_not_allowed");
-    assert_eq!(error["type"], "permission_error");
-    assert_eq!(error["param"], "model");
-    let message = error["message"].as_str().unwrap();
+        .error(404);
     assert!(
-        message.contains("\"limited\"") && message.contains("\"other\""),
-        "{message}"
+        !unknown["message"].as_str().unwrap().contains("other"),
+        "{unknown}"
     );
-    // An alias resolves to its route first: "gpt-5" is "other".
-    let error = chat(&gateway, limited, &request("gpt-5", "hi"))
-        .await
-        .error(403);
-    let message = error["message"].as_str().unwrap();
-    assert!(
-        message.contains("\"other\" (asked for as \"gpt-5\")"),
-        "{message}"
-    );
+    let spelled =
+        |error: &Value, name: &str| serde_json::to_string(error).unwrap().replace(name, "NAME");
+    for name in [
+        "other",
+        "gpt-5",
+        "character/game-master",
+        "character/GAME-MASTER",
+    ] {
+        let error = chat(&gateway, limited, &request(name, "hi"))
+            .await
+            .error(404);
+        assert_eq!(spelled(&error, name), spelled(&unknown, "nope"), "{name}");
+    }
     // The Messages and Responses APIs check the same globs, each in its own error shape.
     let messages = json!({"model": "other", "max_tokens": 16,
         "messages": [{"role": "user", "content": "hi"}]});
@@ -254,7 +256,7 @@ async fn a_keys_route_globs_decide_what_it_may_use_whatever_name_it_asks_by() {
         Some(&messages),
     )
     .await;
-    answer.anthropic_error(403, "permission_error");
+    answer.anthropic_error(404, "not_found_error");
     let answer = send(
         &gateway,
         Method::POST,
@@ -263,21 +265,16 @@ async fn a_keys_route_globs_decide_what_it_may_use_whatever_name_it_asks_by() {
         Some(&json!({"model": "gpt-5", "input": "hi"})),
     )
     .await;
-    assert_eq!(answer.error(403)["code"], "model_not_allowed");
-    // Characters by their listed id, however the client spells the name.
-    for model in ["character/game-master", "character/GAME-MASTER"] {
-        chat(&gateway, limited, &request(model, "hi"))
-            .await
-            .error(403);
+    let error = answer.error(404);
+    assert_eq!(spelled(&error, "gpt-5"), spelled(&unknown, "nope"));
+    // The characters API too, loaded or not.
+    for path in [
+        "/v1/characters/game-master",
+        "/v1/characters/no-such-character",
+    ] {
+        let answer = send(&gateway, Method::GET, path, limited, None).await;
+        assert_eq!(answer.status, 404, "{path}");
     }
-    // Names nothing answers: no list of the routes the key may not see.
-    let error = chat(&gateway, limited, &request("nope", "hi"))
-        .await
-        .error(404);
-    assert!(
-        !error["message"].as_str().unwrap().contains("other"),
-        "{error}"
-    );
 
     assert_eq!(
         chat(
@@ -590,7 +587,7 @@ async fn no_secret_reaches_a_log_line_a_metric_an_error_or_the_backend() {
         .await,
     ];
     let statuses: Vec<u16> = answers.iter().map(|answer| answer.status).collect();
-    assert_eq!(statuses, [200, 502, 403, 429, 401, 200]);
+    assert_eq!(statuses, [200, 502, 404, 429, 401, 200]);
     // The backend's refusal of the route's key is not passed on: it quoted the key.
     assert_eq!(answers[1].error(502)["code"], "backend_auth_failed");
     answers.push(
@@ -731,12 +728,17 @@ async fn serving_beyond_loopback_needs_keys_unless_told_otherwise() {
     )
     .await
     .error(401);
-    assert_eq!(
-        send(&keyed, Method::GET, "/healthz", Credential::None, None)
+    // Liveness stays open, but only a key or the metrics key learns what is behind it.
+    let health = send(&keyed, Method::GET, "/healthz", Credential::None, None).await;
+    assert_eq!(health.status, 200);
+    assert_eq!(health.json(), json!({"status": "ok"}));
+    for credential in [Credential::Bearer(KEY), Credential::Bearer(metrics_key)] {
+        let health = send(&keyed, Method::GET, "/healthz", credential, None)
             .await
-            .status,
-        200
-    );
+            .json();
+        assert_eq!(health["status"], "ok");
+        assert!(health["backends"].is_array(), "{health}");
+    }
     keyed.stop().await.unwrap();
 
     // On loopback /metrics stays open even with keys.
@@ -885,4 +887,74 @@ async fn replicas_sharing_redis_share_budgets_and_an_outage_fails_open_or_closed
     for gateway in [a, b, closed, unlimited] {
         gateway.stop().await.unwrap();
     }
+}
+
+/// A character file that failed to load quotes its code: its problems are shown to the keys
+/// that may use the character it would be, and to no other.
+#[tokio::test]
+async fn rejected_character_files_are_shown_only_to_keys_that_may_use_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        std::path::Path::new(CHARACTERS).join("narrator.js"),
+        dir.path().join("narrator.js"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("broken.js"),
+        "export const CHARACTER_NAME = \"secret plans\" +;\n",
+    )
+    .unwrap();
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{}{}{}",
+        dir.path().display(),
+        key("narrator-only", KEY, "routes = [\"character/narrator\"]"),
+        key("characters", OTHER_KEY, "routes = [\"character/*\"]"),
+        key("everything", NEAR_MISS, ""),
+    );
+    let config = Config::from_toml(&text).unwrap();
+    let gateway = RunningGateway::start(&config, &|_| None).await.unwrap();
+    let rejected = |answer: Answer| {
+        let list = answer.json();
+        list["rejected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|file| file["file"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let list = |credential| send(&gateway, Method::GET, "/v1/characters", credential, None);
+    assert_eq!(
+        rejected(list(Credential::Bearer(KEY)).await),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        rejected(list(Credential::Bearer(OTHER_KEY)).await),
+        ["broken.js"]
+    );
+    assert_eq!(
+        rejected(list(Credential::Bearer(NEAR_MISS)).await),
+        ["broken.js"]
+    );
+    // Asked for by name, the broken file is just not there for the narrator's key.
+    let answer = send(
+        &gateway,
+        Method::GET,
+        "/v1/characters/broken",
+        Credential::Bearer(KEY),
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 404);
+    assert!(!answer.text.contains("did not load"), "{}", answer.text);
+    let answer = send(
+        &gateway,
+        Method::GET,
+        "/v1/characters/broken",
+        Credential::Bearer(OTHER_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, 404);
+    assert!(answer.text.contains("did not load"), "{}", answer.text);
+    gateway.stop().await.unwrap();
 }

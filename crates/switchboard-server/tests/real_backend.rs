@@ -553,7 +553,7 @@ async fn a_route_over_the_real_server_and_a_dead_replica_answers_every_request()
         "[[route]]\nname = \"pool\"\nprovider = \"openai\"\nurls = [\"{dead}\", \"{live}\"]\nmodel = \"{}\"\neject_after = 1\neject_secs = 60\n",
         LlamaServer::MODEL
     );
-    let gateway = start("", &[text]).await;
+    let gateway = start("upstream_header = true", &[text]).await;
     let body = json!({"model": "pool", "temperature": 0, "max_tokens": 3, "messages": [
         {"role": "user", "content": "Say OK."}]});
     for round in 0..10 {

@@ -358,6 +358,19 @@ async fn the_fallback_answers_when_every_replica_is_down_and_the_answer_says_whe
         &more,
     )
     .await;
+    // Answers name their replica only where the operator asked for it.
+    let whole = post_json(&pool, &request("pool", "hi")).await;
+    assert_eq!(whole.headers["x-switchboard-route"], "backup");
+    assert!(!whole.headers.contains_key("x-switchboard-upstream"));
+    pool.stop().await.unwrap();
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\nupstream_header = true\n[[route]]\nname = \"pool\"\nprovider = \"openai\"\nurls = [\"{}\", \"{}\"]\nmodel = \"backend-model\"\nfallbacks = [\"backup\"]\n{more}",
+        down[0].url(),
+        down[1].url()
+    );
+    let pool = RunningGateway::start(&Config::from_toml(&text).unwrap(), &|_| None)
+        .await
+        .unwrap();
     let whole = post_json(&pool, &request("pool", "hi")).await;
     assert_eq!(whole.status, 200, "{}", whole.text);
     assert_eq!(

@@ -183,7 +183,7 @@ async fn sighup_swaps_routes_and_keys_or_keeps_serving_and_names_every_problem()
     assert_eq!(ask(&served, "sk-ops", "b").await, (200, "from b".into()));
     assert_eq!(
         ask(&served, "sk-ops", "a").await,
-        (403, "model_not_allowed".into())
+        (404, "model_not_found".into())
     );
 
     // Problems in the file: each is logged, and the configuration above keeps serving.

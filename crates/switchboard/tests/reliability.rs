@@ -15,8 +15,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
 use serde_json::{Value, json};
-use switchboard_testkit::{OpenAiScript, ScriptedServer};
+use switchboard_testkit::{OpenAiScript, Reply, ScriptedServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -432,4 +434,124 @@ async fn sigterm_mid_stream_ends_the_stream_with_an_error_event() {
     .await
     .unwrap();
     assert_eq!(code.0, Some(0), "{}", code.1);
+}
+
+const URL_PASSWORD: &str = "url-pass-7Hq2Lm9x";
+const BACKEND_KEY: &str = "sk-backend-4Fz8Rt1Wq6Yp";
+
+/// A route's credentials (a password in its URL, its API key) never leave the gateway:
+/// not in `x-switchboard-upstream`, `/healthz`, `/metrics` or the log, and not in the
+/// backend's own error text, which quotes what it was sent (to the client, as a whole
+/// answer and as a stream's error event). The backend still gets them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn route_credentials_never_leave_the_gateway() {
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("ops:{URL_PASSWORD}"));
+    // Each route's backend quotes the credential it got.
+    let quoted = [
+        format!("invalid credentials: Basic {basic} (password {URL_PASSWORD})"),
+        format!("invalid credentials: Bearer {BACKEND_KEY}"),
+    ];
+    let backend = ScriptedServer::responding(move |request| {
+        if request.body["messages"][0]["content"] == "fail" {
+            let quoted = &quoted[usize::from(!request.head.contains("authorization: basic"))];
+            Reply::json(400, &json!({"error": {"message": quoted, "type": "invalid_request_error"}}))
+        } else if request.body["stream"] == true {
+            OpenAiScript::new().text("hello").finish("stop", 3, 1).reply()
+        } else {
+            Reply::json(200, &json!({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}))
+        }
+    })
+    .await;
+    let with_password = backend
+        .base
+        .replace("http://", &format!("http://ops:{URL_PASSWORD}@"));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("switchboard.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "characters = \"{}\"\nupstream_header = true\n\
+             [[route]]\nname = \"basic\"\nprovider = \"openai\"\nurl = \"{with_password}/v1\"\nmodel = \"m\"\n\
+             [[route]]\nname = \"keyed\"\nprovider = \"openai\"\nurl = \"{}/v1\"\nmodel = \"m\"\napi_key_env = \"ROUTE_KEY\"\n",
+            dir.path().display(),
+            backend.base
+        ),
+    )
+    .unwrap();
+    let served = common::Served::start(
+        &config,
+        "127.0.0.1:0",
+        &[("ROUTE_KEY", BACKEND_KEY), ("RUST_LOG", "debug")],
+    );
+    let client = reqwest::Client::new();
+    let post = |body: Value| {
+        client
+            .post(format!("{}/v1/chat/completions", served.base))
+            .json(&body)
+            .send()
+    };
+    let mut shown = String::new();
+    for route in ["basic", "keyed"] {
+        let answer = post(chat(route)).await.unwrap();
+        assert_eq!(answer.status(), 200);
+        shown.push_str(&format!("{:?}\n", answer.headers()));
+        let streamed = post(json!({"model": route, "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .await
+        .unwrap();
+        shown.push_str(&format!("{:?}\n", streamed.headers()));
+        shown.push_str(&streamed.text().await.unwrap());
+        for stream in [false, true] {
+            let failed = post(json!({"model": route, "stream": stream,
+                "messages": [{"role": "user", "content": "fail"}]}))
+            .await
+            .unwrap();
+            assert_eq!(failed.status(), 400);
+            let text = failed.text().await.unwrap();
+            assert!(text.contains("invalid credentials"), "{text}");
+            shown.push_str(&text);
+        }
+    }
+    for path in ["/healthz", "/metrics"] {
+        let text = client
+            .get(format!("{}{path}", served.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            text.contains(&backend.base.replace("http://", "")),
+            "{path}: {text}"
+        );
+        shown.push_str(&text);
+    }
+    shown.push_str(&served.log());
+    for secret in [URL_PASSWORD, BACKEND_KEY, basic.as_str()] {
+        assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
+    }
+    assert!(
+        shown.contains(&format!(
+            "x-switchboard-upstream\": \"{}/v1\"",
+            backend.base
+        )),
+        "{shown}"
+    );
+    // The backend got both credentials.
+    let heads: Vec<String> = backend
+        .requests()
+        .into_iter()
+        .map(|request| request.head)
+        .collect();
+    for sent in [format!("basic {basic}"), format!("bearer {BACKEND_KEY}")] {
+        let sent = sent.to_lowercase();
+        assert!(
+            heads.iter().any(|head| head.contains(&sent)),
+            "{sent}: {heads:?}"
+        );
+    }
 }

@@ -5,7 +5,7 @@
 //! key (401 without one), applies the key's limits to every POST (429, with OpenAI's
 //! `x-ratelimit-*` headers on refusals and successes alike) and hands the endpoint a
 //! [`Caller`]. Which route a request wants is in its body, so each API front-end calls
-//! [`authorize`] once it has parsed the body (403), and gives the caller to its
+//! [`authorize`] once it has parsed the body (404 for what the key may not use), and gives the caller to its
 //! `RequestLog`, which charges the answer's tokens to the key. Errors take the shape of the
 //! endpoint's own API ([`error_response`]).
 
@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 
 use crate::config::Config;
 use crate::error::ApiError;
@@ -206,8 +206,8 @@ impl Access {
         self.keys.all().iter().map(|key| key.name.as_str())
     }
 
-    /// Whether these headers may read `/metrics`.
-    fn metrics_allowed(&self, headers: &HeaderMap) -> bool {
+    /// Whether these headers may read `/metrics` and the details of `/healthz`.
+    pub fn metrics_allowed(&self, headers: &HeaderMap) -> bool {
         self.metrics_open
             || matches!(self.keys.identify(headers), keys::Presented::Key(_))
             || self
@@ -258,30 +258,37 @@ pub fn authorize(state: &AppState, caller: &Caller, model: &str) -> Result<(), A
     };
     match model_id(state, &caller.live, model) {
         Some(id) if key.may_use(&id) => Ok(()),
-        Some(id) => {
-            metrics::counter!("gateway_access_denied_total", "reason" => "route_not_allowed", "key" => key.name.clone())
-                .increment(1);
-            let asked = if id == model {
-                String::new()
-            } else {
-                format!(" (asked for as \"{model}\")")
-            };
-            Err(ApiError {
-                status: StatusCode::FORBIDDEN,
-                message: format!(
-                    "the API key \"{}\" may not use \"{id}\"{asked}; GET /v1/models lists what it may use",
-                    key.name
-                ),
-                kind: "permission_error",
-                param: Some("model".into()),
-                code: Some("model_not_allowed".into()),
-            })
+        // A name the key may not use is answered exactly like a name that does not exist:
+        // a 403 would tell the key which names exist beyond its reach. (The pipeline's own
+        // 404 lists every route; this key sees only its own.)
+        found => {
+            if found.is_some() {
+                metrics::counter!("gateway_access_denied_total", "reason" => "route_not_allowed", "key" => key.name.clone())
+                    .increment(1);
+            }
+            Err(unavailable(key, model))
         }
-        // The pipeline's 404 lists every route; this key sees only its own.
-        None => Err(ApiError::not_found(format!(
-            "no model named \"{model}\" is available to the API key \"{}\"; GET /v1/models lists what it may use",
-            key.name
-        ))),
+    }
+}
+
+/// The 404 of a name the caller's key may not use, or that nothing answers: the same
+/// either way.
+fn unavailable(key: &Key, model: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "no model named \"{model}\" is available to the API key \"{}\"; GET /v1/models lists what it may use",
+        key.name
+    ))
+}
+
+impl Caller {
+    /// The 404 for a model name nothing answers: what the pipeline says (`found`, which
+    /// may name what exists) to a caller that may use the name, and to a restricted key
+    /// that may not, exactly what [`authorize`] says for names beyond its reach.
+    pub fn not_found(&self, model: &str, found: ApiError) -> ApiError {
+        match self.key.as_deref() {
+            Some(key) if !key.may_use(model) => unavailable(key, model),
+            _ => found,
+        }
     }
 }
 

@@ -43,10 +43,17 @@ pub async fn list(
             .iter()
             .any(|character| character.file() == rejection.file)
     };
+    // A file's problems are shown to keys that may use the character it would be: they
+    // quote its code, which is no business of keys kept away from it.
+    let may_see = |rejection: &&Rejection| {
+        rejection.file.file_stem().is_some_and(|stem| {
+            caller.may_use(&format!("{CHARACTER_PREFIX}{}", stem.to_string_lossy()))
+        })
+    };
     let rejected: Vec<Value> = loaded
         .rejections
         .iter()
-        .filter(|rejection| !running(rejection))
+        .filter(|rejection| !running(rejection) && may_see(rejection))
         .map(
             |rejection| json!({"file": file_name(&rejection.file), "problems": rejection.problems}),
         )
@@ -63,7 +70,7 @@ pub async fn show(
 ) -> Response {
     let loaded = state.characters.current();
     let Some(character) = loaded.get(&name).cloned() else {
-        return not_found(&name, &loaded).into_response();
+        return not_found(&caller, &name, &loaded).into_response();
     };
     if let Err(error) = access::authorize(&state, &caller, &format!("{CHARACTER_PREFIX}{name}")) {
         return error.into_response();
@@ -89,7 +96,7 @@ pub async fn call_tool(
     let log = RequestLog::new(request_id, "character_tool").with_caller(&caller);
     let loaded = state.characters.current();
     let Some(character) = loaded.get(&name).cloned() else {
-        return fail(&log, "-", not_found(&name, &loaded));
+        return fail(&log, "-", not_found(&caller, &name, &loaded));
     };
     if let Err(error) = access::authorize(&state, &caller, &format!("{CHARACTER_PREFIX}{name}")) {
         return fail(&log, "-", error);
@@ -188,7 +195,16 @@ fn file_name(file: &FilePath) -> String {
 }
 
 /// 404 naming what is loaded, and why a file of that name is not, when one failed.
-fn not_found(name: &str, loaded: &Loaded) -> ApiError {
+/// Why no character answers `name`; a file's failure is told only to a caller that may use
+/// the character.
+fn not_found(caller: &Caller, name: &str, loaded: &Loaded) -> ApiError {
+    caller.not_found(
+        &format!("{CHARACTER_PREFIX}{name}"),
+        file_not_found(name, loaded),
+    )
+}
+
+fn file_not_found(name: &str, loaded: &Loaded) -> ApiError {
     let failed = loaded.rejections.iter().find(|rejection| {
         rejection
             .file

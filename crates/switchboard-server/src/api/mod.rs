@@ -19,8 +19,8 @@ mod sse;
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// `x-switchboard-route` and `x-switchboard-upstream`: the route and replica that answered
-/// (a fallback's, when it did), once one has.
+/// `x-switchboard-route`: the route that answered (a fallback's, when it did), once one
+/// has; and `x-switchboard-upstream`, its replica, where the operator asked for it.
 pub(crate) fn upstream_headers(
     response: &mut axum::response::Response,
     trail: &crate::upstream::Trail,
@@ -29,11 +29,12 @@ pub(crate) fn upstream_headers(
         return;
     };
     let headers = response.headers_mut();
+    let upstream = trail.show_upstream.then_some(upstream);
     for (name, value) in [
-        ("x-switchboard-route", route),
+        ("x-switchboard-route", Some(route)),
         ("x-switchboard-upstream", upstream),
     ] {
-        if let Ok(value) = axum::http::HeaderValue::from_str(value) {
+        if let Some(Ok(value)) = value.map(axum::http::HeaderValue::from_str) {
             headers.insert(name, value);
         }
     }

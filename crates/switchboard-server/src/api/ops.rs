@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::access::Caller;
 use crate::pipeline::character_id;
 use crate::state::{AppState, Live};
+use crate::upstream::Health;
 
 /// `GET /v1/models`: the routes, then the listed characters, that the caller may use; in
 /// Anthropic's list shape when the request carries `anthropic-version` (Anthropic's clients
@@ -53,9 +54,22 @@ pub fn model_ids(state: &AppState, live: &Live) -> Vec<String> {
     routes.chain(characters).collect()
 }
 
-/// `GET /healthz`: alive, and which backends answered at the last check.
-pub async fn healthz(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({"status": "ok", "backends": state.live().health.snapshot()}))
+/// `GET /healthz`: alive, and `degraded` while some route has no replica taking requests.
+/// Which routes and replicas there are, and how each fares, only to those who may read
+/// `/metrics`: the open endpoint must not map the network behind the gateway.
+pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
+    let live = state.live();
+    let backends = live.health.snapshot();
+    let status = if Health::every_route_serves(&backends) {
+        "ok"
+    } else {
+        "degraded"
+    };
+    if live.access.metrics_allowed(&headers) {
+        Json(json!({"status": status, "backends": backends}))
+    } else {
+        Json(json!({"status": status}))
+    }
 }
 
 /// `GET /metrics`: Prometheus text format.

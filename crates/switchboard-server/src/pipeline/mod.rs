@@ -94,7 +94,7 @@ pub fn start(state: &AppState, live: &Live, request: GatewayRequest) -> Result<S
         tools,
         call_ids,
     } = request;
-    let trail = Arc::new(Trail::default());
+    let trail = Arc::new(Trail::new(live.config.upstream_header));
     let limits = Limits {
         timeout: live.config.request_timeout(),
         deadline: std::time::Instant::now() + live.config.request_timeout(),

@@ -90,6 +90,20 @@ impl Health {
             .unwrap_or_default()
     }
 
+    /// Whether every route in a snapshot has a replica taking requests: not taken out by
+    /// the pool, and not found unreachable at the last probe.
+    pub fn every_route_serves(backends: &[BackendHealth]) -> bool {
+        let mut routes: Vec<(&str, bool)> = Vec::new();
+        for backend in backends {
+            let serves = backend.pool.state == "healthy" && backend.reachable != Some(false);
+            match routes.iter_mut().find(|(route, _)| *route == backend.route) {
+                Some((_, any)) => *any |= serves,
+                None => routes.push((&backend.route, serves)),
+            }
+        }
+        routes.iter().all(|(_, serves)| *serves)
+    }
+
     /// Probes every replica's port once, concurrently.
     pub async fn check(&self) {
         let targets: Vec<String> = self

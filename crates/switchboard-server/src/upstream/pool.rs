@@ -295,9 +295,19 @@ pub struct Ask {
 pub struct Trail {
     answered: std::sync::OnceLock<(String, String)>,
     waited_nanos: AtomicU64,
+    /// Whether the answer may name its replica to the client (`upstream_header`): a
+    /// replica's address tells a client about the network behind the gateway.
+    pub show_upstream: bool,
 }
 
 impl Trail {
+    pub fn new(show_upstream: bool) -> Self {
+        Self {
+            show_upstream,
+            ..Self::default()
+        }
+    }
+
     /// The route and replica that answered first, once one has.
     pub fn answered(&self) -> Option<(&str, &str)> {
         self.answered

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_parsers::{Family, family_for_model};
-use switchboard_providers::{Backend, BackendConfig, config_from_env, connect};
+use switchboard_providers::{Backend, BackendConfig, config_from_env, connect, shown_url};
 use switchboard_wire::Format;
 
 use super::pool::{Pool, PoolSettings};
@@ -69,10 +69,11 @@ impl Route {
                 backend_config.request_headers = traces::header_hook();
                 let backend: Arc<dyn Backend> =
                     connect(format, backend_config).map_err(|error| error.to_string())?;
-                Ok((
-                    url.to_owned(),
-                    traces::traced_backend(backend, &config.name, url),
-                ))
+                // The replica's name in headers, `/healthz`, metrics, logs and spans: a
+                // password in the URL stays with the backend client.
+                let shown = shown_url(url);
+                let backend = traces::traced_backend(backend, &config.name, &shown);
+                Ok((shown, backend))
             })
             .collect::<Result<Vec<_>, String>>()?;
         if replicas.is_empty() {
