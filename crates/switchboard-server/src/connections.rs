@@ -243,17 +243,24 @@ impl Server {
         let http2 = self.http2.clone();
         let closing = self.closing.clone();
         let idle = self.limits.idle_timeout;
+        // hyper's header timer starts only once the protocol is known (HTTP/1 or the
+        // HTTP/2 preface) and HTTP/2 has none: a socket that sends nothing, or a byte, would
+        // hold its slot until the idle timeout. The first request must begin within the
+        // header timeout of the accept, whatever has arrived.
+        let first_request_by = Instant::now() + self.limits.header_read_timeout;
         async move {
             let connection =
                 builder.serve_connection_with_upgrades(TokioIo::new(stream), service.clone());
-            drive(
-                connection,
-                |c| c.graceful_shutdown(),
-                &closing,
-                &activity,
-                idle,
-            )
-            .await;
+            tokio::select! {
+                () = drive(
+                    connection,
+                    |c| c.graceful_shutdown(),
+                    &closing,
+                    &activity,
+                    idle,
+                ) => {}
+                () = activity.none_begun_by(first_request_by) => return,
+            }
             // An h2c upgrade: the same connection goes on as HTTP/2, under the same limits.
             let Ok((upgrading, stream_one)) = upgraded.try_recv() else {
                 return;
@@ -308,6 +315,8 @@ async fn drive<C: Future>(
 
 /// Requests in flight on one connection, and since when it has had none.
 struct Activity {
+    /// Whether any request has begun on the connection.
+    begun: std::sync::atomic::AtomicBool,
     in_flight: AtomicUsize,
     idle_since: Mutex<Instant>,
     changed: Notify,
@@ -316,6 +325,7 @@ struct Activity {
 impl Default for Activity {
     fn default() -> Self {
         Self {
+            begun: std::sync::atomic::AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
             changed: Notify::new(),
@@ -324,6 +334,14 @@ impl Default for Activity {
 }
 
 impl Activity {
+    /// Resolves at `deadline` if no request has begun by then; never otherwise.
+    async fn none_begun_by(&self, deadline: Instant) {
+        tokio::time::sleep_until(deadline).await;
+        if self.begun.load(Ordering::Acquire) {
+            std::future::pending::<()>().await;
+        }
+    }
+
     /// Resolves once the connection has had no request in flight for `idle`.
     async fn idle_for(&self, idle: Duration) {
         loop {
@@ -354,6 +372,7 @@ struct Busy(Arc<Activity>);
 
 impl Busy {
     fn start(activity: &Arc<Activity>) -> Self {
+        activity.begun.store(true, Ordering::Release);
         activity.in_flight.fetch_add(1, Ordering::AcqRel);
         activity.changed.notify_one();
         Self(Arc::clone(activity))

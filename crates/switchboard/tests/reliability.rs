@@ -555,3 +555,43 @@ async fn route_credentials_never_leave_the_gateway() {
         );
     }
 }
+
+/// Sockets that send nothing, or one byte, are closed at the header timeout counted from
+/// accept (whatever has arrived), not held to the idle timeout: with every connection slot
+/// taken by them, a real request is answered once they are gone.
+#[tokio::test]
+async fn silent_and_one_byte_connections_end_at_the_header_timeout() {
+    let served = Served::start(
+        "max_connections = 8\nheader_read_timeout_secs = 2\nidle_timeout_secs = 60\n",
+        None,
+    );
+    let mut silent = Vec::new();
+    for index in 0..12 {
+        let mut socket = TcpStream::connect(served.address()).await.unwrap();
+        if index % 2 == 0 {
+            socket.write_all(b"P").await.unwrap();
+        }
+        silent.push(socket);
+    }
+    let started = std::time::Instant::now();
+    let health = tokio::time::timeout(
+        Duration::from_secs(30),
+        reqwest::get(format!("{}/healthz", served.base)),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("/healthz waited for the idle timeout:\n{}", served.logs()))
+    .unwrap();
+    assert_eq!(health.status(), 200);
+    eprintln!(
+        "/healthz behind 12 silent sockets answered in {:?}",
+        started.elapsed()
+    );
+    // Each silent socket was closed by the gateway.
+    for mut socket in silent {
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut byte))
+            .await
+            .expect("a silent socket stayed open");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    }
+}
