@@ -208,3 +208,25 @@ async fn streams_cut_at_the_end_of_the_grace_get_an_error_event() {
         .unwrap()
         .unwrap();
 }
+
+/// A chunk announced as 2^64−1 bytes reserves nothing (hyper reads chunks as they come and
+/// does not expose their declared size): what arrives counts against `max_body_bytes`, and a
+/// client that then sends nothing more gets the body timeout, not an open connection.
+#[tokio::test]
+async fn a_chunk_of_2_64_bytes_reserves_nothing_and_ends_at_the_body_timeout() {
+    let gateway = start(&format!("{QUICK}\nmax_body_bytes = 1024"), &[]).await;
+    let head = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nffffffffffffffff\r\n";
+    // Past the limit: 413 at once.
+    let mut over = connect(&gateway).await;
+    over.write_all(head.as_bytes()).await.unwrap();
+    over.write_all(&[b' '; 2048]).await.unwrap();
+    let answer = read_until_closed(&mut over, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    // Then silent: the body deadline.
+    let mut silent = connect(&gateway).await;
+    silent.write_all(head.as_bytes()).await.unwrap();
+    silent.write_all(b"{").await.unwrap();
+    let answer = read_until_closed(&mut silent, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    gateway.stop().await.unwrap();
+}
