@@ -12,6 +12,7 @@
 //! [`render_tool_results`] rewrite history into it, and what they write parses back into the
 //! same calls.
 
+mod detect;
 mod event;
 mod families;
 mod family;
@@ -37,6 +38,29 @@ pub trait ToolCallParser: Send {
     fn feed(&mut self, chunk: &str) -> Vec<ParseEvent>;
     /// Ends the output: held-back text is decided and a call still open is reported invalid.
     fn finish(&mut self) -> Vec<ParseEvent>;
+    /// The family whose markup was found, where the parser had to find it (see [`Markup`]).
+    fn family(&self) -> Option<Family> {
+        None
+    }
+}
+
+/// Which markup a model's text is read in: one family's, or, where the family is not
+/// known, any markup that prose cannot produce (Hermes/Qwen `<tool_call>`, Qwen3-Coder XML,
+/// GLM, Mistral `[TOOL_CALLS]`, Llama 3's `{"name": …}` as the whole output or after
+/// `<|python_tag|>`, DeepSeek, DSML, Kimi K2, Gemma 4), taken only for tools the request
+/// offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markup {
+    Family(Family),
+    Unknown,
+}
+
+/// A parser for text in `markup`.
+pub fn markup_parser(markup: Markup, tools: &[ToolDefinition]) -> Box<dyn ToolCallParser> {
+    match markup {
+        Markup::Family(family) => parser(family, tools),
+        Markup::Unknown => Box::new(detect::Detect::new(tools::Tools::new(tools))),
+    }
 }
 
 /// How the output begins, which the family's markup alone cannot tell.

@@ -17,8 +17,9 @@ use crate::access::{KeyConfig, SecretConfig};
 pub struct Config {
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
-    #[serde(default = "default_characters")]
-    pub characters: PathBuf,
+    /// The characters' folder; `characters` (and optional) when not configured.
+    #[serde(default)]
+    pub characters: Option<PathBuf>,
     /// The route characters talk through; the first native route when absent.
     #[serde(default)]
     pub character_route: Option<String>,
@@ -174,9 +175,9 @@ pub struct RouteConfig {
     /// from the model name when absent.
     #[serde(default)]
     pub format: Option<String>,
-    /// Native routes: tool calls the model wrote as text in its family's markup (a server
-    /// whose parser or template did not match) become tool calls. On where the family is
-    /// known; `false` turns it off.
+    /// Native routes: tool calls the model wrote as text (a server whose parser or template
+    /// did not match) become tool calls: in the family's markup where it is known, in any
+    /// markup prose cannot produce where it is not. On by default; `false` turns it off.
     #[serde(default)]
     pub recover_text_calls: Option<bool>,
     /// What to do when the model's tool call breaks the request's tools.
@@ -239,8 +240,13 @@ fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 8080))
 }
 
-fn default_characters() -> PathBuf {
-    PathBuf::from("characters")
+impl Config {
+    /// The folder characters are loaded from.
+    pub fn characters_dir(&self) -> &Path {
+        self.characters
+            .as_deref()
+            .unwrap_or_else(|| Path::new("characters"))
+    }
 }
 
 fn default_character_max_tokens() -> u32 {
@@ -366,7 +372,7 @@ impl Config {
         }
         Config {
             listen: default_listen(),
-            characters: default_characters(),
+            characters: None,
             character_route: None,
             character_max_tokens: default_character_max_tokens(),
             default_route: None,
@@ -498,15 +504,6 @@ impl Config {
             {
                 problems.push(format!(
                     "{place}.format: unknown parser family \"{format}\""
-                ));
-            }
-            if route.recover_text_calls == Some(true)
-                && route.format.is_none()
-                && switchboard_parsers::family_for_model(&route.model).is_none()
-            {
-                problems.push(format!(
-                    "{place}.recover_text_calls: no markup family is known for model \"{}\"; name one with `format`",
-                    route.model
                 ));
             }
         }

@@ -499,9 +499,8 @@ async fn the_family_comes_from_the_model_name_and_recoveries_are_counted() {
     );
     let metrics = get(&gateway, "/metrics").await.text;
     assert!(
-        metrics
-            .lines()
-            .any(|line| line == "gateway_recovered_tool_calls_total{route=\"local-qwen\"} 1"),
+        metrics.lines().any(|line| line
+            == "gateway_recovered_tool_calls_total{route=\"local-qwen\",family=\"hermes\"} 1"),
         "{metrics}"
     );
     gateway.stop().await.unwrap();
@@ -547,32 +546,72 @@ async fn recovery_is_off_with_false_or_tool_choice_none_and_native_calls_pass_as
     );
 }
 
+/// A model served under a name that names no family (`--served-model-name coder`, an Ollama
+/// tag): calls written in any markup prose cannot produce are still recovered, for the
+/// tools the request offered, streamed and whole alike, and counted by family; prose that
+/// mentions a tool or the markup stays prose; `recover_text_calls = false` turns it off.
 #[tokio::test]
-async fn recover_text_calls_without_a_known_family_is_a_configuration_error() {
-    let text = format!(
-        "listen = \"127.0.0.1:0\"\n{}",
-        route(
-            "qwen",
-            "openai",
-            "http://127.0.0.1:1",
-            "recover_text_calls = true"
+async fn calls_written_as_text_are_recovered_whatever_the_model_is_called() {
+    let mistral = "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]";
+    let llama = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}";
+    let hermes = format!("I'll check.\n{}", weather_call("Paris"));
+    for (text, family) in [
+        (hermes.as_str(), "hermes"),
+        (mistral, "mistral"),
+        (llama, "llama3_json"),
+    ] {
+        for piece in [1, 6, 1000] {
+            let (answer, _) = both_ways(
+                "",
+                says(text, piece).reply(),
+                &with_tools("qwen", "Weather in Paris?"),
+            )
+            .await;
+            let calls = answer["tool_calls"].as_array().unwrap();
+            assert_eq!(calls.len(), 1, "{family}: {answer}");
+            assert_eq!(calls[0]["function"]["name"], "get_weather");
+            let arguments: Value =
+                serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(arguments, json!({"city": "Paris"}));
+            assert_eq!(answer["finish_reason"], "tool_calls");
+        }
+    }
+    let backend = ScriptedServer::start(vec![says(mistral, 4).reply()]).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let answer = post(&gateway, &with_tools("qwen", "Weather in Paris?")).await;
+    assert_eq!(summary(&answer.json())["finish_reason"], "tool_calls");
+    let metrics = get(&gateway, "/metrics").await.text;
+    assert!(
+        metrics.lines().any(|line| line
+            .starts_with("gateway_recovered_tool_calls_total{route=\"qwen\",family=\"mistral\"} ")),
+        "{metrics}"
+    );
+    gateway.stop().await.unwrap();
+
+    // Near misses: prose about markup or tools, and a call to a tool nobody offered.
+    for text in [
+        "Wrap a call in <tool_call> tags: <tool_call>get_weather</tool_call> is how.",
+        "I would call get_weather with {\"city\": \"Paris\"}.",
+        "<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call>",
+        "{\"name\": \"rm_rf\", \"parameters\": {}}",
+        "The [TOOL_CALLS] marker opens calls.",
+    ] {
+        let (answer, _) = both_ways(
+            "",
+            says(text, 3).reply(),
+            &with_tools("qwen", "Weather in Paris?"),
         )
-    );
-    let error = switchboard_server::Config::from_toml(&text)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        error.contains("route[0] (\"qwen\").recover_text_calls: no markup family is known")
-            && error.contains("`format`"),
-        "{error}"
-    );
-    // Named, the family is known.
-    let named = text.replace(
-        "recover_text_calls",
-        "format = \"hermes\"\nrecover_text_calls",
-    );
-    assert!(
-        switchboard_server::Config::from_toml(&named).is_ok(),
-        "{named}"
-    );
+        .await;
+        assert_eq!(answer["content"], text, "{answer}");
+        assert_eq!(answer["tool_calls"], json!([]), "{answer}");
+        assert_eq!(answer["finish_reason"], "stop", "{answer}");
+    }
+    let (answer, _) = both_ways(
+        "recover_text_calls = false",
+        says(mistral, 3).reply(),
+        &with_tools("qwen", "Weather in Paris?"),
+    )
+    .await;
+    assert_eq!(answer["content"], mistral, "{answer}");
+    assert_eq!(answer["tool_calls"], json!([]));
 }

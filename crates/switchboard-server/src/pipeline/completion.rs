@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use futures::StreamExt;
-use switchboard_parsers::{Family, ParseEvent, ToolRequirement, parser};
+use switchboard_parsers::{
+    Family, Markup, ParseEvent, ToolCallParser, ToolRequirement, markup_parser,
+};
 use switchboard_providers::{BackendError, ConnectionFailure};
 use switchboard_tools::{Message, Toolset};
 use switchboard_wire::{ChatRequest, DecodeErrorKind, Format, StreamEvent};
@@ -216,7 +218,10 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), Failure>
     let mut messages = rewrite(&request.messages, requirement.as_ref());
     // The markup read out of the model's text: the prompted family, or on a native route
     // the family whose calls are recovered from text. No tools asked for, nothing to read.
-    let markup = family.or(route.recover).filter(|_| requirement.is_some());
+    let markup = family
+        .map(Markup::Family)
+        .or(route.recover)
+        .filter(|_| requirement.is_some());
     let enforced = requirement
         .clone()
         .filter(|requirement| *requirement != ToolRequirement::Auto);
@@ -306,7 +311,7 @@ struct Words {
 struct Round<'a> {
     completion: &'a Completion,
     sender: &'a Sender,
-    markup: Option<Family>,
+    markup: Option<Markup>,
     finisher: Finisher,
     gate: Gate,
     /// Bytes of the answer received so far, bounded by `max_answer_bytes`.
@@ -328,7 +333,7 @@ impl Round<'_> {
         let native = route.prompted.is_none();
         let mut parser = self
             .markup
-            .map(|family| parser(family, &self.completion.request.tools));
+            .map(|markup| markup_parser(markup, &self.completion.request.tools));
         let mut words = Words::default();
         let request = backend_request(
             &self.completion.route,
@@ -369,7 +374,9 @@ impl Round<'_> {
             {
                 // The backend parses calls itself after all: recovery stops, and what the
                 // text held so far stands.
-                outputs = self.through(recovering.finish());
+                let events = recovering.finish();
+                outputs = self.through(events, recovering.as_ref());
+                self.finisher.stream_calls();
             }
             match (event, parser.as_mut()) {
                 (StreamEvent::TextDelta(delta), Some(parser)) => {
@@ -377,14 +384,15 @@ impl Round<'_> {
                         words.raw.push_str(&delta);
                     }
                     let parsed = parser.feed(&delta);
-                    outputs.extend(self.through(parsed));
+                    outputs.extend(self.through(parsed, parser.as_ref()));
                 }
                 (event, _) => outputs.extend(self.finisher.push(event)),
             }
             self.show(outputs, shown, &mut words).await?;
         }
         if let Some(parser) = parser.as_mut() {
-            let outputs = self.through(parser.finish());
+            let events = parser.finish();
+            let outputs = self.through(events, parser.as_ref());
             self.show(outputs, shown, &mut words).await?;
         }
         Ok(words)
@@ -415,14 +423,22 @@ impl Round<'_> {
     }
 
     /// Parser events through the finisher. On a native route each call the parser completes
-    /// is one recovered from text.
-    fn through(&mut self, events: Vec<ParseEvent>) -> Vec<Output> {
+    /// is one recovered from text, counted by the family whose markup it was in.
+    fn through(&mut self, events: Vec<ParseEvent>, parser: &dyn ToolCallParser) -> Vec<Output> {
         let route = &self.completion.route;
         let mut outputs = Vec::new();
         for event in events {
             if route.prompted.is_none() && matches!(event, ParseEvent::ToolCallEnd { .. }) {
-                metrics::counter!("gateway_recovered_tool_calls_total", "route" => route.name.clone())
-                    .increment(1);
+                let family = match self.markup {
+                    Some(Markup::Family(family)) => Some(family),
+                    _ => parser.family(),
+                };
+                metrics::counter!(
+                    "gateway_recovered_tool_calls_total",
+                    "route" => route.name.clone(),
+                    "family" => family.map_or("unknown", Family::name)
+                )
+                .increment(1);
             }
             match from_parse_event(event) {
                 Parsed::Event(event) => outputs.extend(self.finisher.push(event)),

@@ -164,6 +164,15 @@ impl Finisher {
         out
     }
 
+    /// The backend parses calls itself after all (a native route that was reading its text
+    /// for calls): nothing can be withdrawn any more, so its calls stream as they come,
+    /// unless the policy holds them anyway or a call read from text is still open.
+    pub fn stream_calls(&mut self) {
+        if self.policy == ToolCallPolicy::Report && self.pending.is_empty() {
+            self.hold_calls = false;
+        }
+    }
+
     /// Drops a call the parser withdrew (its markup turned out malformed).
     pub fn withdraw(&mut self, index: usize) {
         if self.pending.remove(&index).is_some() {

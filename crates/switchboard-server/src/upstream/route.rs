@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_parsers::{Family, family_for_model};
+use switchboard_parsers::{Family, Markup, family_for_model};
 use switchboard_providers::{Backend, BackendConfig, config_from_env, connect, shown_url};
 use switchboard_wire::Format;
 
@@ -27,9 +27,9 @@ pub struct Route {
     pub model: String,
     /// Set for prompted routes: the family whose markup the model is asked to write.
     pub prompted: Option<Family>,
-    /// Set for native routes that recover calls the model wrote as text in this family's
-    /// markup.
-    pub recover: Option<Family>,
+    /// Set for native routes that recover calls the model wrote as text: in the family's
+    /// markup, or in any unmistakable one when the family is not known.
+    pub recover: Option<Markup>,
     pub policy: ToolCallPolicy,
     pub forward_fields: Vec<String>,
 }
@@ -94,7 +94,7 @@ impl Route {
             .or_else(|| family_for_model(&config.model));
         let (prompted, recover) = match config.tool_calling {
             ToolCalling::Native if config.recover_text_calls == Some(false) => (None, None),
-            ToolCalling::Native => (None, family),
+            ToolCalling::Native => (None, Some(family.map_or(Markup::Unknown, Markup::Family))),
             ToolCalling::Prompted => (Some(family.unwrap_or(Family::Json)), None),
         };
         Ok(Self {
