@@ -47,7 +47,7 @@ impl Loaded {
 /// Loads every `*.js` file directly in `dir`. Blocks while the files load (each on its own
 /// thread); call it from a blocking context in async code.
 pub fn load_characters(dir: &Path, options: &LoadOptions) -> Loaded {
-    match list(dir) {
+    match list(dir, options) {
         Ok((root, files)) => {
             let attempts = load_files(&root, &files, options);
             assemble(&Loaded::default(), &files, attempts).0
@@ -217,8 +217,15 @@ pub(crate) fn assemble(
 }
 
 /// The canonical directory and its `*.js` files (as `dir` joined with each name), sorted
-/// by name; an unreadable directory is a rejection of the directory itself.
-pub(crate) fn list(dir: &Path) -> Result<(PathBuf, Vec<PathBuf>), Rejection> {
+/// by name; an unreadable directory is a rejection of the directory itself, unless it is
+/// an optional one that does not exist.
+pub(crate) fn list(
+    dir: &Path,
+    options: &LoadOptions,
+) -> Result<(PathBuf, Vec<PathBuf>), Rejection> {
+    if options.optional_dir && !dir.exists() {
+        return Ok((dir.to_path_buf(), Vec::new()));
+    }
     let listed = (|| {
         let root = dir.canonicalize()?;
         let mut files = Vec::new();

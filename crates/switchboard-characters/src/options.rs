@@ -13,6 +13,9 @@ pub struct LoadOptions {
     pub default_timeout: Duration,
     /// Time the module's top-level code may run when it is loaded.
     pub load_timeout: Duration,
+    /// The directory may be absent (a default nobody configured): then no character is
+    /// loaded and nothing is rejected, rather than the directory itself.
+    pub optional_dir: bool,
 }
 
 impl Default for LoadOptions {
@@ -21,6 +24,7 @@ impl Default for LoadOptions {
             memory_limit: 64 * 1024 * 1024,
             default_timeout: Duration::from_millis(100),
             load_timeout: Duration::from_secs(1),
+            optional_dir: false,
         }
     }
 }

@@ -85,7 +85,7 @@ impl CharacterRegistry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let previous = self.current.load_full();
-        let loaded = match list(&self.dir) {
+        let loaded = match list(&self.dir, &self.options) {
             Ok((root, present)) => {
                 let files: Vec<PathBuf> = present
                     .iter()

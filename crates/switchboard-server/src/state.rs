@@ -226,9 +226,13 @@ impl AppState {
         let metrics = telemetry::prometheus();
         let live = Live::build(config.clone(), env, None)?;
         let responses = response_store(config).map_err(|problem| Problems(vec![problem]))?;
+        // A folder nobody configured may be absent: a gateway without characters.
         let characters = Arc::new(CharacterRegistry::load(
-            &config.characters,
-            LoadOptions::default(),
+            config.characters_dir(),
+            LoadOptions {
+                optional_dir: config.characters.is_none(),
+                ..LoadOptions::default()
+            },
         ));
         Ok(Self {
             live: Arc::new(Reloadable {

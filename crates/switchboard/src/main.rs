@@ -20,7 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "switchboard",
     version,
-    about = "Tool-calling runtime and OpenAI-compatible gateway"
+    about = "Tool-calling runtime and gateway: Chat Completions, Anthropic Messages and Responses in front of any backend, and characters that carry their own tools"
 )]
 struct Cli {
     #[command(flatten)]
@@ -29,19 +29,20 @@ struct Cli {
     command: Command,
 }
 
+/// In the order a user reaches for them: `--help` lists them so.
 #[derive(Debug, Subcommand)]
 enum Command {
-    Validate(commands::validate::Args),
-    CheckArgs(commands::check_args::Args),
-    Parse(commands::parse::Args),
+    Serve(commands::serve::Args),
+    Chat(commands::chat::Args),
     Check(commands::check::Args),
     Call(commands::call::Args),
     Prompt(commands::prompt::Args),
-    Decode(commands::decode::Args),
-    Chat(commands::chat::Args),
-    Serve(commands::serve::Args),
     CheckConfig(commands::check_config::Args),
     Key(commands::key::Args),
+    Validate(commands::validate::Args),
+    CheckArgs(commands::check_args::Args),
+    Parse(commands::parse::Args),
+    Decode(commands::decode::Args),
 }
 
 fn main() -> ExitCode {

@@ -224,3 +224,63 @@ async fn sighup_swaps_routes_and_keys_or_keeps_serving_and_names_every_problem()
     assert_eq!(ask(&served, "sk-ci", "a").await, (200, "from a".into()));
     assert_eq!(log.matches("configuration reloaded").count(), 1, "{log}");
 }
+
+/// A gateway-only deployment (no `characters` setting, no `./characters` folder) starts
+/// saying plainly that no characters are loaded: no rejected "character", no warning about
+/// a folder it cannot watch. A folder configured explicitly and missing is still a problem.
+#[test]
+fn a_missing_default_characters_folder_is_no_rejection_and_no_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &route("a", "http://127.0.0.1:9/v1"));
+    let mut served = Served::start(&config, "127.0.0.1:0", &[]);
+    served.stop();
+    let log = served.log();
+    assert!(
+        log.contains("no characters loaded: there is no characters folder"),
+        "{log}"
+    );
+    assert!(!log.contains("rejected"), "{log}");
+    assert!(
+        !log.lines()
+            .any(|line| line.contains("WARN") && line.contains("characters")),
+        "{log}"
+    );
+
+    let missing = dir.path().join("missing");
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "characters = \"{}\"\n{}",
+            missing.display(),
+            route("a", "http://127.0.0.1:9/v1")
+        ),
+    );
+    let mut served = Served::start(&config, "127.0.0.1:0", &[]);
+    served.stop();
+    let log = served.log();
+    assert!(log.contains("0 loaded, 1 rejected"), "{log}");
+    assert!(log.contains("reload only on SIGHUP"), "{log}");
+}
+
+/// `--help` lists the commands as often as a user reaches for them, and says what `serve`
+/// serves now.
+#[test]
+fn help_lists_serve_first_and_names_the_three_apis() {
+    let output = switchboard().arg("--help").output().unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert_eq!(&commands[..4], ["serve", "chat", "check", "call"], "{help}");
+    let serve = help
+        .lines()
+        .find(|line| line.trim_start().starts_with("serve"))
+        .unwrap();
+    for api in ["Chat Completions", "Anthropic Messages", "Responses"] {
+        assert!(serve.contains(api), "{serve}");
+    }
+}

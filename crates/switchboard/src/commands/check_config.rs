@@ -74,7 +74,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     println!(
         "characters: {} loaded from {}",
         loaded.characters.len(),
-        config.characters.display()
+        config.characters_dir().display()
     );
     Ok(ExitCode::SUCCESS)
 }

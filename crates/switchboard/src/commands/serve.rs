@@ -13,7 +13,8 @@ use switchboard_server::{AppState, Config, ConfigError, Live, shutdown_signal};
 
 use super::check::CharactersDir;
 
-/// Serve OpenAI-compatible chat completions with tool calling, and the characters.
+/// Serve the gateway: OpenAI Chat Completions, Anthropic Messages and OpenAI Responses over
+/// any backend, with complete tool calling, keys and limits, and the characters.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Configuration file (default: ./switchboard.toml when it exists).
@@ -73,7 +74,7 @@ impl Source {
             config.listen = listen;
         }
         if let Some(dir) = &self.characters {
-            config.characters.clone_from(dir);
+            config.characters = Some(dir.clone());
         }
         if overrides.character_route.is_some() {
             config
@@ -122,9 +123,13 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         report_startup(&config, &state).await;
         state.watch_health(Duration::from_secs(30));
         reload_on_hangup(state.clone(), source);
-        // Kept for as long as the server runs: dropping it stops the watch.
+        // Kept for as long as the server runs: dropping it stops the watch. A default
+        // folder that does not exist has nothing to watch (SIGHUP loads it once made).
+        let unconfigured_and_absent =
+            config.characters.is_none() && !config.characters_dir().exists();
         let _watching = match state.characters.watch() {
             Ok(watcher) => Some(watcher),
+            Err(_) if unconfigured_and_absent => None,
             Err(error) => {
                 tracing::warn!("{error}; saved characters reload only on SIGHUP");
                 None
@@ -217,12 +222,20 @@ async fn report_startup(config: &Config, state: &AppState) {
     report_backends(&live).await;
     live.access.report().await;
     let loaded = state.characters.current();
+    let dir = config.characters_dir();
+    if config.characters.is_none() && !dir.exists() {
+        tracing::info!(
+            "no characters loaded: there is no {} folder (set `characters` or --characters to serve some)",
+            dir.display()
+        );
+        return;
+    }
     tracing::info!(
         "characters from {}: {} loaded, {} rejected (switchboard check {} tells why)",
-        config.characters.display(),
+        dir.display(),
         loaded.characters.len(),
         loaded.rejections.len(),
-        config.characters.display()
+        dir.display()
     );
 }
 
