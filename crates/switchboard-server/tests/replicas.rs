@@ -17,7 +17,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use common::{Answer, CHARACTERS, client, post as post_json, post_stream, post_to, request, streaming};
+use common::{
+    Answer, CHARACTERS, client, post as post_json, post_stream, post_to, request, streaming,
+};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
@@ -585,8 +587,8 @@ async fn whole_and_streamed(gateway: &RunningGateway, each: usize) -> (usize, Op
     let mut first_failure = None;
     for _ in 0..each {
         let whole = post_json(gateway, &request("pool", "hi")).await;
-        let ok = whole.status == 200
-            && whole.json()["choices"][0]["message"]["content"] == "from good";
+        let ok =
+            whole.status == 200 && whole.json()["choices"][0]["message"]["content"] == "from good";
         let streamed = post_stream(gateway, &streaming(request("pool", "hi"))).await;
         let streamed_ok = streamed.done && streamed.text.contains("from good");
         for (ok, text) in [(ok, whole.text), (streamed_ok, streamed.text)] {
@@ -613,7 +615,10 @@ async fn a_replica_that_answers_200_with_no_answer_or_404_is_retried_elsewhere_a
         );
         assert!(bad.requests() >= 3, "{mode:?}: {}", bad.requests());
         assert_eq!(health["state"], "ejected", "{mode:?}: {health}");
-        assert!(health["errors"].as_u64().unwrap() >= 3, "{mode:?}: {health}");
+        assert!(
+            health["errors"].as_u64().unwrap() >= 3,
+            "{mode:?}: {health}"
+        );
         let good_health = replica_health(&healthz(&pool).await, &good.url());
         assert_eq!(good_health["errors"], 0, "{mode:?}: {good_health}");
         pool.stop().await.unwrap();
@@ -661,8 +666,7 @@ async fn a_replica_that_never_answers_costs_no_request_its_deadline_and_is_eject
         if answer.status != 200 {
             failed.push(answer.status);
         }
-        let ejected =
-            replica_health(&healthz(&pool).await, &hang.url())["state"] == "ejected";
+        let ejected = replica_health(&healthz(&pool).await, &hang.url())["state"] == "ejected";
         if ejected || !failed.is_empty() {
             break;
         }
@@ -710,9 +714,12 @@ async fn health_checks_of_a_replica_that_never_answers_give_up_quickly() {
 async fn count(gateway: &RunningGateway, patience: Duration) -> Option<(Answer, Duration)> {
     let started = Instant::now();
     let body = json!({"model": "pool", "messages": [{"role": "user", "content": "how many tokens is this?"}]});
-    let answer = tokio::time::timeout(patience, post_to(gateway, "/v1/messages/count_tokens", &body))
-        .await
-        .ok()?;
+    let answer = tokio::time::timeout(
+        patience,
+        post_to(gateway, "/v1/messages/count_tokens", &body),
+    )
+    .await
+    .ok()?;
     Some((answer, started.elapsed()))
 }
 
