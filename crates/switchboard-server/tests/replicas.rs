@@ -811,3 +811,37 @@ async fn when_every_replica_is_out_a_request_goes_to_the_fallback_after_one_atte
     }
     pool.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_lone_replica_that_never_answers_gives_way_to_the_fallback_and_then_is_skipped() {
+    let hang = Replica::start("hang", Mode::Hang).await;
+    let backup = Replica::start("backup", Mode::Answer(Duration::ZERO)).await;
+    let more = format!(
+        "[[route]]\nname = \"backup\"\nprovider = \"openai\"\nurl = \"{}\"\nmodel = \"backend-model\"\n",
+        backup.url()
+    );
+    let pool = gateway_with(
+        "request_timeout_secs = 4",
+        "pool",
+        &[&hang],
+        "eject_after = 1\neject_secs = 60\nfallbacks = [\"backup\"]\n",
+        &more,
+    )
+    .await;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let answer = post_json(&pool, &request("pool", "hi")).await;
+        let took = started.elapsed();
+        assert_eq!(answer.status, 200, "after {took:?}: {}", answer.text);
+        assert_eq!(
+            answer.json()["choices"][0]["message"]["content"],
+            "from backup"
+        );
+        assert!(
+            took < Duration::from_millis(3500),
+            "{took:?} of a 4 s deadline"
+        );
+    }
+    assert_eq!(hang.requests(), 1, "ejected, it is not tried again");
+    pool.stop().await.unwrap();
+}

@@ -263,6 +263,8 @@ pub enum RetryReason {
     /// 404 or 501: the replica does not serve the route's model or endpoint, which the
     /// route's replicas all do.
     NotServed,
+    /// Every replica was ejected: nothing was tried.
+    Ejected,
 }
 
 impl RetryReason {
@@ -275,6 +277,7 @@ impl RetryReason {
             RetryReason::Timeout => "first_byte_timeout",
             RetryReason::BadAnswer => "bad_answer",
             RetryReason::NotServed => "not_served",
+            RetryReason::Ejected => "replicas_ejected",
         }
     }
 
@@ -343,6 +346,10 @@ pub struct Ask {
     pub affinity: Option<u64>,
     /// Where the request notes which replica answered and how long it waited on backends.
     pub trail: Arc<Trail>,
+    /// Another route takes the request if this one fails before answering: a replica slow
+    /// to start its answer is given up on, and a route whose replicas are all ejected is
+    /// not tried.
+    pub fallback: bool,
 }
 
 /// What the upstream side of one request amounted to: which route and replica answered
@@ -473,10 +480,22 @@ impl Pool {
     ) -> Result<EventStream, PoolError> {
         let mut tried: Vec<usize> = Vec::new();
         let mut attempt: u32 = 0;
+        if ask.fallback
+            && let Some(error) = self.all_ejected()
+        {
+            tracing::warn!(route = %self.route, "every replica is ejected; not trying any");
+            return Err(PoolError::Exhausted {
+                error,
+                reason: RetryReason::Ejected,
+            });
+        }
         loop {
             let index = self.pick(&tried, ask.affinity);
             let replica = &self.replicas[index];
-            let failure = match self.attempt(replica, request, &ask.trail).await {
+            // Waiting for a slow first event is worth it when nothing else could answer.
+            let others = [tried.as_slice(), &[index]].concat();
+            let bounded = ask.fallback || self.available(&others, Instant::now()) > 0;
+            let failure = match self.attempt(replica, request, &ask.trail, bounded).await {
                 Ok(events) => {
                     tracing::debug!(route = %self.route, upstream = %replica.url, attempt, "backend answered");
                     let _ = ask
@@ -547,13 +566,14 @@ impl Pool {
     }
 
     /// One request to one replica, up to its first event, which must come within the
-    /// route's `first_byte` wait. What follows is watched for the replica's record: a
-    /// stream cut or broken later counts against it, one read to its end for it.
+    /// route's `first_byte` wait when `bounded`. What follows is watched for the replica's
+    /// record: a stream cut or broken later counts against it, one read to its end for it.
     async fn attempt(
         &self,
         replica: &Arc<Replica>,
         request: &ChatRequest,
         trail: &Arc<Trail>,
+        bounded: bool,
     ) -> Result<EventStream, BackendError> {
         let in_flight = replica.begin();
         let started = Instant::now();
@@ -562,11 +582,15 @@ impl Pool {
             let first = events.next().await;
             Ok::<_, BackendError>((events, first))
         };
-        let (events, first) = tokio::time::timeout(self.settings.first_byte, answer)
-            .await
-            .map_err(|_| BackendError::Timeout {
-                phase: TimeoutPhase::FirstByte,
-            })??;
+        let (events, first) = if bounded {
+            tokio::time::timeout(self.settings.first_byte, answer)
+                .await
+                .map_err(|_| BackendError::Timeout {
+                    phase: TimeoutPhase::FirstByte,
+                })??
+        } else {
+            answer.await?
+        };
         let first_event = started.elapsed();
         let first = match first {
             Some(Err(error)) if RetryReason::of(&error).is_some() => return Err(error),
@@ -584,6 +608,28 @@ impl Pool {
             settled: false,
         }
         .boxed())
+    }
+
+    /// When every replica is ejected, the failure to report for the route: the replica
+    /// back soonest, named.
+    fn all_ejected(&self) -> Option<BackendError> {
+        let now = Instant::now();
+        let mut back = Vec::with_capacity(self.replicas.len());
+        for replica in &self.replicas {
+            back.push((
+                replica.ejection().until.filter(|until| *until > now)?,
+                replica,
+            ));
+        }
+        let (until, replica) = back.into_iter().min_by_key(|(until, _)| *until)?;
+        Some(BackendError::Connect {
+            url: replica.url.clone(),
+            failure: ConnectionFailure::Unreachable,
+            detail: format!(
+                "every replica of the route is ejected; the first is back in {:.1} s",
+                (until - now).as_secs_f64()
+            ),
+        })
     }
 
     /// Replicas not tried yet that take requests now.
