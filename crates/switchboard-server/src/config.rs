@@ -140,14 +140,16 @@ pub struct RouteConfig {
     #[serde(default)]
     pub balance: Balance,
     /// Attempts after the first for a request that failed before its answer began
-    /// (connect error, reset, 429, 5xx), each on another replica where there is one.
+    /// (connect error, reset, 429, 5xx; on another replica only: no first event in time, a
+    /// 200 that is no answer, 404, 501), each on another replica where there is one.
     #[serde(default = "default_retries")]
     pub retries: u32,
     /// Routes tried in order when every attempt on this one failed that way. A fallback's
     /// own fallbacks are not followed.
     #[serde(default)]
     pub fallbacks: Vec<String>,
-    /// Consecutive failures (connect errors, 5xx) that take a replica out of the pool.
+    /// Consecutive failures (those retried but 429, and streams broken after they began)
+    /// that take a replica out of the pool.
     #[serde(default = "default_eject_after")]
     pub eject_after: u32,
     /// How long the first ejection lasts, in seconds; each further one in a row doubles it

@@ -388,8 +388,8 @@ pub enum PoolError {
         error: BackendError,
         reason: RetryReason,
     },
-    /// The request itself failed (a 400, a timeout, a bad answer): no other server would
-    /// do better.
+    /// The request itself failed (a 400, an error the backend explained, an answer too
+    /// large): no other server would do better.
     Failed(BackendError),
 }
 
