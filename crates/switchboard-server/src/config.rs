@@ -146,14 +146,16 @@ pub struct RouteConfig {
     #[serde(default)]
     pub balance: Balance,
     /// Attempts after the first for a request that failed before its answer began
-    /// (connect error, reset, 429, 5xx), each on another replica where there is one.
+    /// (connect error, reset, 429, 5xx; on another replica only: no first event in time, a
+    /// 200 that is no answer, 404, 501), each on another replica where there is one.
     #[serde(default = "default_retries")]
     pub retries: u32,
     /// Routes tried in order when every attempt on this one failed that way. A fallback's
     /// own fallbacks are not followed.
     #[serde(default)]
     pub fallbacks: Vec<String>,
-    /// Consecutive failures (connect errors, 5xx) that take a replica out of the pool.
+    /// Consecutive failures (those retried but 429, and streams broken after they began)
+    /// that take a replica out of the pool.
     #[serde(default = "default_eject_after")]
     pub eject_after: u32,
     /// How long the first ejection lasts, in seconds; each further one in a row doubles it
@@ -164,6 +166,11 @@ pub struct RouteConfig {
     /// that answers is back at once, one that does not counts a failure. Off when absent.
     #[serde(default)]
     pub health_check_secs: Option<f64>,
+    /// Longest wait for an attempt's first event, in seconds; past it the attempt counts as
+    /// the replica's failure and the request is tried on another. When absent, 60 s, or
+    /// half the request deadline when that is shorter.
+    #[serde(default)]
+    pub first_byte_timeout_secs: Option<f64>,
     pub model: String,
     /// Name of the environment variable holding the API key (the key itself never lives in the file).
     #[serde(default)]
@@ -212,6 +219,11 @@ fn default_eject_after() -> u32 {
 fn default_eject_secs() -> f64 {
     5.0
 }
+
+/// The wait for a first event when the route names none: long enough for a local server to
+/// read a long prompt, short enough that a replica that never answers costs a minute, not
+/// the whole deadline.
+const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -574,6 +586,14 @@ fn check_replicas(config: &Config, route: &RouteConfig, place: &str, problems: &
             "{place}.health_check_secs must be between 0.1 and 86400"
         ));
     }
+    if let Some(seconds) = route.first_byte_timeout_secs
+        && !(seconds.is_finite() && seconds > 0.0 && seconds < config.request_timeout_secs as f64)
+    {
+        problems.push(format!(
+            "{place}.first_byte_timeout_secs must be more than 0 and less than request_timeout_secs ({})",
+            config.request_timeout_secs
+        ));
+    }
     for (index, fallback) in route.fallbacks.iter().enumerate() {
         let key = format!("{place}.fallbacks[{index}]");
         if fallback == &route.name {
@@ -616,6 +636,14 @@ impl RouteConfig {
         }
     }
 
+    /// The longest wait for an attempt's first event under a request deadline of
+    /// `request_timeout`.
+    pub fn first_byte_timeout(&self, request_timeout: Duration) -> Duration {
+        self.first_byte_timeout_secs
+            .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+            .unwrap_or_else(|| DEFAULT_FIRST_BYTE_TIMEOUT.min(request_timeout / 2))
+    }
+
     /// The wire format; `Config::check` has made sure the name is known.
     pub fn format(&self) -> Format {
         Format::from_name(&self.provider).unwrap_or(Format::OpenAi)
@@ -634,6 +662,7 @@ impl RouteConfig {
             eject_after: default_eject_after(),
             eject_secs: default_eject_secs(),
             health_check_secs: None,
+            first_byte_timeout_secs: None,
             model,
             api_key_env: (!api_key_env.is_empty()).then(|| api_key_env.into()),
             tool_calling: ToolCalling::Native,
@@ -833,6 +862,16 @@ requests_per_minute = 0
         assert_eq!(config.routes[0].balance, Balance::PrefixAffinity);
         assert_eq!(config.routes[0].retries, 2);
         assert_eq!(config.routes[1].balance, Balance::LeastBusy);
+        let minute = Duration::from_secs(60);
+        assert_eq!(
+            config.routes[0].first_byte_timeout(Duration::from_secs(300)),
+            minute
+        );
+        assert_eq!(
+            config.routes[0].first_byte_timeout(Duration::from_secs(10)),
+            Duration::from_secs(5),
+            "half a short deadline"
+        );
         let error = Config::from_toml(&format!(
             "{}{}{}",
             route(
@@ -840,7 +879,7 @@ requests_per_minute = 0
                 "url = \"http://a:1\"\nurls = [\"http://b:1\"]\nfallbacks = [\"main\", \"nope\", \"spare\", \"spare\"]\neject_after = 0"
             ),
             route("spare", "urls = [\"http://c:1\", \"c:2\", \"http://c:1\"]\neject_secs = -1"),
-            route("none", "")
+            route("none", "first_byte_timeout_secs = 300")
         ))
         .unwrap_err()
         .to_string();
@@ -854,6 +893,7 @@ requests_per_minute = 0
             "route[1] (\"spare\").urls[2]: \"http://c:1\" is listed twice",
             "route[1] (\"spare\").eject_secs must be more than 0 and at most 300",
             "route[2] (\"none\"): `url` or `urls` is required",
+            "route[2] (\"none\").first_byte_timeout_secs must be more than 0 and less than request_timeout_secs (300)",
         ] {
             assert!(error.contains(expected), "{expected}\n in:\n{error}");
         }

@@ -92,7 +92,7 @@ impl Live {
         }
         let mut routes = Vec::with_capacity(config.routes.len());
         for (index, route) in config.routes.iter().enumerate() {
-            match Route::from_config(route, env) {
+            match Route::from_config(route, config.request_timeout(), env) {
                 Ok(built) => routes.push(Arc::new(built)),
                 Err(error) => {
                     problems.push(format!("route[{index}] (\"{}\"): {error}", route.name))

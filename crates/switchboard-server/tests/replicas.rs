@@ -17,7 +17,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use common::{CHARACTERS, client, post as post_json, post_stream, post_to, request, streaming};
+use common::{
+    Answer, CHARACTERS, client, post as post_json, post_stream, post_to, request, streaming,
+};
 use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
@@ -35,6 +37,12 @@ enum Mode {
     Fail(u16, Option<u64>),
     /// Sends the first event of its answer, then breaks the connection.
     CutAfterFirstEvent,
+    /// Answers 200 with a web page, as a proxy's error page or a misrouted port does.
+    Html,
+    /// Answers 200 with JSON that is no chat completion (no `choices`).
+    NoChoices,
+    /// Accepts the connection and the request, and never answers anything.
+    Hang,
 }
 
 struct Shared {
@@ -79,6 +87,7 @@ impl Replica {
         let app = Router::new()
             .route("/chat/completions", post(chat))
             .route("/models", get(models))
+            .route("/tokenize", post(tokenize))
             .with_state(Arc::clone(&self.shared));
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -164,10 +173,37 @@ async fn chat(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             )
                 .into_response()
         }
+        Mode::Html => (
+            [("content-type", "text/html")],
+            "<html><body><h1>It works!</h1></body></html>",
+        )
+            .into_response(),
+        Mode::NoChoices => axum::Json(json!({"object": "list", "data": []})).into_response(),
+        Mode::Hang => {
+            std::future::pending::<()>().await;
+            StatusCode::OK.into_response()
+        }
     }
 }
 
-async fn models() -> axum::Json<Value> {
+/// vLLM's tokenizer: a fixed count, or nothing at all from a replica that hangs.
+async fn tokenize(State(shared): State<Arc<Shared>>) -> Response {
+    let mode = shared.mode.lock().unwrap().clone();
+    if matches!(mode, Mode::Hang) {
+        std::future::pending::<()>().await;
+    }
+    axum::Json(json!({"count": 7})).into_response()
+}
+
+async fn models(State(shared): State<Arc<Shared>>) -> Response {
+    let mode = shared.mode.lock().unwrap().clone();
+    if matches!(mode, Mode::Hang) {
+        std::future::pending::<()>().await;
+    }
+    list_models().await.into_response()
+}
+
+async fn list_models() -> axum::Json<Value> {
     axum::Json(json!({"object": "list", "data": [{"id": "backend-model", "object": "model"}]}))
 }
 
@@ -183,12 +219,23 @@ async fn gateway_named(
     extra: &str,
     more: &str,
 ) -> RunningGateway {
+    gateway_with("", name, replicas, extra, more).await
+}
+
+/// As [`gateway_named`], with `top` lines for the gateway's own settings.
+async fn gateway_with(
+    top: &str,
+    name: &str,
+    replicas: &[&Replica],
+    extra: &str,
+    more: &str,
+) -> RunningGateway {
     let urls: Vec<String> = replicas
         .iter()
         .map(|replica| format!("\"{}\"", replica.url()))
         .collect();
     let text = format!(
-        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\n[[route]]\nname = \"{name}\"\nprovider = \"openai\"\nurls = [{}]\nmodel = \"backend-model\"\n{extra}\n{more}",
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\n{top}\n[[route]]\nname = \"{name}\"\nprovider = \"openai\"\nurls = [{}]\nmodel = \"backend-model\"\n{extra}\n{more}",
         urls.join(", ")
     );
     let config = Config::from_toml(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
@@ -543,5 +590,271 @@ async fn the_gateways_own_time_and_the_backends_first_byte_are_measured() {
         own < 0.04,
         "the backend's 50 ms are not the gateway's: {own}"
     );
+    pool.stop().await.unwrap();
+}
+
+/// Sends whole and streamed requests one after the other, each on the replica the pool
+/// picks; returns how many failed, with the text of the first failure.
+async fn whole_and_streamed(gateway: &RunningGateway, each: usize) -> (usize, Option<String>) {
+    let mut failed = 0;
+    let mut first_failure = None;
+    for _ in 0..each {
+        let whole = post_json(gateway, &request("pool", "hi")).await;
+        let ok =
+            whole.status == 200 && whole.json()["choices"][0]["message"]["content"] == "from good";
+        let streamed = post_stream(gateway, &streaming(request("pool", "hi"))).await;
+        let streamed_ok = streamed.done && streamed.text.contains("from good");
+        for (ok, text) in [(ok, whole.text), (streamed_ok, streamed.text)] {
+            if !ok {
+                failed += 1;
+                first_failure.get_or_insert(text);
+            }
+        }
+    }
+    (failed, first_failure)
+}
+
+#[tokio::test]
+async fn a_replica_that_answers_200_with_no_answer_or_404_is_retried_elsewhere_and_ejected() {
+    for mode in [Mode::Html, Mode::NoChoices, Mode::Fail(404, None)] {
+        let good = Replica::start("good", Mode::Answer(Duration::ZERO)).await;
+        let bad = Replica::start("bad", mode.clone()).await;
+        let pool = gateway(&[&good, &bad], "eject_after = 3\neject_secs = 60\n", "").await;
+        let (failed, first_failure) = whole_and_streamed(&pool, 30).await;
+        let health = replica_health(&healthz(&pool).await, &bad.url());
+        assert_eq!(
+            failed, 0,
+            "{mode:?}: {failed} of 60 requests failed (bad replica: {health}); first: {first_failure:?}"
+        );
+        assert!(bad.requests() >= 3, "{mode:?}: {}", bad.requests());
+        assert_eq!(health["state"], "ejected", "{mode:?}: {health}");
+        assert!(
+            health["errors"].as_u64().unwrap() >= 3,
+            "{mode:?}: {health}"
+        );
+        let good_health = replica_health(&healthz(&pool).await, &good.url());
+        assert_eq!(good_health["errors"], 0, "{mode:?}: {good_health}");
+        pool.stop().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_request_the_backend_refuses_is_neither_retried_nor_held_against_the_replica() {
+    let first = Replica::start("first", Mode::Fail(400, None)).await;
+    let second = Replica::start("second", Mode::Fail(400, None)).await;
+    let pool = gateway(&[&first, &second], "eject_after = 1\n", "").await;
+    for _ in 0..4 {
+        let answer = post_json(&pool, &request("pool", "hi")).await;
+        assert_eq!(answer.status, 400, "{}", answer.text);
+    }
+    assert_eq!(first.requests() + second.requests(), 4, "no retries");
+    let health = healthz(&pool).await;
+    for replica in [&first, &second] {
+        let health = replica_health(&health, &replica.url());
+        assert_eq!(health["state"], "healthy", "{health}");
+        assert_eq!(health["errors"], 0, "{health}");
+    }
+    pool.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_replica_that_never_answers_costs_no_request_its_deadline_and_is_ejected() {
+    let good = Replica::start("good", Mode::Answer(Duration::ZERO)).await;
+    let hang = Replica::start("hang", Mode::Hang).await;
+    // The default wait for a first byte: within a 4 s deadline, half of it.
+    let pool = gateway_with(
+        "request_timeout_secs = 4",
+        "pool",
+        &[&good, &hang],
+        "eject_after = 1\neject_secs = 60\n",
+        "",
+    )
+    .await;
+    let mut slowest = Duration::ZERO;
+    let mut failed = Vec::new();
+    for _ in 0..30 {
+        let started = Instant::now();
+        let answer = post_json(&pool, &request("pool", "hi")).await;
+        slowest = slowest.max(started.elapsed());
+        if answer.status != 200 {
+            failed.push(answer.status);
+        }
+        let ejected = replica_health(&healthz(&pool).await, &hang.url())["state"] == "ejected";
+        if ejected || !failed.is_empty() {
+            break;
+        }
+    }
+    assert!(
+        hang.requests() > 0,
+        "30 requests never went to the hanging replica"
+    );
+    assert!(
+        failed.is_empty() && slowest < Duration::from_millis(3500),
+        "{} requests failed ({failed:?}); the slowest took {slowest:?} of a 4 s deadline",
+        failed.len()
+    );
+    let health = replica_health(&healthz(&pool).await, &hang.url());
+    assert_eq!(health["state"], "ejected", "{health}");
+    pool.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn health_checks_of_a_replica_that_never_answers_give_up_quickly() {
+    let hang = Replica::start("hang", Mode::Hang).await;
+    let pool = gateway(
+        &[&hang],
+        "eject_after = 1\neject_secs = 60\nhealth_check_secs = 0.2\n",
+        "",
+    )
+    .await;
+    let started = Instant::now();
+    let mut health = replica_health(&healthz(&pool).await, &hang.url());
+    while health["state"] != "ejected" && started.elapsed() < Duration::from_secs(8) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        health = replica_health(&healthz(&pool).await, &hang.url());
+    }
+    assert_eq!(
+        health["state"],
+        "ejected",
+        "after {:?} of checks: {health}",
+        started.elapsed()
+    );
+    pool.stop().await.unwrap();
+}
+
+/// `POST /v1/messages/count_tokens` for a short conversation; the answer and its time,
+/// or `None` when it did not come within `patience`.
+async fn count(gateway: &RunningGateway, patience: Duration) -> Option<(Answer, Duration)> {
+    let started = Instant::now();
+    let body = json!({"model": "pool", "messages": [{"role": "user", "content": "how many tokens is this?"}]});
+    let answer = tokio::time::timeout(
+        patience,
+        post_to(gateway, "/v1/messages/count_tokens", &body),
+    )
+    .await
+    .ok()?;
+    Some((answer, started.elapsed()))
+}
+
+#[tokio::test]
+async fn count_tokens_asks_a_replica_that_never_answers_briefly_then_another_or_estimates() {
+    let hang = Replica::start("hang", Mode::Hang).await;
+    let alone = gateway_with("request_timeout_secs = 10", "pool", &[&hang], "", "").await;
+    let patience = Duration::from_secs(6);
+    let Some((answer, took)) = count(&alone, patience).await else {
+        panic!("count_tokens did not answer within {patience:?}");
+    };
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(answer.headers["x-switchboard-token-count"], "estimate");
+    assert!(answer.json()["input_tokens"].as_u64().unwrap() > 0);
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    alone.stop().await.unwrap();
+
+    let good = Replica::start("good", Mode::Answer(Duration::ZERO)).await;
+    let pool = gateway_with("request_timeout_secs = 10", "pool", &[&hang, &good], "", "").await;
+    for _ in 0..4 {
+        let Some((answer, took)) = count(&pool, patience).await else {
+            panic!("count_tokens did not answer within {patience:?}");
+        };
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(
+            answer.headers["x-switchboard-token-count"], "backend",
+            "the other replica counts"
+        );
+        assert_eq!(answer.json()["input_tokens"], 7);
+        assert!(took < Duration::from_secs(4), "{took:?}");
+    }
+    pool.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_replica_that_cuts_every_stream_after_its_first_chunk_is_ejected() {
+    let good = Replica::start("good", Mode::Answer(Duration::ZERO)).await;
+    let cutter = Replica::start("cutter", Mode::CutAfterFirstEvent).await;
+    let pool = gateway(&[&good, &cutter], "eject_after = 2\neject_secs = 60\n", "").await;
+    for _ in 0..40 {
+        let _ = post_stream(&pool, &streaming(request("pool", "hi"))).await;
+        if cutter.requests() >= 2 {
+            break;
+        }
+    }
+    assert!(cutter.requests() >= 2, "{}", cutter.requests());
+    let health = replica_health(&healthz(&pool).await, &cutter.url());
+    assert_eq!(health["state"], "ejected", "{health}");
+    assert!(health["errors"].as_u64().unwrap() >= 2, "{health}");
+    let before = cutter.requests();
+    for _ in 0..10 {
+        let streamed = post_stream(&pool, &streaming(request("pool", "hi"))).await;
+        assert!(streamed.done, "{}", streamed.text);
+    }
+    assert_eq!(cutter.requests(), before, "an ejected replica gets nothing");
+    pool.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn when_every_replica_is_out_a_request_goes_to_the_fallback_after_one_attempt() {
+    let mut down = [
+        Replica::start("a", Mode::Fail(503, None)).await,
+        Replica::start("b", Mode::Fail(503, None)).await,
+        Replica::start("c", Mode::Fail(503, None)).await,
+    ];
+    let backup = Replica::start("backup", Mode::Answer(Duration::ZERO)).await;
+    let more = format!(
+        "[[route]]\nname = \"backup\"\nprovider = \"openai\"\nurl = \"{}\"\nmodel = \"backend-model\"\n",
+        backup.url()
+    );
+    let pool = gateway(
+        &down.iter().collect::<Vec<_>>(),
+        "retries = 2\neject_after = 1\neject_secs = 60\nfallbacks = [\"backup\"]\n",
+        &more,
+    )
+    .await;
+    // The first request ejects all three; the next ones find every replica out.
+    for _ in 0..5 {
+        let answer = post_json(&pool, &request("pool", "hi")).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    }
+    let attempts: usize = down.iter().map(Replica::requests).sum();
+    assert!(
+        attempts <= 3 + 4,
+        "at most one attempt per request once every replica is out: {attempts} for 5 requests"
+    );
+    for replica in &mut down {
+        replica.stop().await;
+    }
+    pool.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lone_replica_that_never_answers_gives_way_to_the_fallback_and_then_is_skipped() {
+    let hang = Replica::start("hang", Mode::Hang).await;
+    let backup = Replica::start("backup", Mode::Answer(Duration::ZERO)).await;
+    let more = format!(
+        "[[route]]\nname = \"backup\"\nprovider = \"openai\"\nurl = \"{}\"\nmodel = \"backend-model\"\n",
+        backup.url()
+    );
+    let pool = gateway_with(
+        "request_timeout_secs = 4",
+        "pool",
+        &[&hang],
+        "eject_after = 1\neject_secs = 60\nfallbacks = [\"backup\"]\n",
+        &more,
+    )
+    .await;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let answer = post_json(&pool, &request("pool", "hi")).await;
+        let took = started.elapsed();
+        assert_eq!(answer.status, 200, "after {took:?}: {}", answer.text);
+        assert_eq!(
+            answer.json()["choices"][0]["message"]["content"],
+            "from backup"
+        );
+        assert!(
+            took < Duration::from_millis(3500),
+            "{took:?} of a 4 s deadline"
+        );
+    }
+    assert_eq!(hang.requests(), 1, "ejected, it is not tried again");
     pool.stop().await.unwrap();
 }

@@ -595,3 +595,102 @@ async fn silent_and_one_byte_connections_end_at_the_header_timeout() {
         assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
     }
 }
+
+/// A backend that accepts connections and never answers (nor closes them).
+async fn silent_backend() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    base
+}
+
+/// Issue 22 items 4 to 6 replayed against a real process: a route over a good replica, one
+/// that answers 200 with a web page and one that never answers gets every request
+/// answered by the good one, well inside the deadline, and ejects the other two; a count
+/// of tokens from a route whose replica never answers comes in seconds, as an estimate.
+#[tokio::test]
+async fn bad_replicas_are_stepped_around_and_ejected() {
+    let good = ScriptedServer::responding(|_: &switchboard_testkit::Captured| {
+        OpenAiScript::new()
+            .text("from good")
+            .finish("stop", 1, 1)
+            .reply()
+    })
+    .await;
+    let page = ScriptedServer::responding(|_: &switchboard_testkit::Captured| {
+        switchboard_testkit::Reply::ok(
+            "text/html",
+            "<html><body>It works!</body></html>",
+            switchboard_testkit::Chunking::Whole,
+        )
+    })
+    .await;
+    let silent = silent_backend().await;
+    let served = Served::start(
+        &format!(
+            "request_timeout_secs = 6\n[[route]]\nname = \"pool\"\nprovider = \"openai\"\nurls = [\"{}\", \"{}\", \"{silent}\"]\nmodel = \"m\"\neject_after = 1\neject_secs = 60\n{}",
+            good.base,
+            page.base,
+            route("alone", &silent)
+        ),
+        None,
+    );
+    let client = reqwest::Client::new();
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let started = std::time::Instant::now();
+        let answer = client
+            .post(format!("{}/v1/chat/completions", served.base))
+            .json(&chat("pool"))
+            .send()
+            .await
+            .unwrap();
+        slowest = slowest.max(started.elapsed());
+        let status = answer.status();
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["choices"][0]["message"]["content"], "from good");
+    }
+    assert!(
+        slowest < Duration::from_secs(5),
+        "{slowest:?} of a 6 s deadline"
+    );
+    let health: Value = client
+        .get(format!("{}/healthz", served.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for url in [&page.base, &silent] {
+        let replica = health["backends"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|backend| backend["route"] == "pool" && &backend["url"] == url)
+            .unwrap();
+        assert_eq!(replica["state"], "ejected", "{replica}");
+    }
+    let started = std::time::Instant::now();
+    let count = tokio::time::timeout(
+        Duration::from_secs(10),
+        client
+            .post(format!("{}/v1/messages/count_tokens", served.base))
+            .json(&chat("alone"))
+            .send(),
+    )
+    .await
+    .expect("count_tokens answers well inside the deadline")
+    .unwrap();
+    let took = started.elapsed();
+    assert_eq!(count.status(), 200);
+    assert_eq!(count.headers()["x-switchboard-token-count"], "estimate");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    eprintln!("bad replicas: slowest request {slowest:?}; count_tokens {took:?}");
+}

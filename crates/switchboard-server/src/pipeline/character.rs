@@ -126,6 +126,7 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
                         deadline: limits.deadline,
                         affinity: None,
                         trail: Arc::clone(&limits.trail),
+                        fallback: false,
                     },
                 }),
                 route.model.clone(),

@@ -55,7 +55,7 @@ pub fn start(mut completion: Completion) -> Outputs {
         let work = async {
             let mut fallbacks = std::mem::take(&mut completion.fallbacks).into_iter();
             loop {
-                let error = match answer(&completion, &sender).await {
+                let error = match answer(&completion, &sender, fallbacks.len() > 0).await {
                     Ok(()) => break,
                     Err(Failure::Unanswered { error, reason }) => match fallbacks.next() {
                         Some(fallback) => {
@@ -206,7 +206,8 @@ impl From<ApiError> for Failure {
 /// (backends that ignore it exist): nothing reaches the client until a satisfying call
 /// appears, one retry follows an answer without one, then an error. Under the `repair`
 /// policy an answer with a broken call is followed by one more request (see `repair`).
-async fn answer(completion: &Completion, sender: &Sender) -> Result<(), Failure> {
+/// `fallback`: another route takes the request if this one fails before answering.
+async fn answer(completion: &Completion, sender: &Sender, fallback: bool) -> Result<(), Failure> {
     let request = &completion.request;
     let route = &completion.route;
     let family = route.prompted;
@@ -246,6 +247,7 @@ async fn answer(completion: &Completion, sender: &Sender) -> Result<(), Failure>
         let mut round = Round {
             completion,
             sender,
+            fallback,
             markup,
             finisher,
             gate: Gate {
@@ -311,6 +313,8 @@ struct Words {
 struct Round<'a> {
     completion: &'a Completion,
     sender: &'a Sender,
+    /// Another route takes the request if this one fails before answering.
+    fallback: bool,
     markup: Option<Markup>,
     finisher: Finisher,
     gate: Gate,
@@ -346,6 +350,7 @@ impl Round<'_> {
             deadline: limits.deadline,
             affinity: route.pool.affinity(&request),
             trail: Arc::clone(&limits.trail),
+            fallback: first && self.fallback,
         };
         let mut events = match route.pool.send(&request, &ask).await {
             Ok(events) => events,

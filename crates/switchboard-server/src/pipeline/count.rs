@@ -47,7 +47,14 @@ pub async fn count_tokens(
         tool_requirement(&request.request).as_ref(),
     );
     let sent = backend_request(&route, &request.request, messages, route.prompted.is_none());
-    let count = match route.pool.count_tokens(sent.clone()).await {
+    let count = match route
+        .pool
+        .count_tokens(
+            sent.clone(),
+            std::time::Instant::now() + live.config.request_timeout(),
+        )
+        .await
+    {
         Ok(Some(tokens)) => TokenCount {
             tokens,
             source: "backend",

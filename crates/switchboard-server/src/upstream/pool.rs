@@ -1,9 +1,10 @@
 //! A route's replicas (one or more servers of the same model) and how a request gets an
 //! answer from them: a replica is chosen by the route's balancing policy, and a request that
-//! fails before its answer began (connect error, reset, 429, 5xx) is tried again on another
-//! replica, within the retry budget and the request's deadline. Replicas that keep failing
-//! are taken out for a back-off period that grows while they keep failing; a success, or an
-//! active health check, brings them back.
+//! fails before its answer began (connect error, reset, 429, 5xx, no first event in time, an
+//! answer that is no answer, a 404 or 501) is tried again on another replica, within the
+//! retry budget and the request's deadline. Replicas that keep failing (a stream cut short
+//! included) are taken out for a back-off period that grows while they keep failing; an
+//! answer received whole, or an active health check, brings them back.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,9 +15,9 @@ use futures::{Stream, StreamExt, stream};
 use rand::Rng;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use switchboard_providers::{Backend, BackendError, ConnectionFailure, EventStream};
+use switchboard_providers::{Backend, BackendError, ConnectionFailure, EventStream, TimeoutPhase};
 use switchboard_tools::Message;
-use switchboard_wire::ChatRequest;
+use switchboard_wire::{ChatRequest, DecodeErrorKind};
 
 use crate::config::Balance;
 
@@ -30,12 +31,22 @@ pub struct PoolSettings {
     pub eject_after: u32,
     /// The first ejection's length; each further one in a row doubles it.
     pub eject_for: Duration,
+    /// Longest wait for an attempt's first event.
+    pub first_byte: Duration,
 }
 
 /// The longest ejection, however long a replica keeps failing.
 const MAX_EJECTION: Duration = Duration::from_secs(300);
 /// The first back-off between attempts; doubled for each further attempt, jittered.
 const RETRY_BACKOFF: Duration = Duration::from_millis(50);
+/// Longest wait for a health check's answer, connecting included: a model list is small,
+/// and a replica that cannot send it in this time is not serving.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+/// Longest wait for one replica's tokenizer: a count is asked around each turn of an agent,
+/// which waits for it, and an estimate is always at hand.
+const COUNT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Replicas asked for one count at most.
+const COUNT_ATTEMPTS: usize = 2;
 
 /// One server of a route.
 pub struct Replica {
@@ -155,7 +166,7 @@ impl Replica {
             .max()
     }
 
-    /// An answer began: the run of failures is over.
+    /// An answer arrived whole: the run of failures is over.
     fn succeeded(&self) {
         if let Ok(mut state) = self.state.lock() {
             state.consecutive_failures = 0;
@@ -210,6 +221,15 @@ impl Replica {
         self.metrics.healthy.set(1.0);
     }
 
+    /// Asks the replica whether it serves, for at most `CHECK_TIMEOUT`.
+    async fn check(&self) -> Result<(), BackendError> {
+        tokio::time::timeout(CHECK_TIMEOUT, self.backend.check())
+            .await
+            .unwrap_or(Err(BackendError::Timeout {
+                phase: TimeoutPhase::FirstByte,
+            }))
+    }
+
     fn begin(self: &Arc<Self>) -> InFlight {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let now = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
@@ -235,6 +255,16 @@ pub enum RetryReason {
     Reset,
     RateLimited,
     ServerError,
+    /// No first event within the route's `first_byte_timeout_secs`.
+    Timeout,
+    /// A success status with something that is not an answer (a web page, JSON without
+    /// `choices`, a body cut before its first event).
+    BadAnswer,
+    /// 404 or 501: the replica does not serve the route's model or endpoint, which the
+    /// route's replicas all do.
+    NotServed,
+    /// Every replica was ejected: nothing was tried.
+    Ejected,
 }
 
 impl RetryReason {
@@ -244,7 +274,20 @@ impl RetryReason {
             RetryReason::Reset => "connection_reset",
             RetryReason::RateLimited => "rate_limited",
             RetryReason::ServerError => "server_error",
+            RetryReason::Timeout => "first_byte_timeout",
+            RetryReason::BadAnswer => "bad_answer",
+            RetryReason::NotServed => "not_served",
+            RetryReason::Ejected => "replicas_ejected",
         }
+    }
+
+    /// Failures the same replica would most likely repeat (or that took a long wait to
+    /// show): tried again only on another replica.
+    fn elsewhere_only(self) -> bool {
+        matches!(
+            self,
+            RetryReason::Timeout | RetryReason::BadAnswer | RetryReason::NotServed
+        )
     }
 
     /// A failure the request could have hit on any healthy server counts for nothing
@@ -253,8 +296,10 @@ impl RetryReason {
         self != RetryReason::RateLimited
     }
 
-    /// Whether an attempt failing this way may be made again; `None` when not (a 400, a
-    /// timeout waiting for the answer, a bad answer).
+    /// Whether an attempt failing this way before its first event may be made again; `None`
+    /// when not: the request's own fault (400, 401, 422, a request the format cannot
+    /// express), an error the backend explained in its answer, an answer too large. Of an
+    /// error after the first event, whether the replica is to blame.
     pub fn of(error: &BackendError) -> Option<Self> {
         match error {
             BackendError::Connect {
@@ -263,10 +308,25 @@ impl RetryReason {
             } => Some(RetryReason::Reset),
             BackendError::Connect { .. }
             | BackendError::Timeout {
-                phase: switchboard_providers::TimeoutPhase::Connect,
+                phase: TimeoutPhase::Connect,
             } => Some(RetryReason::Connect),
+            BackendError::Timeout { .. } => Some(RetryReason::Timeout),
             // Headers came, then the connection died before a byte of the body.
             BackendError::StreamCut { offset: 0, .. } => Some(RetryReason::Reset),
+            BackendError::StreamCut { .. } | BackendError::Incomplete(_) => {
+                Some(RetryReason::BadAnswer)
+            }
+            BackendError::Decode(decode)
+                if !matches!(
+                    decode.kind,
+                    DecodeErrorKind::Backend(_) | DecodeErrorKind::TooLarge { .. }
+                ) =>
+            {
+                Some(RetryReason::BadAnswer)
+            }
+            BackendError::Http {
+                status: 404 | 501, ..
+            } => Some(RetryReason::NotServed),
             BackendError::Http { status: 429, .. } => Some(RetryReason::RateLimited),
             BackendError::Http {
                 status: 500 | 502 | 503 | 504 | 529,
@@ -286,6 +346,10 @@ pub struct Ask {
     pub affinity: Option<u64>,
     /// Where the request notes which replica answered and how long it waited on backends.
     pub trail: Arc<Trail>,
+    /// Another route takes the request if this one fails before answering: a replica slow
+    /// to start its answer is given up on, and a route whose replicas are all ejected is
+    /// not tried.
+    pub fallback: bool,
 }
 
 /// What the upstream side of one request amounted to: which route and replica answered
@@ -334,8 +398,8 @@ pub enum PoolError {
         error: BackendError,
         reason: RetryReason,
     },
-    /// The request itself failed (a 400, a timeout, a bad answer): no other server would
-    /// do better.
+    /// The request itself failed (a 400, an error the backend explained, an answer too
+    /// large): no other server would do better.
     Failed(BackendError),
 }
 
@@ -426,10 +490,22 @@ impl Pool {
     ) -> Result<EventStream, PoolError> {
         let mut tried: Vec<usize> = Vec::new();
         let mut attempt: u32 = 0;
+        if ask.fallback
+            && let Some(error) = self.all_ejected()
+        {
+            tracing::warn!(route = %self.route, "every replica is ejected; not trying any");
+            return Err(PoolError::Exhausted {
+                error,
+                reason: RetryReason::Ejected,
+            });
+        }
         loop {
             let index = self.pick(&tried, ask.affinity);
             let replica = &self.replicas[index];
-            let failure = match self.attempt(replica, request, &ask.trail).await {
+            // Waiting for a slow first event is worth it when nothing else could answer.
+            let others = [tried.as_slice(), &[index]].concat();
+            let bounded = ask.fallback || self.available(&others, Instant::now()) > 0;
+            let failure = match self.attempt(replica, request, &ask.trail, bounded).await {
                 Ok(events) => {
                     tracing::debug!(route = %self.route, upstream = %replica.url, attempt, "backend answered");
                     let _ = ask
@@ -469,13 +545,25 @@ impl Pool {
             }
             // Another replica goes at once (after a short jittered pause); the same one
             // again waits for what it asked, or the growing back-off.
-            let elsewhere = self.available(&tried, Instant::now()) > 0;
+            let now = Instant::now();
+            let elsewhere = self.available(&tried, now) > 0;
+            if reason.elsewhere_only() && !elsewhere {
+                tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; no other replica to try");
+                return Err(exhausted);
+            }
             let backoff = jittered(RETRY_BACKOFF.saturating_mul(1 << attempt.min(8)));
             let wait = match retry_after {
                 Some(asked) if !elsewhere => asked,
                 _ => backoff,
             };
-            if Instant::now() + wait >= ask.deadline {
+            // The retry budget: with every replica ejected, a request makes no more
+            // attempts on this route (its fallbacks, if any, are next) rather than try
+            // each known-bad replica in turn.
+            if self.available(&[], now + wait) == 0 {
+                tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; every replica is out");
+                return Err(exhausted);
+            }
+            if now + wait >= ask.deadline {
                 tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; no time left to retry");
                 return Err(exhausted);
             }
@@ -487,32 +575,71 @@ impl Pool {
         }
     }
 
-    /// One request to one replica, up to its first event.
+    /// One request to one replica, up to its first event, which must come within the
+    /// route's `first_byte` wait when `bounded`. What follows is watched for the replica's
+    /// record: a stream cut or broken later counts against it, one read to its end for it.
     async fn attempt(
         &self,
         replica: &Arc<Replica>,
         request: &ChatRequest,
         trail: &Arc<Trail>,
+        bounded: bool,
     ) -> Result<EventStream, BackendError> {
         let in_flight = replica.begin();
         let started = Instant::now();
-        let mut events = replica.backend.chat(request.clone()).await?;
-        let first = events.next().await;
+        let answer = async {
+            let mut events = replica.backend.chat(request.clone()).await?;
+            let first = events.next().await;
+            Ok::<_, BackendError>((events, first))
+        };
+        let (events, first) = if bounded {
+            tokio::time::timeout(self.settings.first_byte, answer)
+                .await
+                .map_err(|_| BackendError::Timeout {
+                    phase: TimeoutPhase::FirstByte,
+                })??
+        } else {
+            answer.await?
+        };
         let first_event = started.elapsed();
         let first = match first {
             Some(Err(error)) if RetryReason::of(&error).is_some() => return Err(error),
             first => first,
         };
-        replica.succeeded();
         metrics::histogram!("gateway_backend_ttfb_seconds", "route" => self.route.clone())
             .record(first_event.as_secs_f64());
         Ok(Holding {
             events: stream::iter(first).chain(events).boxed(),
-            _in_flight: in_flight,
+            in_flight,
             trail: Arc::clone(trail),
             waiting_since: None,
+            route: self.route.clone(),
+            settings: self.settings,
+            settled: false,
         }
         .boxed())
+    }
+
+    /// When every replica is ejected, the failure to report for the route: the replica
+    /// back soonest, named.
+    fn all_ejected(&self) -> Option<BackendError> {
+        let now = Instant::now();
+        let mut back = Vec::with_capacity(self.replicas.len());
+        for replica in &self.replicas {
+            back.push((
+                replica.ejection().until.filter(|until| *until > now)?,
+                replica,
+            ));
+        }
+        let (until, replica) = back.into_iter().min_by_key(|(until, _)| *until)?;
+        Some(BackendError::Connect {
+            url: replica.url.clone(),
+            failure: ConnectionFailure::Unreachable,
+            detail: format!(
+                "every replica of the route is ejected; the first is back in {:.1} s",
+                (until - now).as_secs_f64()
+            ),
+        })
     }
 
     /// Replicas not tried yet that take requests now.
@@ -578,8 +705,7 @@ impl Pool {
     /// count a failure.
     pub async fn check(&self) {
         let results =
-            futures::future::join_all(self.replicas.iter().map(|replica| replica.backend.check()))
-                .await;
+            futures::future::join_all(self.replicas.iter().map(|replica| replica.check())).await;
         for (replica, result) in self.replicas.iter().zip(results) {
             match result {
                 Ok(()) => replica.restore(),
@@ -591,11 +717,39 @@ impl Pool {
         }
     }
 
-    /// The prompt's tokens by the backend's tokenizer, asked of any replica taking
-    /// requests.
-    pub async fn count_tokens(&self, request: ChatRequest) -> Result<Option<u64>, BackendError> {
-        let index = self.pick(&[], None);
-        self.replicas[index].backend.count_tokens(request).await
+    /// The prompt's tokens by the backend's tokenizer, asked of a replica taking requests
+    /// for at most `COUNT_TIMEOUT` (and never past `deadline`), then of another one when
+    /// there is one. Its failures do not count against the replica: a tokenizer is no
+    /// answer, and the caller has an estimate to give.
+    pub async fn count_tokens(
+        &self,
+        request: ChatRequest,
+        deadline: Instant,
+    ) -> Result<Option<u64>, BackendError> {
+        let mut tried = Vec::new();
+        loop {
+            let index = self.pick(&tried, None);
+            tried.push(index);
+            let replica = &self.replicas[index];
+            let wait = COUNT_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
+            let error =
+                match tokio::time::timeout(wait, replica.backend.count_tokens(request.clone()))
+                    .await
+                {
+                    Ok(Ok(count)) => return Ok(count),
+                    Ok(Err(error)) => error,
+                    Err(_) => BackendError::Timeout {
+                        phase: TimeoutPhase::FirstByte,
+                    },
+                };
+            if tried.len() >= COUNT_ATTEMPTS
+                || self.available(&tried, Instant::now()) == 0
+                || Instant::now() >= deadline
+            {
+                return Err(error);
+            }
+            tracing::warn!(route = %self.route, upstream = %replica.url, outcome = %outcome(&error), "the tokenizer did not answer; asking another replica");
+        }
     }
 }
 
@@ -625,22 +779,54 @@ impl Backend for PoolBackend {
         &self,
         request: ChatRequest,
     ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
-        Box::pin(self.pool.count_tokens(request))
+        Box::pin(self.pool.count_tokens(request, self.ask.deadline))
     }
 
     fn check(&self) -> BoxFuture<'_, Result<(), BackendError>> {
         let index = self.pool.pick(&[], None);
-        self.pool.replicas[index].backend.check()
+        Box::pin(self.pool.replicas[index].check())
     }
 }
 
 /// The answer's events, keeping the replica counted busy until the answer is read or
-/// dropped, and adding the time its reader waits for each event to the trail.
+/// dropped, adding the time its reader waits for each event to the trail, and noting in
+/// the replica's record how the answer ended: read to its end, or broken by the replica
+/// (a cut, a stall, bytes that decode to no answer). An answer dropped unread counts for
+/// nothing.
 struct Holding {
     events: EventStream,
-    _in_flight: InFlight,
+    in_flight: InFlight,
     trail: Arc<Trail>,
     waiting_since: Option<Instant>,
+    route: String,
+    settings: PoolSettings,
+    /// The answer's end has been noted.
+    settled: bool,
+}
+
+impl Holding {
+    fn settle(&mut self, item: Option<&<EventStream as Stream>::Item>) {
+        if self.settled {
+            return;
+        }
+        let replica = &self.in_flight.0;
+        match item {
+            None => {
+                self.settled = true;
+                replica.succeeded();
+            }
+            Some(Err(error)) => {
+                self.settled = true;
+                if RetryReason::of(error).is_some_and(RetryReason::blames_replica) {
+                    tracing::warn!(route = %self.route, upstream = %replica.url, outcome = %outcome(error), "replica broke an answer under way");
+                    if let Some(length) = replica.failed(&self.settings) {
+                        tracing::warn!(route = %self.route, upstream = %replica.url, seconds = length.as_secs_f64(), "replica ejected after failing");
+                    }
+                }
+            }
+            Some(Ok(_)) => {}
+        }
+    }
 }
 
 impl Stream for Holding {
@@ -658,6 +844,9 @@ impl Stream for Holding {
                 self.waiting_since = None;
             }
             _ => {}
+        }
+        if let std::task::Poll::Ready(item) = &polled {
+            self.settle(item.as_ref());
         }
         polled
     }
@@ -714,6 +903,7 @@ mod tests {
                 retries: 2,
                 eject_after: 3,
                 eject_for: Duration::from_secs(5),
+                first_byte: Duration::from_secs(60),
             },
         )
     }
@@ -801,14 +991,37 @@ mod tests {
                 Some(RetryReason::ServerError)
             );
         }
-        for status in [400, 401, 404, 422, 501] {
+        for status in [400, 401, 422] {
             assert_eq!(RetryReason::of(&http(status)), None, "{status}");
+        }
+        for status in [404, 501] {
+            assert_eq!(RetryReason::of(&http(status)), Some(RetryReason::NotServed));
         }
         let cut = |offset| BackendError::StreamCut {
             offset,
             detail: String::new(),
         };
         assert_eq!(RetryReason::of(&cut(0)), Some(RetryReason::Reset));
-        assert_eq!(RetryReason::of(&cut(10)), None, "the answer had begun");
+        assert_eq!(
+            RetryReason::of(&cut(10)),
+            Some(RetryReason::BadAnswer),
+            "bytes, but no event"
+        );
+        let decode = |kind| BackendError::Decode(switchboard_wire::DecodeError { offset: 0, kind });
+        assert_eq!(
+            RetryReason::of(&decode(DecodeErrorKind::Json("<html>".into()))),
+            Some(RetryReason::BadAnswer)
+        );
+        assert_eq!(
+            RetryReason::of(&decode(DecodeErrorKind::Backend("prompt too long".into()))),
+            None,
+            "the backend explained itself"
+        );
+        assert_eq!(
+            RetryReason::of(&BackendError::Timeout {
+                phase: TimeoutPhase::FirstByte
+            }),
+            Some(RetryReason::Timeout)
+        );
     }
 }

@@ -46,9 +46,11 @@ impl std::fmt::Debug for Route {
 
 impl Route {
     /// Builds the client for a configured route. The API key is read from the variable the
-    /// configuration names, or the provider's usual one.
+    /// configuration names, or the provider's usual one; `request_timeout` is the gateway's
+    /// request deadline, which bounds the default wait for a first event.
     pub fn from_config(
         config: &RouteConfig,
+        request_timeout: Duration,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
         let format = config.format();
@@ -86,6 +88,7 @@ impl Route {
             // `Config::check` bounds both; a value it let through cannot panic here.
             eject_for: Duration::try_from_secs_f64(config.eject_secs)
                 .unwrap_or(Duration::from_secs(5)),
+            first_byte: config.first_byte_timeout(request_timeout),
         };
         let family = config
             .format

@@ -84,7 +84,9 @@ mod tests {
         let routes = config
             .routes
             .iter()
-            .map(|route| Arc::new(Route::from_config(route, &|_| None).unwrap()))
+            .map(|route| {
+                Arc::new(Route::from_config(route, config.request_timeout(), &|_| None).unwrap())
+            })
             .collect();
         RouteTable::new(&config, routes).unwrap()
     }
