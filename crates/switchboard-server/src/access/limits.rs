@@ -453,6 +453,43 @@ mod tests {
     }
 
     #[test]
+    fn reservations_fill_the_budget_until_usage_replaces_them() {
+        use super::super::keys::Keyring;
+        let config = KeyConfig {
+            name: "k".into(),
+            sha256: Some(hex::encode(<sha2::Sha256 as sha2::Digest>::digest("k"))),
+            key_env: None,
+            routes: None,
+            requests_per_minute: None,
+            tokens_per_minute: Some(100),
+            max_concurrent: None,
+        };
+        let ring = Keyring::build(&[config], &|_| None).unwrap();
+        let key = &ring.all()[0];
+        let memory = Memory::new(1);
+        // Levels drain 100 tokens a minute meanwhile: compared within a second's worth.
+        let near = |level: f64, expected: f64| (level - expected).abs() < 2.0;
+        let mut levels = Vec::new();
+        for _ in 0..3 {
+            let (refused, level) = memory.reserve(key, 40);
+            assert!(!refused, "{level}");
+            levels.push(level);
+        }
+        assert!(near(levels[1], 40.0) && near(levels[2], 80.0), "{levels:?}");
+        let (refused, level) = memory.reserve(key, 40);
+        assert!(refused && near(level, 120.0), "{level}");
+        // Each answer used 10 of its 40: the budget is open again.
+        for _ in 0..3 {
+            memory.charge(key, 10 - 40);
+        }
+        let (refused, level) = memory.reserve(key, 40);
+        assert!(!refused && near(level, 30.0), "{level}");
+        // Giving back more than is left empties the bucket, no further.
+        memory.charge(key, -1000);
+        assert!(near(memory.reserve(key, 0).1, 0.0));
+    }
+
+    #[test]
     fn a_reload_keeps_the_counters_of_keys_it_keeps_by_name() {
         use super::super::keys::Keyring;
         let config = |name: &str, secret: &str| KeyConfig {

@@ -34,13 +34,22 @@ pub struct Tally {
 impl Tally {
     /// What a whole answer amounted to.
     pub fn of(answer: &Answer) -> Self {
-        let usage = answer.response.usage.unwrap_or_default();
+        let response = &answer.response;
+        let usage = response.usage.unwrap_or_default();
+        let texts = [&response.content, &response.reasoning_content]
+            .into_iter()
+            .flatten()
+            .map(String::len);
+        let calls = response
+            .tool_calls
+            .iter()
+            .map(|call| call.name.len() + call.arguments.len());
         Self {
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
             tool_calls: answer.response.tool_calls.len(),
             finish_reason: Some(answer.response.finish_reason.clone()),
-            output_bytes: 0,
+            output_bytes: texts.chain(calls).sum::<usize>() as u64,
         }
     }
 
