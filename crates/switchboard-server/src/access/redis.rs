@@ -22,6 +22,8 @@ pub use crate::redis_link::{LinkError as StoreError, check_url};
 const PREFIX: &str = "switchboard:limits:";
 /// How often tokens no admission has carried yet are sent on their own.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Most leases a key keeps to end once Redis answers; past it the oldest are left to lapse.
+const KEPT_RELEASES: usize = 1024;
 
 /// The levels a decision is made from, as they were before the request (earlier answers'
 /// tokens charged). `limits::decide` reaches the script's verdict from the same numbers:
@@ -160,8 +162,9 @@ pub struct Remote {
     keys: Vec<Arc<Key>>,
     /// Tokens charged (or given back) in this process and not yet sent, by key slot.
     pending: Vec<AtomicI64>,
-    /// Leases of requests that ended while Redis could not be told, by key slot. This
-    /// process holds at most `max_concurrent` leases of a key, so no more wait here.
+    /// Leases to end once Redis answers, by key slot: those of requests that ended while
+    /// Redis could not be told, and those of admissions that failed (a call that timed out
+    /// may still run when a stalled Redis wakes).
     releases: Vec<Mutex<Vec<String>>>,
     /// How long an open request's lease lasts.
     lease: Duration,
@@ -217,9 +220,14 @@ impl Remote {
     /// holding a lease holds the lease id returned.
     pub async fn admit(&self, key: &Key) -> Result<(Levels, String), StoreError> {
         let lease = format!("{:016x}", rand::random::<u64>());
-        let kept = self.take(key);
+        let mut kept = self.take(key);
         let outcome = self.shared.admit(key, &lease, self.lease, &kept).await;
-        if outcome.is_err() {
+        if let Err(error) = &outcome {
+            // A call a stalled Redis received may still run when it wakes, and hold a lease
+            // no request here holds: it is ended then too.
+            if key.limits.max_concurrent.is_some() && !matches!(error, StoreError::Waiting { .. }) {
+                kept.leases.push(lease.clone());
+            }
             self.keep(key, kept);
         }
         self.observe("admit", outcome).map(|levels| (levels, lease))
@@ -262,7 +270,10 @@ impl Remote {
     fn keep(&self, key: &Key, kept: Kept) {
         self.charge(key, kept.tokens);
         if let Some(releases) = self.releases.get(key.slot) {
-            lock(releases).extend(kept.leases);
+            let mut releases = lock(releases);
+            releases.extend(kept.leases);
+            let past = releases.len().saturating_sub(KEPT_RELEASES);
+            releases.drain(..past);
         }
     }
 
@@ -286,10 +297,9 @@ impl Remote {
     /// with the key's next call to Redis.
     pub async fn release(&self, key: &Key, lease: String) {
         let outcome = self.shared.release(key, &lease).await;
-        if outcome.is_err()
-            && let Some(releases) = self.releases.get(key.slot)
-        {
-            lock(releases).push(lease);
+        if outcome.is_err() {
+            let leases = vec![lease];
+            self.keep(key, Kept { tokens: 0, leases });
         }
         // A failure is counted and logged there.
         let _ = self.observe("release", outcome);
