@@ -1,8 +1,7 @@
 //! The layer in front of every endpoint: who is calling (401 without a known key), the
-//! key's rate limits on every request that does work (429: see [`counted`]), and the
-//! `/metrics` rule. It runs before routing,
-//! so an endpoint never sees an unauthenticated request, and its errors take the shape of
-//! the API the path belongs to.
+//! key's rate limits on every request that does work (429; see [`counted`]), and the
+//! `/metrics` rule. It runs before routing, so an endpoint never sees an unauthenticated
+//! request, and its errors take the shape of the API the path belongs to.
 
 use std::pin::Pin;
 use std::sync::Arc;

@@ -2,7 +2,8 @@
 //! this process or shared by replicas through Redis.
 //!
 //! Two places check a request. The [`gate`] layer runs before any endpoint: it finds the
-//! key (401 without one), applies the key's limits to every POST (429, with OpenAI's
+//! key (401 without one), applies the key's limits to every POST and to `GET
+//! /v1/characters/{name}`, which runs character code (429, with OpenAI's
 //! `x-ratelimit-*` headers on refusals and successes alike) and hands the endpoint a
 //! [`Caller`]. Which route a request wants is in its body, so each API front-end calls
 //! [`authorize`] once it has parsed the body (403), then [`reserve`] once it knows the
@@ -39,7 +40,7 @@ pub use shape::error_response;
 const LEASE_MARGIN: Duration = Duration::from_secs(60);
 /// What a request without `max_tokens` reserves for its answer (a character's reserves
 /// `character_max_tokens`).
-pub const DEFAULT_ANSWER_TOKENS: u64 = 1024;
+const DEFAULT_ANSWER_TOKENS: u64 = 1024;
 
 /// The gateway's keys, and the counters behind their limits.
 #[derive(Debug)]

@@ -47,8 +47,8 @@ impl Tally {
         Self {
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
-            tool_calls: answer.response.tool_calls.len(),
-            finish_reason: Some(answer.response.finish_reason.clone()),
+            tool_calls: response.tool_calls.len(),
+            finish_reason: Some(response.finish_reason.clone()),
             output_bytes: texts.chain(calls).sum::<usize>() as u64,
         }
     }
@@ -165,7 +165,7 @@ impl RequestLog {
             self.trace(route, outcome, &tally);
         }
         if let Some(caller) = &self.caller {
-            let used = tally.prompt_tokens + tally.completion_tokens;
+            let used = tally.prompt_tokens.saturating_add(tally.completion_tokens);
             // An answer delivered, even in part, without its usage (its client left, or
             // it failed part way) is estimated rather than free.
             if used == 0 && (outcome == "client_closed" || tally.output_bytes > 0) {
