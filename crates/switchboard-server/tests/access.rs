@@ -1211,6 +1211,15 @@ async fn showing_a_character_counts_against_the_keys_requests() {
         "{error}"
     );
     assert!(second.headers.get("retry-after").is_some());
+    let head = send(
+        &gateway,
+        Method::HEAD,
+        "/v1/characters/french-tutor",
+        Credential::Bearer(KEY),
+        None,
+    )
+    .await;
+    assert_eq!(head.status, 429, "HEAD runs the same handler");
     // What runs no character code is not counted.
     let list = send(
         &gateway,

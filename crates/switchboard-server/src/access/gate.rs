@@ -123,12 +123,12 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
 }
 
 /// Whether a request counts against its key's limits: every POST (the requests that ask for
-/// an answer or run a tool), and `GET /v1/characters/{name}`, which runs the character's
-/// code to make its system prompt. Other reads (`/v1/models`, `/v1/characters`, stored
-/// responses) are not counted.
+/// an answer or run a tool), and `GET /v1/characters/{name}` (and its `HEAD`, which runs the
+/// same handler), which runs the character's code to make its system prompt. Other reads
+/// (`/v1/models`, `/v1/characters`, stored responses) are not counted.
 fn counted(method: &Method, path: &str) -> bool {
     *method == Method::POST
-        || (*method == Method::GET
+        || (matches!(*method, Method::GET | Method::HEAD)
             && path
                 .strip_prefix("/v1/characters/")
                 .is_some_and(|name| !name.is_empty() && !name.contains('/')))
