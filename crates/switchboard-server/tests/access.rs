@@ -958,3 +958,349 @@ async fn rejected_character_files_are_shown_only_to_keys_that_may_use_them() {
     assert!(answer.text.contains("did not load"), "{}", answer.text);
     gateway.stop().await.unwrap();
 }
+
+/// A sample's value, 0 when the series was never written.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix(series)
+                .and_then(|rest| rest.trim().parse().ok())
+        })
+        .unwrap_or(0.0)
+}
+
+/// Waits (at most 10 s) until `ready` holds.
+async fn until(mut ready: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !ready() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue 22, item 3: a client that reads part of a stream and hangs up before its usage
+/// event is still charged (the prompt's estimate and the output it was sent), so a small
+/// `tokens_per_minute` budget refuses such requests once it is spent. In this process and
+/// through Redis.
+#[tokio::test]
+async fn a_stream_left_before_its_usage_is_charged_what_was_delivered() {
+    let redis = RedisServer::start();
+    for (name, state) in [
+        ("leaver", String::new()),
+        ("leaver-redis", format!("state = \"{}\"", redis.url)),
+    ] {
+        // 20 chunks of answer; the backend holds the 20th and the usage (15 + 20 tokens).
+        let gates: Vec<_> = (0..20)
+            .map(|_| Arc::new(tokio::sync::Notify::new()))
+            .collect();
+        let replies = gates
+            .iter()
+            .map(|gate| {
+                let mut script = OpenAiScript::new();
+                for _ in 0..20 {
+                    script = script.text("word ");
+                }
+                let mut reply = script.finish("stop", 15, 20).reply();
+                reply.gate = Some((19, Arc::clone(gate)));
+                reply
+            })
+            .collect();
+        let backend = ScriptedServer::start(replies).await;
+        let gateway = gateway(
+            &state,
+            &[
+                key(name, KEY, "tokens_per_minute = 100"),
+                route("qwen", "openai", &backend.base, ""),
+            ],
+        )
+        .await;
+        let (mut admitted, mut refused) = (0, 0);
+        for _ in 0..20 {
+            let mut response = client()
+                .post(format!("{}/v1/chat/completions", base(&gateway)))
+                .bearer_auth(KEY)
+                .json(&streaming(request("qwen", "hi")))
+                .send()
+                .await
+                .unwrap();
+            match response.status().as_u16() {
+                200 => {
+                    admitted += 1;
+                    let first = response.chunk().await.unwrap().unwrap();
+                    assert!(String::from_utf8_lossy(&first).contains("word"));
+                    drop(response);
+                    until(|| backend.hung_up() == admitted).await;
+                    assert_eq!(
+                        backend.hung_up(),
+                        admitted,
+                        "the gateway saw the client leave"
+                    );
+                }
+                429 => refused += 1,
+                other => panic!("unexpected status {other}"),
+            }
+        }
+        let metrics = send(&gateway, Method::GET, "/metrics", Credential::None, None)
+            .await
+            .text;
+        let charged = sample(
+            &metrics,
+            &format!("gateway_key_tokens_total{{key=\"{name}\"}}"),
+        );
+        eprintln!("{name}: {admitted} of 20 admitted, {charged} tokens charged");
+        assert!(
+            refused > 0 && admitted <= 6,
+            "{name}: {admitted} of 20 admitted against 100 tokens a minute, {charged} tokens charged"
+        );
+        assert!(charged > 0.0, "{name}: {charged}");
+        gateway.stop().await.unwrap();
+    }
+}
+
+/// Issue 22, item 11: 50 requests at once against a budget of 100 tokens a minute: each
+/// reserves its estimate (prompt and `max_tokens`) when admitted, so only about the
+/// budget's worth runs, and the key is not left in debt for many minutes. In this process
+/// and through Redis.
+#[tokio::test]
+async fn concurrent_requests_reserve_their_estimate_against_the_tokens_budget() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let redis = RedisServer::start();
+    for (name, state) in [
+        ("burst", String::new()),
+        ("burst-redis", format!("state = \"{}\"", redis.url)),
+    ] {
+        let gates: Vec<_> = (0..50)
+            .map(|_| Arc::new(tokio::sync::Notify::new()))
+            .collect();
+        let replies = gates
+            .iter()
+            .map(|gate| {
+                let mut reply = OpenAiScript::new()
+                    .text("An answer ")
+                    .text("of twenty tokens.")
+                    .finish("stop", 15, 20)
+                    .reply();
+                reply.gate = Some((1, Arc::clone(gate)));
+                reply
+            })
+            .collect();
+        let backend = ScriptedServer::start(replies).await;
+        let gateway = gateway(
+            &state,
+            &[
+                key(name, KEY, "tokens_per_minute = 100"),
+                route("qwen", "openai", &backend.base, ""),
+            ],
+        )
+        .await;
+        let body = json!({"model": "qwen", "max_tokens": 20,
+            "messages": [{"role": "user", "content": "hi"}]});
+        let refused = AtomicUsize::new(0);
+        let requests = futures::future::join_all((0..50).map(|_| async {
+            let answer = chat(&gateway, Credential::Bearer(KEY), &body).await;
+            if answer.status == 429 {
+                refused.fetch_add(1, Ordering::SeqCst);
+            }
+            answer.status
+        }));
+        let release = async {
+            // Every request is either at the backend or refused before any answer ends.
+            until(|| refused.load(Ordering::SeqCst) + backend.requests().len() == 50).await;
+            for gate in &gates {
+                gate.notify_one();
+            }
+        };
+        let (statuses, ()) = tokio::join!(requests, release);
+        let admitted = statuses.iter().filter(|status| **status == 200).count();
+        assert_eq!(
+            admitted + refused.load(Ordering::SeqCst),
+            50,
+            "{statuses:?}"
+        );
+        let after = chat(&gateway, Credential::Bearer(KEY), &body).await;
+        after.error(429);
+        let wait: u64 = header(&after, "retry-after").parse().unwrap();
+        eprintln!(
+            "{name}: {admitted} of 50 admitted ({} tokens), then refused for {wait} s",
+            admitted * 35
+        );
+        // Each reserves 25 (5 of prompt, 20 of answer): four fill the budget, and a fifth or
+        // sixth may pass on what drained while the burst arrived.
+        assert!(
+            (1..=6).contains(&admitted),
+            "{name}: {admitted} of 50 admitted against 100 tokens a minute"
+        );
+        assert!(wait <= 120, "{name}: refused for {wait} s");
+        gateway.stop().await.unwrap();
+    }
+}
+
+/// The first answer Redis decided (it carries the `x-ratelimit-*` headers, or is refused),
+/// once it answers again after an outage; the last one after 10 s.
+async fn decided_by_redis(gateway: &RunningGateway) -> Answer {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let answer = chat(gateway, Credential::Bearer(KEY), &request("qwen", "hi")).await;
+        let by_redis = answer.status == 429
+            || answer
+                .headers
+                .get("x-ratelimit-remaining-requests")
+                .is_some();
+        if by_redis || tokio::time::Instant::now() > deadline {
+            return answer;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Issue 22, item 7: a stream that ends while Redis stalls cannot end its lease there; the
+/// release is kept and sent once Redis answers, so a key with `max_concurrent = 1` is
+/// usable again at once instead of for `request_timeout_secs` + 60 s.
+#[tokio::test]
+async fn releases_that_failed_while_redis_stalled_are_sent_once_it_answers() {
+    let redis = RedisServer::start();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let mut held = OpenAiScript::new()
+        .text("First ")
+        .text("second.")
+        .finish("stop", 1, 1)
+        .reply();
+    held.gate = Some((1, Arc::clone(&gate)));
+    let mut replies = vec![held];
+    replies.extend((0..100).map(|_| ok_reply(1, 1)));
+    let backend = ScriptedServer::start(replies).await;
+    let gateway = gateway(
+        &format!("state = \"{}\"", redis.url),
+        &[
+            key(
+                "stalled",
+                KEY,
+                "max_concurrent = 1\nrequests_per_minute = 1000",
+            ),
+            route("qwen", "openai", &backend.base, ""),
+        ],
+    )
+    .await;
+    let mut stream = client()
+        .post(format!("{}/v1/chat/completions", base(&gateway)))
+        .bearer_auth(KEY)
+        .json(&streaming(request("qwen", "hi")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    stream.chunk().await.unwrap().unwrap();
+
+    redis.pause();
+    // Redis does not answer: this request is admitted unchecked (fail open).
+    let unchecked = chat(&gateway, Credential::Bearer(KEY), &request("qwen", "hi")).await;
+    assert_eq!(unchecked.status, 200, "{}", unchecked.text);
+    assert!(
+        unchecked
+            .headers
+            .get("x-ratelimit-remaining-requests")
+            .is_none()
+    );
+    // The stream ends while Redis still stalls: its release fails.
+    gate.notify_one();
+    while stream.chunk().await.unwrap().is_some() {}
+    let released_failed = || async {
+        let metrics = send(&gateway, Method::GET, "/metrics", Credential::None, None)
+            .await
+            .text;
+        sample(
+            &metrics,
+            "gateway_rate_limit_state_errors_total{operation=\"release\"}",
+        )
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while released_failed().await < 1.0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(released_failed().await >= 1.0, "the release failed");
+
+    redis.resume();
+    // The first request Redis decides finds the slot free.
+    let decided = decided_by_redis(&gateway).await;
+    assert_eq!(
+        decided.status, 200,
+        "the stream's slot was given back once Redis answered: {}",
+        decided.text
+    );
+
+    // An admission that timed out on the stalled Redis runs when it wakes, and takes a
+    // lease no request holds: that lease is ended too.
+    redis.pause();
+    let unchecked = chat(&gateway, Credential::Bearer(KEY), &request("qwen", "hi")).await;
+    assert_eq!(unchecked.status, 200, "{}", unchecked.text);
+    assert!(
+        unchecked
+            .headers
+            .get("x-ratelimit-remaining-requests")
+            .is_none()
+    );
+    redis.resume();
+    let decided = decided_by_redis(&gateway).await;
+    assert_eq!(
+        decided.status, 200,
+        "no lease outlived the stall: {}",
+        decided.text
+    );
+    gateway.stop().await.unwrap();
+}
+
+/// Issue 22, item 13: `GET /v1/characters/{name}` runs the character's code, so it counts
+/// against the key's limits like a POST.
+#[tokio::test]
+async fn showing_a_character_counts_against_the_keys_requests() {
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = gateway(
+        "",
+        &[
+            key("ci", KEY, "requests_per_minute = 1"),
+            route("qwen", "openai", &backend.base, ""),
+        ],
+    )
+    .await;
+    let show = || {
+        send(
+            &gateway,
+            Method::GET,
+            "/v1/characters/french-tutor",
+            Credential::Bearer(KEY),
+            None,
+        )
+    };
+    let first = show().await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert!(first.json()["system_prompt"].is_string(), "{}", first.text);
+    let second = show().await;
+    let error = second.error(429);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 requests per minute"),
+        "{error}"
+    );
+    assert!(second.headers.get("retry-after").is_some());
+    let head = send(
+        &gateway,
+        Method::HEAD,
+        "/v1/characters/french-tutor",
+        Credential::Bearer(KEY),
+        None,
+    )
+    .await;
+    assert_eq!(head.status, 429, "HEAD runs the same handler");
+    // What runs no character code is not counted.
+    let list = send(
+        &gateway,
+        Method::GET,
+        "/v1/characters",
+        Credential::Bearer(KEY),
+        None,
+    )
+    .await;
+    assert_eq!(list.status, 200);
+    gateway.stop().await.unwrap();
+}

@@ -64,6 +64,27 @@ impl RedisServer {
             && &reply == b"+PONG\r\n"
     }
 
+    /// Stops the server's process without ending it (`SIGSTOP`): a Redis that stalls, its
+    /// connections open and unanswered, until [`RedisServer::resume`].
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server run again (`SIGCONT`).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let status = Command::new("kill")
+                .args([signal, &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success(), "kill {signal} {}: {status}", child.id());
+        }
+    }
+
     /// Kills the server (an outage) and waits until it is gone.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -1,7 +1,7 @@
 //! The layer in front of every endpoint: who is calling (401 without a known key), the
-//! key's rate limits on every POST (429), and the `/metrics` rule. It runs before routing,
-//! so an endpoint never sees an unauthenticated request, and its errors take the shape of
-//! the API the path belongs to.
+//! key's rate limits on every request that does work (429; see [`counted`]), and the
+//! `/metrics` rule. It runs before routing, so an endpoint never sees an unauthenticated
+//! request, and its errors take the shape of the API the path belongs to.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use http_body::{Frame, SizeHint};
 
 use super::keys::Presented;
 use super::limits::{Exceeded, Verdict};
-use super::{Admission, Caller, Lease, error_response};
+use super::{Admission, Caller, Lease, Share, error_response, unavailable};
 use crate::api::RequestId;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -57,11 +57,16 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     };
     let limited = key
         .as_ref()
-        .filter(|key| key.limits.any() && request.method() == Method::POST)
+        .filter(|key| key.limits.any() && counted(request.method(), path))
         .cloned();
+    let share = limited
+        .as_ref()
+        .filter(|key| key.limits.tokens_per_minute.is_some())
+        .map(|_| Arc::new(Share::default()));
     request.extensions_mut().insert(Caller {
         key,
         live: Arc::clone(&live),
+        share: share.clone(),
     });
     let Some(key) = limited else {
         return next.run(request).await;
@@ -69,6 +74,15 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     match access.admit(&key).await {
         Admission::Admitted(verdict, lease) => {
             let mut response = next.run(request).await;
+            // The endpoint's refusal of the request's reservation, with the budget it saw.
+            let refused = share.as_ref().and_then(|share| share.lock().refused);
+            let verdict = match (refused, verdict) {
+                (Some(refused), verdict) => Some(Verdict {
+                    requests: verdict.and_then(|verdict| verdict.requests),
+                    ..refused
+                }),
+                (None, verdict) => verdict,
+            };
             if let Some(verdict) = verdict {
                 verdict.headers(response.headers_mut());
             }
@@ -103,18 +117,21 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
                 "rate_limit_state_unavailable",
                 Some(&key.name),
             );
-            error_response(
-                &path,
-                ApiError::upstream(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!(
-                        "rate limits cannot be checked, so the request was not served: {error}"
-                    ),
-                    "rate_limit_state_unavailable",
-                ),
-            )
+            error_response(&path, unavailable(&error))
         }
     }
+}
+
+/// Whether a request counts against its key's limits: every POST (the requests that ask for
+/// an answer or run a tool), and `GET /v1/characters/{name}` (and its `HEAD`, which runs the
+/// same handler), which runs the character's code to make its system prompt. Other reads
+/// (`/v1/models`, `/v1/characters`, stored responses) are not counted.
+fn counted(method: &Method, path: &str) -> bool {
+    *method == Method::POST
+        || (matches!(*method, Method::GET | Method::HEAD)
+            && path
+                .strip_prefix("/v1/characters/")
+                .is_some_and(|name| !name.is_empty() && !name.contains('/')))
 }
 
 /// A 401 in the path's API shape.
@@ -146,7 +163,7 @@ fn denied(request: &Request, path: &str, code: &'static str) -> Response {
     response
 }
 
-fn too_many(name: &str, verdict: &Verdict, exceeded: Exceeded) -> ApiError {
+pub(super) fn too_many(name: &str, verdict: &Verdict, exceeded: Exceeded) -> ApiError {
     let wait = verdict
         .refused
         .map_or(0, |(_, wait)| wait.as_millis().div_ceil(1000).max(1));

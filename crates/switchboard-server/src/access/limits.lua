@@ -6,12 +6,20 @@
 -- KEYS[1] requests bucket, KEYS[2] tokens bucket (hashes: level, at), KEYS[3] open
 -- requests (a sorted set of lease ids scored by when the lease lapses).
 --
+-- Every call first settles what the replica kept for it: tokens of earlier answers (negative
+-- when a reservation gave back more than its answer used) and the leases of requests that
+-- ended while Redis could not be told (ARGV[8] onwards for "admit", ARGV[5] onwards for
+-- "settle").
+--
 -- ARGV[1] = "admit": ARGV[2] requests per minute, ARGV[3] tokens per minute, ARGV[4] max
 --   open requests (0: no such limit), ARGV[5] lease id, ARGV[6] lease length in µs,
---   ARGV[7] tokens of earlier answers to charge first.
+--   ARGV[7] tokens to settle first.
 --   Returns {refused (0 admitted, 1 requests, 2 tokens, 3 open requests), requests level,
 --   tokens level, open requests} as strings, the levels before this request.
--- ARGV[1] = "charge": ARGV[2] tokens per minute, ARGV[3] tokens. Returns the new level.
+-- ARGV[1] = "settle": ARGV[2] tokens per minute (0: no such limit), ARGV[3] tokens to settle,
+--   ARGV[4] tokens an admitted request reserves (0: none); the reservation is refused
+--   while the budget is spent, as "admit" refuses. Returns {refused (0 or 2), tokens level
+--   before the reservation}.
 
 local MINUTE = 60000000
 local SLACK = 1e-9
@@ -32,22 +40,43 @@ local function save(key, value, per_minute)
   redis.call('PEXPIRE', key, math.floor(value * MINUTE / per_minute / 1000) + 1000)
 end
 
-if ARGV[1] == 'charge' then
-  local per_minute, tokens = tonumber(ARGV[2]), tonumber(ARGV[3])
-  local value = level(KEYS[2], per_minute) + tokens
-  save(KEYS[2], value, per_minute)
-  return string.format('%.17g', value)
+-- Ends the leases from ARGV[first] on.
+local function release(first)
+  if #ARGV >= first then
+    redis.call('ZREM', KEYS[3], unpack(ARGV, first))
+  end
+end
+
+-- The tokens level once `charged` is settled (never below empty).
+local function settled(per_minute, charged)
+  local tokens = level(KEYS[2], per_minute)
+  if per_minute > 0 and charged ~= 0 then
+    tokens = math.max(0, tokens + charged)
+    save(KEYS[2], tokens, per_minute)
+  end
+  return tokens
+end
+
+if ARGV[1] == 'settle' then
+  local per_minute, reserve = tonumber(ARGV[2]), tonumber(ARGV[4])
+  release(5)
+  local tokens = settled(per_minute, tonumber(ARGV[3]))
+  local refused = 0
+  if per_minute > 0 and reserve > 0 then
+    if tokens >= per_minute then
+      refused = 2
+    else
+      save(KEYS[2], tokens + reserve, per_minute)
+    end
+  end
+  return {tostring(refused), string.format('%.17g', tokens)}
 end
 
 local requests_per_minute, tokens_per_minute = tonumber(ARGV[2]), tonumber(ARGV[3])
 local max_open, lease, lease_us = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+release(8)
 local requests = level(KEYS[1], requests_per_minute)
-local tokens = level(KEYS[2], tokens_per_minute)
-local charged = tonumber(ARGV[7])
-if tokens_per_minute > 0 and charged > 0 then
-  tokens = tokens + charged
-  save(KEYS[2], tokens, tokens_per_minute)
-end
+local tokens = settled(tokens_per_minute, tonumber(ARGV[7]))
 local open = 0
 if max_open > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)

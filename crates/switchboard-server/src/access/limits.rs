@@ -5,8 +5,10 @@
 //! Each per-minute limit is a leaky bucket: a level that drains at the limit's rate, so a
 //! key may burst up to its whole minute's budget and then gets a steady share, with no
 //! window edge at which twice the budget passes. A request adds 1 to its bucket and is
-//! refused when that would overflow; an answer's tokens are added once its usage is known,
-//! and a request is refused only while the token bucket is already full (the budget spent).
+//! refused when that would overflow. A request is refused only while the token bucket is
+//! already full (the budget spent); once its body is read, an admitted request reserves its
+//! estimate in the bucket (refused, the same way, when concurrent requests spent the budget
+//! meanwhile), and its answer's usage replaces the reservation once known.
 //! `limits.lua` is the same arithmetic run inside Redis; the two must agree.
 
 use std::sync::{Arc, Mutex};
@@ -302,14 +304,32 @@ impl Memory {
         .unwrap_or_default()
     }
 
-    /// Adds an answer's tokens to the key's token bucket.
-    pub fn charge(&self, key: &Key, tokens: u64) {
+    /// Adds an answer's tokens (negative: a reservation given back) to the key's token
+    /// bucket.
+    pub fn charge(&self, key: &Key, tokens: i64) {
         if let Some(limit) = key.limits.tokens_per_minute {
             self.with(key, |counters, now| {
                 let level = drained(counters.tokens.0, counters.tokens.1, now, limit);
-                counters.tokens = (level + tokens as f64, now);
+                counters.tokens = ((level + tokens as f64).max(0.0), now);
             });
         }
+    }
+
+    /// Reserves an admitted request's estimate unless the budget is spent: the tokens
+    /// level before the reservation, and whether it was refused.
+    pub fn reserve(&self, key: &Key, tokens: u64) -> (bool, f64) {
+        let Some(limit) = key.limits.tokens_per_minute else {
+            return (false, 0.0);
+        };
+        self.with(key, |counters, now| {
+            let level = drained(counters.tokens.0, counters.tokens.1, now, limit);
+            let refused = level >= limit as f64;
+            if !refused {
+                counters.tokens = (level + tokens as f64, now);
+            }
+            (refused, level)
+        })
+        .unwrap_or_default()
     }
 
     /// A request admitted by [`Memory::admit`] has ended.
@@ -430,6 +450,43 @@ mod tests {
             99,
             "only the first request counted"
         );
+    }
+
+    #[test]
+    fn reservations_fill_the_budget_until_usage_replaces_them() {
+        use super::super::keys::Keyring;
+        let config = KeyConfig {
+            name: "k".into(),
+            sha256: Some(hex::encode(<sha2::Sha256 as sha2::Digest>::digest("k"))),
+            key_env: None,
+            routes: None,
+            requests_per_minute: None,
+            tokens_per_minute: Some(100),
+            max_concurrent: None,
+        };
+        let ring = Keyring::build(&[config], &|_| None).unwrap();
+        let key = &ring.all()[0];
+        let memory = Memory::new(1);
+        // Levels drain 100 tokens a minute meanwhile: compared within a second's worth.
+        let near = |level: f64, expected: f64| (level - expected).abs() < 2.0;
+        let mut levels = Vec::new();
+        for _ in 0..3 {
+            let (refused, level) = memory.reserve(key, 40);
+            assert!(!refused, "{level}");
+            levels.push(level);
+        }
+        assert!(near(levels[1], 40.0) && near(levels[2], 80.0), "{levels:?}");
+        let (refused, level) = memory.reserve(key, 40);
+        assert!(refused && near(level, 120.0), "{level}");
+        // Each answer used 10 of its 40: the budget is open again.
+        for _ in 0..3 {
+            memory.charge(key, 10 - 40);
+        }
+        let (refused, level) = memory.reserve(key, 40);
+        assert!(!refused && near(level, 30.0), "{level}");
+        // Giving back more than is left empties the bucket, no further.
+        memory.charge(key, -1000);
+        assert!(near(memory.reserve(key, 0).1, 0.0));
     }
 
     #[test]

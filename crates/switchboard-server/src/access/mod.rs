@@ -2,12 +2,15 @@
 //! this process or shared by replicas through Redis.
 //!
 //! Two places check a request. The [`gate`] layer runs before any endpoint: it finds the
-//! key (401 without one), applies the key's limits to every POST (429, with OpenAI's
+//! key (401 without one), applies the key's limits to every POST and to `GET
+//! /v1/characters/{name}`, which runs character code (429, with OpenAI's
 //! `x-ratelimit-*` headers on refusals and successes alike) and hands the endpoint a
 //! [`Caller`]. Which route a request wants is in its body, so each API front-end calls
-//! [`authorize`] once it has parsed the body (404 for what the key may not use), and gives the caller to its
-//! `RequestLog`, which charges the answer's tokens to the key. Errors take the shape of the
-//! endpoint's own API ([`error_response`]).
+//! [`authorize`] once it has parsed the body (404 for what the key may not use), then
+//! [`reserve`] once it knows the request's estimate (429 when concurrent requests spent the
+//! key's tokens meanwhile), and gives the caller to its `RequestLog`, which settles the
+//! reservation with the answer's tokens. Errors take the shape of the endpoint's own API
+//! ([`error_response`]).
 
 mod gate;
 mod keys;
@@ -16,17 +19,17 @@ mod redis;
 mod shape;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::pipeline::model_id;
+use crate::pipeline::{CHARACTER_PREFIX, GatewayRequest, estimate_text, estimate_tokens, model_id};
 use crate::state::{AppState, Live};
 use keys::{Key, Keyring, Secret};
-use limits::{Memory, Verdict, decide};
+use limits::{Exceeded, Limits, Memory, Verdict, decide};
 use redis::{Remote, StoreError};
 
 pub use gate::gate;
@@ -36,6 +39,9 @@ pub use shape::error_response;
 /// How long an open request's lease outlives the request deadline in Redis: a replica that
 /// dies mid-request frees its slots after this.
 const LEASE_MARGIN: Duration = Duration::from_secs(60);
+/// What a request without `max_tokens` reserves for its answer (a character's reserves
+/// `character_max_tokens`).
+const DEFAULT_ANSWER_TOKENS: u64 = 1024;
 
 /// The gateway's keys, and the counters behind their limits.
 #[derive(Debug)]
@@ -59,6 +65,31 @@ enum Limiter {
 pub struct Caller {
     key: Option<Arc<Key>>,
     live: Arc<Live>,
+    /// A request subject to its key's `tokens_per_minute`: its part of the budget.
+    share: Option<Arc<Share>>,
+}
+
+/// A token-limited request's part of its key's budget, shared by the gate (which answers
+/// with its headers), the endpoint (which reserves it) and the log line (which settles it).
+#[derive(Debug, Default)]
+struct Share(Mutex<Standing>);
+
+#[derive(Debug, Default)]
+struct Standing {
+    /// Tokens reserved and not yet settled.
+    reserved: u64,
+    /// The prompt's estimate: what an answer left before its usage came costs at least.
+    prompt: u64,
+    /// The reservation's refusal, whose headers the gate sends.
+    refused: Option<Verdict>,
+}
+
+impl Share {
+    fn lock(&self) -> MutexGuard<'_, Standing> {
+        // A poisoned lock only means another request panicked mid-update; the numbers are
+        // still numbers.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl Caller {
@@ -77,14 +108,24 @@ impl Caller {
         self.key.as_ref().is_none_or(|key| key.may_use(id))
     }
 
-    /// Charges an answer's tokens to the key's budget.
+    /// Charges an answer's tokens to the key's budget, in place of what the request
+    /// reserved.
     pub fn charge(&self, tokens: u64) {
         let Some(key) = &self.key else { return };
-        if tokens == 0 {
+        if tokens > 0 {
+            key.count_tokens(tokens);
+        }
+        if key.limits.tokens_per_minute.is_none() {
             return;
         }
-        key.count_tokens(tokens);
-        if key.limits.tokens_per_minute.is_none() {
+        let reserved = self
+            .share
+            .as_ref()
+            .map_or(0, |share| std::mem::take(&mut share.lock().reserved));
+        let tokens = i64::try_from(tokens)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(reserved).unwrap_or(i64::MAX));
+        if tokens == 0 {
             return;
         }
         match &self.live.access.limiter {
@@ -92,6 +133,68 @@ impl Caller {
             Limiter::Redis(remote) => remote.charge(key, tokens),
         }
     }
+
+    /// Charges an answer delivered without its usage (its client left, or it failed part
+    /// way): the prompt's estimate and the output sent, estimated from its bytes. Never
+    /// nothing once the request reached a backend, so leaving early saves no budget.
+    pub fn charge_estimate(&self, output_bytes: u64) {
+        let prompt = self.share.as_ref().map_or(0, |share| share.lock().prompt);
+        self.charge(prompt.saturating_add(estimate_text(output_bytes)));
+    }
+}
+
+/// Reserves what a parsed request may cost against its key's `tokens_per_minute`, until its
+/// answer's usage replaces the reservation: the prompt's estimate and the answer's
+/// `max_tokens` (else `character_max_tokens` for a character, [`DEFAULT_ANSWER_TOKENS`] for
+/// a route), at most the whole budget. Concurrent requests thus cannot all pass a budget
+/// none of them has spent yet: refused (429) once their reservations spent it.
+pub async fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), ApiError> {
+    let (Some(key), Some(share)) = (&caller.key, &caller.share) else {
+        return Ok(());
+    };
+    let Some(limit) = key.limits.tokens_per_minute else {
+        return Ok(());
+    };
+    let prompt = estimate_tokens(&request.request);
+    let asked = request.request.max_tokens.map(u64::from);
+    let answer = if request.model.starts_with(CHARACTER_PREFIX) {
+        let cap = u64::from(caller.live.config.character_max_tokens);
+        asked.map_or(cap, |asked| asked.min(cap))
+    } else {
+        asked.unwrap_or(DEFAULT_ANSWER_TOKENS)
+    };
+    let tokens = prompt.saturating_add(answer).min(limit);
+    share.lock().prompt = prompt;
+    let (refused, level) = match &caller.live.access.limiter {
+        Limiter::Memory(memory) => memory.reserve(key, tokens),
+        Limiter::Redis(remote) => match remote.reserve(key, tokens).await {
+            Ok(decided) => decided,
+            Err(_) if remote.fail_open => return Ok(()),
+            Err(error) => return Err(unavailable(&error)),
+        },
+    };
+    if !refused {
+        share.lock().reserved = tokens;
+        return Ok(());
+    }
+    let budget = Limits {
+        tokens_per_minute: Some(limit),
+        ..Limits::default()
+    };
+    let verdict = decide(&budget, 0.0, level, 0);
+    metrics::counter!("gateway_rate_limited_total", "key" => key.name.clone(), "limit" => Exceeded::Tokens.label())
+        .increment(1);
+    share.lock().refused = Some(verdict);
+    Err(gate::too_many(&key.name, &verdict, Exceeded::Tokens))
+}
+
+/// The 503 of a request whose limits cannot be checked (`rate_limit_fail_open = false`).
+fn unavailable(error: &StoreError) -> ApiError {
+    ApiError::upstream(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("rate limits cannot be checked, so the request was not served: {error}"),
+        "rate_limit_state_unavailable",
+    )
 }
 
 /// The decision on a request that is subject to limits.
@@ -122,7 +225,7 @@ impl Drop for Lease {
                 let (remote, key) = (Arc::clone(remote), Arc::clone(&self.key));
                 let id = std::mem::take(&mut self.id);
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move { remote.release(&key, &id).await });
+                    runtime.spawn(async move { remote.release(&key, id).await });
                 }
             }
         }
@@ -266,14 +369,14 @@ pub fn authorize(state: &AppState, caller: &Caller, model: &str) -> Result<(), A
                 metrics::counter!("gateway_access_denied_total", "reason" => "route_not_allowed", "key" => key.name.clone())
                     .increment(1);
             }
-            Err(unavailable(key, model))
+            Err(hidden(key, model))
         }
     }
 }
 
 /// The 404 of a name the caller's key may not use, or that nothing answers: the same
 /// either way.
-fn unavailable(key: &Key, model: &str) -> ApiError {
+fn hidden(key: &Key, model: &str) -> ApiError {
     ApiError::not_found(format!(
         "no model named \"{model}\" is available to the API key \"{}\"; GET /v1/models lists what it may use",
         key.name
@@ -286,7 +389,7 @@ impl Caller {
     /// that may not, exactly what [`authorize`] says for names beyond its reach.
     pub fn not_found(&self, model: &str, found: ApiError) -> ApiError {
         match self.key.as_deref() {
-            Some(key) if !key.may_use(model) => unavailable(key, model),
+            Some(key) if !key.may_use(model) => hidden(key, model),
             _ => found,
         }
     }

@@ -5,10 +5,12 @@
 //! An answer's tokens are not sent on their own on the answer's path: they wait in this
 //! process and ride along with the key's next admission (charged before it is decided, so
 //! a client's next request always sees its last answer), and a flush sends what is left
-//! every second, so other replicas see it within that.
+//! every second, so other replicas see it within that. Releases of open requests that
+//! failed (Redis stalled or down) wait and ride along the same way, so a key's slots come
+//! back as soon as Redis answers rather than when their leases lapse.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use redis::Script;
@@ -20,6 +22,8 @@ pub use crate::redis_link::{LinkError as StoreError, check_url};
 const PREFIX: &str = "switchboard:limits:";
 /// How often tokens no admission has carried yet are sent on their own.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Most leases a key keeps to end once Redis answers; past it the oldest are left to lapse.
+const KEPT_RELEASES: usize = 1024;
 
 /// The levels a decision is made from, as they were before the request (earlier answers'
 /// tokens charged). `limits::decide` reaches the script's verdict from the same numbers:
@@ -46,7 +50,7 @@ impl Shared {
         })
     }
 
-    /// Charges `tokens` to the key, then decides on a request and, when admitted, counts
+    /// Settles `kept` with the key, then decides on a request and, when admitted, counts
     /// it; an admitted request with a limit on open requests holds the lease `lease` until
     /// [`Shared::release`] or until `lease_length` has passed (a replica that died cannot
     /// hold it for ever).
@@ -55,7 +59,7 @@ impl Shared {
         key: &Key,
         lease: &str,
         lease_length: Duration,
-        tokens: u64,
+        kept: &Kept,
     ) -> Result<Levels, StoreError> {
         let mut connection = self.link.connection().await?;
         let limits = key.limits;
@@ -70,7 +74,8 @@ impl Shared {
             .arg(limits.max_concurrent.unwrap_or(0))
             .arg(lease)
             .arg(lease_length.as_micros() as u64)
-            .arg(tokens)
+            .arg(kept.tokens)
+            .arg(&kept.leases)
             .invoke_async(&mut connection)
             .await;
         let reply = match reply {
@@ -88,25 +93,38 @@ impl Shared {
         }
     }
 
-    /// Adds answers' tokens to the key's token bucket.
-    async fn charge(&self, key: &Key, tokens: u64) -> Result<(), StoreError> {
-        let Some(per_minute) = key.limits.tokens_per_minute else {
-            return Ok(());
-        };
+    /// Settles `kept` with the key, then reserves `reserve` tokens (0: none) unless its
+    /// budget is spent. Returns whether the reservation was refused, and the tokens level
+    /// before it.
+    async fn settle(
+        &self,
+        key: &Key,
+        kept: &Kept,
+        reserve: u64,
+    ) -> Result<(bool, f64), StoreError> {
         let mut connection = self.link.connection().await?;
-        let reply: Result<String, _> = self
+        let reply: Result<Vec<String>, _> = self
             .script
             .key(bucket(key, "requests"))
             .key(bucket(key, "tokens"))
             .key(bucket(key, "open"))
-            .arg("charge")
-            .arg(per_minute)
-            .arg(tokens)
+            .arg("settle")
+            .arg(key.limits.tokens_per_minute.unwrap_or(0))
+            .arg(kept.tokens)
+            .arg(reserve)
+            .arg(&kept.leases)
             .invoke_async(&mut connection)
             .await;
-        match reply {
-            Ok(_) => Ok(()),
-            Err(error) => Err(self.link.failed(&error).await),
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(error) => return Err(self.link.failed(&error).await),
+        };
+        match (
+            reply.first().map(String::as_str),
+            reply.get(1).and_then(|level| level.parse().ok()),
+        ) {
+            (Some(refused), Some(level)) => Ok((refused != "0", level)),
+            _ => Err(self.link.answered(format!("unexpected reply {reply:?}"))),
         }
     }
 
@@ -142,8 +160,12 @@ pub struct Remote {
     shared: Arc<Shared>,
     /// Every key, by slot, for the flush.
     keys: Vec<Arc<Key>>,
-    /// Tokens charged in this process and not yet sent, by key slot.
-    pending: Vec<AtomicU64>,
+    /// Tokens charged (or given back) in this process and not yet sent, by key slot.
+    pending: Vec<AtomicI64>,
+    /// Leases to end once Redis answers, by key slot: those of requests that ended while
+    /// Redis could not be told, and those of admissions that failed (a call that timed out
+    /// may still run when a stalled Redis wakes).
+    releases: Vec<Mutex<Vec<String>>>,
     /// How long an open request's lease lasts.
     lease: Duration,
     pub fail_open: bool,
@@ -181,7 +203,8 @@ impl Remote {
     ) -> Arc<Self> {
         let remote = Arc::new(Self {
             shared,
-            pending: keys.iter().map(|_| AtomicU64::new(0)).collect(),
+            pending: keys.iter().map(|_| AtomicI64::new(0)).collect(),
+            releases: keys.iter().map(|_| Mutex::default()).collect(),
             keys,
             lease,
             fail_open,
@@ -193,52 +216,92 @@ impl Remote {
         remote
     }
 
-    /// Decides on a request, carrying the key's tokens not yet sent. With `Ok`, an
-    /// admitted request holding a lease holds the lease id returned.
+    /// Decides on a request, carrying what the key kept. With `Ok`, an admitted request
+    /// holding a lease holds the lease id returned.
     pub async fn admit(&self, key: &Key) -> Result<(Levels, String), StoreError> {
         let lease = format!("{:016x}", rand::random::<u64>());
-        let tokens = self.take(key);
-        let outcome = self.shared.admit(key, &lease, self.lease, tokens).await;
-        if outcome.is_err() {
-            self.charge(key, tokens);
+        let mut kept = self.take(key);
+        let outcome = self.shared.admit(key, &lease, self.lease, &kept).await;
+        if let Err(error) = &outcome {
+            // A call a stalled Redis received may still run when it wakes, and hold a lease
+            // no request here holds: it is ended then too.
+            if key.limits.max_concurrent.is_some() && !matches!(error, StoreError::Waiting { .. }) {
+                kept.leases.push(lease.clone());
+            }
+            self.keep(key, kept);
         }
         self.observe("admit", outcome).map(|levels| (levels, lease))
     }
 
-    /// Adds an answer's tokens to those the key's next admission (or the flush) carries.
-    pub fn charge(&self, key: &Key, tokens: u64) {
+    /// Reserves an admitted request's estimate, carrying what the key kept: whether the
+    /// budget was spent (refused), and the tokens level before the reservation.
+    pub async fn reserve(&self, key: &Key, tokens: u64) -> Result<(bool, f64), StoreError> {
+        let kept = self.take(key);
+        let outcome = self.shared.settle(key, &kept, tokens).await;
+        if outcome.is_err() {
+            self.keep(key, kept);
+        }
+        self.observe("reserve", outcome)
+    }
+
+    /// Adds tokens (negative: given back) to those the key's next admission (or the flush)
+    /// carries.
+    pub fn charge(&self, key: &Key, tokens: i64) {
         if let Some(pending) = self.pending.get(key.slot) {
             pending.fetch_add(tokens, Ordering::Relaxed);
         }
     }
 
-    fn take(&self, key: &Key) -> u64 {
-        self.pending
+    /// What the key kept for Redis, taken to be sent.
+    fn take(&self, key: &Key) -> Kept {
+        let tokens = self
+            .pending
             .get(key.slot)
-            .map_or(0, |pending| pending.swap(0, Ordering::Relaxed))
+            .map_or(0, |pending| pending.swap(0, Ordering::Relaxed));
+        let leases = self
+            .releases
+            .get(key.slot)
+            .map(|releases| std::mem::take(&mut *lock(releases)))
+            .unwrap_or_default();
+        Kept { tokens, leases }
     }
 
-    /// Sends the tokens no admission has carried.
+    /// Keeps what could not be sent for the next try.
+    fn keep(&self, key: &Key, kept: Kept) {
+        self.charge(key, kept.tokens);
+        if let Some(releases) = self.releases.get(key.slot) {
+            let mut releases = lock(releases);
+            releases.extend(kept.leases);
+            let past = releases.len().saturating_sub(KEPT_RELEASES);
+            releases.drain(..past);
+        }
+    }
+
+    /// Sends what no admission has carried.
     async fn flush(&self) {
         for key in &self.keys {
-            let tokens = self.take(key);
-            if tokens == 0 {
+            let kept = self.take(key);
+            if kept.is_empty() {
                 continue;
             }
-            let outcome = self.shared.charge(key, tokens).await;
+            let outcome = self.shared.settle(key, &kept, 0).await;
             if outcome.is_err() {
-                // Kept for the next try; a counter of tokens cannot grow past reason.
-                self.charge(key, tokens);
+                self.keep(key, kept);
             }
             // A failure is counted and logged there.
             let _ = self.observe("charge", outcome);
         }
     }
 
-    /// Ends an admitted request's lease.
-    pub async fn release(&self, key: &Key, lease: &str) {
-        let outcome = self.shared.release(key, lease).await;
-        // A failure is counted and logged there; the lease lapses by itself.
+    /// Ends an admitted request's lease; one that cannot be ended now is kept, and ended
+    /// with the key's next call to Redis.
+    pub async fn release(&self, key: &Key, lease: String) {
+        let outcome = self.shared.release(key, &lease).await;
+        if outcome.is_err() {
+            let leases = vec![lease];
+            self.keep(key, Kept { tokens: 0, leases });
+        }
+        // A failure is counted and logged there.
         let _ = self.observe("release", outcome);
     }
 
@@ -291,12 +354,12 @@ impl Drop for Remote {
     /// ends, usually just after that request's tokens were charged: they are sent on their
     /// own rather than lost with it.
     fn drop(&mut self) {
-        let waiting: Vec<(Arc<Key>, u64)> = self
+        let waiting: Vec<(Arc<Key>, Kept)> = self
             .keys
             .iter()
             .filter_map(|key| {
-                let tokens = self.take(key);
-                (tokens > 0).then(|| (Arc::clone(key), tokens))
+                let kept = self.take(key);
+                (!kept.is_empty()).then(|| (Arc::clone(key), kept))
             })
             .collect();
         if waiting.is_empty() {
@@ -305,17 +368,41 @@ impl Drop for Remote {
         let shared = Arc::clone(&self.shared);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                for (key, tokens) in waiting {
-                    if let Err(error) = shared.charge(&key, tokens).await {
+                for (key, kept) in waiting {
+                    if let Err(error) = shared.settle(&key, &kept, 0).await {
                         tracing::warn!(
-                            "{error}; {tokens} tokens of the key \"{}\" were not counted",
-                            key.name
+                            "{error}; {} tokens of the key \"{}\" were not counted, and {} of its open requests end when their leases lapse",
+                            kept.tokens,
+                            key.name,
+                            kept.leases.len()
                         );
                     }
                 }
             });
         }
     }
+}
+
+/// What a key's calls to Redis carry besides their own work.
+#[derive(Debug, Default)]
+struct Kept {
+    /// Tokens to charge (negative: to give back).
+    tokens: i64,
+    /// Leases to end.
+    leases: Vec<String>,
+}
+
+impl Kept {
+    fn is_empty(&self) -> bool {
+        self.tokens == 0 && self.leases.is_empty()
+    }
+}
+
+/// A poisoned lock only means another thread panicked mid-push; the ids are still ids.
+fn lock(releases: &Mutex<Vec<String>>) -> std::sync::MutexGuard<'_, Vec<String>> {
+    releases
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn flush_every_second(remote: Weak<Remote>) {

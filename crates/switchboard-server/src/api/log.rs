@@ -26,22 +26,38 @@ pub struct Tally {
     pub completion_tokens: u64,
     pub tool_calls: usize,
     pub finish_reason: Option<FinishReason>,
+    /// Bytes of text (words, reasoning, calls) the answer carried so far: what an answer
+    /// without its usage is charged by.
+    pub output_bytes: u64,
 }
 
 impl Tally {
     /// What a whole answer amounted to.
     pub fn of(answer: &Answer) -> Self {
-        let usage = answer.response.usage.unwrap_or_default();
+        let response = &answer.response;
+        let usage = response.usage.unwrap_or_default();
+        let texts = [&response.content, &response.reasoning_content]
+            .into_iter()
+            .flatten()
+            .map(String::len);
+        let calls = response
+            .tool_calls
+            .iter()
+            .map(|call| call.name.len() + call.arguments.len());
         Self {
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
-            tool_calls: answer.response.tool_calls.len(),
-            finish_reason: Some(answer.response.finish_reason.clone()),
+            tool_calls: response.tool_calls.len(),
+            finish_reason: Some(response.finish_reason.clone()),
+            output_bytes: texts.chain(calls).sum::<usize>() as u64,
         }
     }
 
     /// Counts what one output adds.
     pub fn add(&mut self, output: &Output) {
+        if let Output::Event(event) = output {
+            self.output_bytes += event.text_len() as u64;
+        }
         match output {
             Output::Event(StreamEvent::Usage(usage)) => {
                 self.prompt_tokens = usage.prompt_tokens;
@@ -121,7 +137,8 @@ impl RequestLog {
             .set((started.kind, Arc::clone(&started.trail)));
     }
 
-    /// Names the caller's key in the line and charges the answer's tokens to it.
+    /// Names the caller's key in the line and charges the answer's tokens to it (settling
+    /// what the request reserved).
     pub fn with_caller(mut self, caller: &Caller) -> Self {
         self.caller = Some(caller.clone());
         self
@@ -148,7 +165,14 @@ impl RequestLog {
             self.trace(route, outcome, &tally);
         }
         if let Some(caller) = &self.caller {
-            caller.charge(tally.prompt_tokens + tally.completion_tokens);
+            let used = tally.prompt_tokens.saturating_add(tally.completion_tokens);
+            // An answer delivered, even in part, without its usage (its client left, or
+            // it failed part way) is estimated rather than free.
+            if used == 0 && (outcome == "client_closed" || tally.output_bytes > 0) {
+                caller.charge_estimate(tally.output_bytes);
+            } else {
+                caller.charge(used);
+            }
         }
         tracing::info!(
             target: "switchboard::request",

@@ -125,7 +125,12 @@ pub fn estimate_tokens(request: &ChatRequest) -> u64 {
             let _ = serde_json::to_writer(&mut schemas, parameters);
         }
     }
-    (bytes + schemas.0).div_ceil(BYTES_PER_TOKEN) + fixed
+    estimate_text(bytes + schemas.0) + fixed
+}
+
+/// The estimate for text of `bytes` UTF-8 bytes, as [`estimate_tokens`] counts it.
+pub fn estimate_text(bytes: u64) -> u64 {
+    bytes.div_ceil(BYTES_PER_TOKEN)
 }
 
 /// Counts the bytes written to it, to measure JSON without building the text.

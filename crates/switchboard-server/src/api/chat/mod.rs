@@ -47,6 +47,9 @@ pub async fn handle(
     if let Err(error) = access::authorize(&state, &caller, &request.model) {
         return fail(&log, "-", error);
     }
+    if let Err(error) = access::reserve(&caller, &request).await {
+        return fail(&log, "-", error);
+    }
     let started = match pipeline::start(&state, live, request) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),

@@ -52,6 +52,9 @@ pub async fn handle(
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
     log.requested(&parsed.request.model);
+    if let Err(error) = access::reserve(&caller, &parsed.request).await {
+        return with_headers(fail(&log, "-", error), &request_id, &[]);
+    }
     let presentation = Presentation {
         id: message_id(),
         model: parsed.request.model.clone(),

@@ -71,6 +71,9 @@ pub async fn create(
         dropped,
     } = prepared;
     log.requested(&gateway.model);
+    if let Err(error) = access::reserve(&caller, &gateway).await {
+        return fail(&log, "-", error);
+    }
     let started = match pipeline::start(&state, caller.live(), gateway) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),
