@@ -27,7 +27,23 @@ enum Verdict {
 /// A marker that may open a call, and how the text from it decides the family.
 struct Opener {
     marker: &'static str,
-    decide: fn(after: &str) -> Verdict,
+    decide: Decide,
+}
+
+enum Decide {
+    /// The marker alone: a special token of one family that prose does not contain.
+    Certain(Family),
+    /// What follows the marker decides.
+    By(fn(after: &str) -> Verdict),
+}
+
+impl Decide {
+    fn verdict(&self, after: &str) -> Verdict {
+        match self {
+            Decide::Certain(family) => Verdict::Family(*family),
+            Decide::By(decide) => decide(after),
+        }
+    }
 }
 
 /// The openers, each unmistakable for prose once what follows it is seen. Llama 3's bare
@@ -36,7 +52,7 @@ const OPENERS: &[Opener] = &[
     // Hermes and Qwen 2.5/3 write JSON, Qwen3-Coder XML, GLM a bare name then `<arg_key>`.
     Opener {
         marker: "<tool_call>",
-        decide: |after| {
+        decide: Decide::By(|after| {
             let after = after.trim_start();
             match after.chars().next() {
                 None => Verdict::More,
@@ -46,28 +62,28 @@ const OPENERS: &[Opener] = &[
                 // the tag; GLM's calls with arguments cannot.
                 Some(_) => named(after, &["<arg_key>"], Family::Glm45, true),
             }
-        },
+        }),
     },
     // Mistral v3/v7 `[{…}]`, v11+ `NAME[ARGS]{…}` or `NAME[CALL_ID]…`.
     Opener {
         marker: "[TOOL_CALLS]",
-        decide: |after| {
+        decide: Decide::By(|after| {
             let after = after.trim_start();
             match after.chars().next() {
                 None => Verdict::More,
                 Some('[') => expect(after, "[{", Family::Mistral),
                 Some(_) => named(after, &["[ARGS]", "[CALL_ID]"], Family::Mistral, false),
             }
-        },
+        }),
     },
     Opener {
         marker: "<|python_tag|>",
-        decide: |_| Verdict::Family(Family::Llama3Json),
+        decide: Decide::Certain(Family::Llama3Json),
     },
     // DeepSeek V3 names the call's type first (`function<｜tool▁sep｜>NAME`), V3.1 the name.
     Opener {
         marker: "<｜tool▁calls▁begin｜>",
-        decide: |after| {
+        decide: Decide::By(|after| {
             let after = after.trim_start();
             const CALL: &str = "<｜tool▁call▁begin｜>";
             if after.len() < CALL.len() {
@@ -85,27 +101,27 @@ const OPENERS: &[Opener] = &[
                 Verdict::Text => named(call, &["<｜tool▁sep｜>"], Family::DeepseekV31, false),
                 verdict => verdict,
             }
-        },
+        }),
     },
     Opener {
         marker: "<|tool_calls_section_begin|>",
-        decide: |_| Verdict::Family(Family::KimiK2),
+        decide: Decide::Certain(Family::KimiK2),
     },
     Opener {
         marker: "<｜DSML｜function_calls>",
-        decide: |_| Verdict::Family(Family::DeepseekV32),
+        decide: Decide::Certain(Family::DeepseekV32),
     },
     Opener {
         marker: "<｜DSML｜tool_calls>",
-        decide: |_| Verdict::Family(Family::DeepseekV4),
+        decide: Decide::Certain(Family::DeepseekV4),
     },
     Opener {
         marker: "<｜DSML｜ calls>",
-        decide: |_| Verdict::Family(Family::DeepseekV41),
+        decide: Decide::Certain(Family::DeepseekV41),
     },
     Opener {
         marker: "<|tool_call>call:",
-        decide: |_| Verdict::Family(Family::Gemma4),
+        decide: Decide::Certain(Family::Gemma4),
     },
 ];
 
@@ -299,7 +315,7 @@ fn look(text: &str, start: bool, last: bool) -> Found {
         let rest = &text[at..];
         for opener in OPENERS {
             if let Some(after) = rest.strip_prefix(opener.marker) {
-                match (opener.decide)(after) {
+                match opener.decide.verdict(after) {
                     Verdict::Family(family) => return Found::Call { at, family },
                     Verdict::More if !last => return Found::Undecided { text_until: at },
                     _ => {}
