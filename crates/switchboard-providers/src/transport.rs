@@ -167,7 +167,8 @@ impl Transport {
         url: &str,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, BackendError> {
-        let shown = self.redactor.text(&crate::shown_url(url));
+        // Only for the log lines of retries: not worked out for every request.
+        let shown = || self.redactor.text(&crate::shown_url(url));
         let mut attempt = 0;
         // Set for the one attempt that retries a request the backend closed the connection on.
         let mut reopened = false;
@@ -203,7 +204,7 @@ impl Transport {
                     // A server closes an idle keep-alive connection when it likes
                     // (llama.cpp's right after a stream); a request written into it as
                     // it closed was never read. Once more, at once, on a new connection.
-                    tracing::debug!(url = %shown, error = %self.redactor.text(&error.to_string()), "backend closed the connection before answering; retrying on a new connection");
+                    tracing::debug!(url = %shown(), error = %self.redactor.text(&error.to_string()), "backend closed the connection before answering; retrying on a new connection");
                     reopened = true;
                     new_connection = true;
                     continue;
@@ -213,7 +214,7 @@ impl Transport {
                     if !error.is_connect() || attempt >= self.config.max_retries {
                         return Err(failure);
                     }
-                    tracing::warn!(url = %shown, failure = %self.redactor.error(failure), attempt, "retrying backend request");
+                    tracing::warn!(url = %shown(), failure = %self.redactor.error(failure), attempt, "retrying backend request");
                     None
                 }
                 Ok(Ok(response)) if response.status().is_success() => return Ok(response),
@@ -244,7 +245,7 @@ impl Transport {
                             retry_after,
                         });
                     }
-                    tracing::warn!(url = %shown, status, message = %self.redactor.text(&message), attempt, "retrying backend request");
+                    tracing::warn!(url = %shown(), status, message = %self.redactor.text(&message), attempt, "retrying backend request");
                     retry_after
                 }
             };

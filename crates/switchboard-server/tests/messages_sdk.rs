@@ -18,7 +18,14 @@ use switchboard_testkit::{Captured, Chunking, OpenAiScript, Reply, ScriptedServe
 async fn gateway(backend: &ScriptedServer) -> RunningGateway {
     let text = format!(
         "listen = \"127.0.0.1:0\"\ncharacters = \"tests/messages_sdk/no-characters-here\"\nmax_body_bytes = 65536\n{}{}",
-        route("native", "openai", &format!("{}/v1", backend.base), ""),
+        // Failures in a row would take the one replica out and end its retries early: the
+        // error cases below each count on three attempts.
+        route(
+            "native",
+            "openai",
+            &format!("{}/v1", backend.base),
+            "eject_after = 100"
+        ),
         route(
             "hermes",
             "openai",

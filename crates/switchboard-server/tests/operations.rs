@@ -67,7 +67,8 @@ async fn healthz_reports_which_backends_answered() {
     let health = get(&gateway, "/healthz").await;
     assert_eq!(health.status, 200);
     let health = health.json();
-    assert_eq!(health["status"], "ok");
+    // A route with no replica taking requests makes the gateway degraded, not down.
+    assert_eq!(health["status"], "degraded");
     let reachable: Vec<(&str, Value)> = health["backends"]
         .as_array()
         .unwrap()
