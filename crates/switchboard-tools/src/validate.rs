@@ -20,6 +20,15 @@ const FUNCTION_KEYS: &[&str] = &[
     "output_schema",
 ];
 
+/// The longest regular expression a schema may hold (a `pattern`, or a name under
+/// `patternProperties`), in bytes: a regex compiles into automata hundreds of times its
+/// length (one 4 MB pattern cost over 500 MB before it was refused).
+pub const MAX_PATTERN_BYTES: usize = 4096;
+/// Most bytes of regular expressions in one tool list, every schema together.
+pub const MAX_PATTERN_BYTES_IN_ALL: usize = 256 * 1024;
+/// Deepest nesting of groups in one regular expression.
+pub const MAX_PATTERN_NESTING: usize = 32;
+
 /// Validates a JSON array of tool definitions under `profile` and compiles each schema.
 /// Either every tool is valid, or every problem in the list is returned.
 pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledTool>, Problems> {
@@ -40,6 +49,11 @@ pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledToo
             "",
             format!("{} tools, at most {max} allowed", items.len()),
         ));
+    }
+    // Bounded before anything is compiled: compiling is what costs.
+    check_patterns(items, &mut problems);
+    if !problems.is_empty() {
+        return Err(Problems(problems));
     }
     let mut compiled = Vec::new();
     for (index, item) in items.iter().enumerate() {
@@ -302,6 +316,79 @@ fn check_parameters(
         return None;
     }
     Some((compiled, Defaults::from_schema(parameters)))
+}
+
+/// The regular expressions of every schema in the list, each within [`MAX_PATTERN_BYTES`]
+/// and [`MAX_PATTERN_NESTING`], all together within [`MAX_PATTERN_BYTES_IN_ALL`].
+fn check_patterns(items: &[Value], problems: &mut Vec<Problem>) {
+    let mut total = 0;
+    for (index, item) in items.iter().enumerate() {
+        for key in ["parameters", "output_schema"] {
+            let Some(schema) = item.get("function").and_then(|function| function.get(key)) else {
+                continue;
+            };
+            let path = format!("/{index}/function/{key}");
+            walk(schema, &path, &mut |here, map| {
+                let named = map
+                    .get("patternProperties")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flat_map(|properties| properties.keys())
+                    .map(|name| (pointer(&pointer(here, "patternProperties"), name), name.as_str()));
+                let pattern = map
+                    .get("pattern")
+                    .and_then(Value::as_str)
+                    .map(|pattern| (pointer(here, "pattern"), pattern));
+                for (at, pattern) in pattern.into_iter().chain(named) {
+                    total += pattern.len();
+                    if pattern.len() > MAX_PATTERN_BYTES {
+                        problems.push(Problem::new(
+                            at,
+                            format!(
+                                "the pattern is {} bytes, at most {MAX_PATTERN_BYTES} allowed",
+                                pattern.len()
+                            ),
+                        ));
+                    } else if nesting(pattern) > MAX_PATTERN_NESTING {
+                        problems.push(Problem::new(
+                            at,
+                            format!(
+                                "the pattern nests groups {} deep, at most {MAX_PATTERN_NESTING} allowed",
+                                nesting(pattern)
+                            ),
+                        ));
+                    }
+                }
+            });
+        }
+    }
+    if total > MAX_PATTERN_BYTES_IN_ALL {
+        problems.push(Problem::new(
+            "",
+            format!(
+                "the schemas' patterns take {total} bytes in all, at most {MAX_PATTERN_BYTES_IN_ALL} allowed"
+            ),
+        ));
+    }
+}
+
+/// How deep a regular expression's groups nest (escaped parentheses are not groups; those
+/// in a character class are counted, which errs on the safe side).
+fn nesting(pattern: &str) -> usize {
+    let (mut depth, mut deepest, mut escaped) = (0usize, 0, false);
+    for character in pattern.chars() {
+        match character {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Rules that hold for every subschema: `$ref` and the size of `enum`.
