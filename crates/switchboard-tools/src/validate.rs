@@ -51,13 +51,13 @@ pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledToo
         ));
     }
     // Bounded before anything is compiled: compiling is what costs.
-    check_patterns(items, &mut problems);
-    if !problems.is_empty() {
-        return Err(Problems(problems));
-    }
+    let compilable = check_patterns(items, &mut problems);
     let mut compiled = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        if let Some(tool) = validate_tool(item, &format!("/{index}"), profile, &mut problems) {
+        let compile = compilable[index];
+        if let Some(tool) =
+            validate_tool(item, &format!("/{index}"), profile, compile, &mut problems)
+        {
             compiled.push(tool);
         }
     }
@@ -69,11 +69,13 @@ pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledToo
     }
 }
 
-/// Validates one tool definition located at `path`; problems are appended.
+/// Validates one tool definition located at `path`; problems are appended. Its schemas are
+/// compiled only when `compile` (their patterns are within bounds).
 fn validate_tool(
     item: &Value,
     path: &str,
     profile: &Profile,
+    compile: bool,
     problems: &mut Vec<Problem>,
 ) -> Option<CompiledTool> {
     let before = problems.len();
@@ -136,14 +138,18 @@ fn validate_tool(
         &function_path,
         profile,
         strict == Some(true),
+        compile,
         problems,
     );
-    let output = function.get("output_schema").and_then(|output| {
-        let output_path = pointer(&function_path, "output_schema");
-        schema::compile(output, &output_path)
-            .map_err(|found| problems.extend(found))
-            .ok()
-    });
+    let output = function
+        .get("output_schema")
+        .filter(|_| compile)
+        .and_then(|output| {
+            let output_path = pointer(&function_path, "output_schema");
+            schema::compile(output, &output_path)
+                .map_err(|found| problems.extend(found))
+                .ok()
+        });
     if problems.len() != before {
         return None;
     }
@@ -263,6 +269,7 @@ fn check_parameters(
     path: &str,
     profile: &Profile,
     strict: bool,
+    compile: bool,
     problems: &mut Vec<Problem>,
 ) -> Option<CompiledParameters> {
     let path = pointer(path, "parameters");
@@ -308,6 +315,9 @@ fn check_parameters(
     if strict {
         check_strict(parameters, &path, problems);
     }
+    if !compile {
+        return None;
+    }
     let compiled = schema::compile(parameters, &path)
         .map_err(|found| problems.extend(found))
         .ok();
@@ -319,9 +329,11 @@ fn check_parameters(
 }
 
 /// The regular expressions of every schema in the list, each within [`MAX_PATTERN_BYTES`]
-/// and [`MAX_PATTERN_NESTING`], all together within [`MAX_PATTERN_BYTES_IN_ALL`].
-fn check_patterns(items: &[Value], problems: &mut Vec<Problem>) {
+/// and [`MAX_PATTERN_NESTING`], those together within [`MAX_PATTERN_BYTES_IN_ALL`]. Whether
+/// each tool's schemas may be compiled.
+fn check_patterns(items: &[Value], problems: &mut Vec<Problem>) -> Vec<bool> {
     let mut total = 0;
+    let mut compilable = vec![true; items.len()];
     for (index, item) in items.iter().enumerate() {
         for key in ["parameters", "output_schema"] {
             let Some(schema) = item.get("function").and_then(|function| function.get(key)) else {
@@ -334,22 +346,29 @@ fn check_patterns(items: &[Value], problems: &mut Vec<Problem>) {
                     .and_then(Value::as_object)
                     .into_iter()
                     .flat_map(|properties| properties.keys())
-                    .map(|name| (pointer(&pointer(here, "patternProperties"), name), name.as_str()));
+                    .map(|name| {
+                        (
+                            pointer(&pointer(here, "patternProperties"), name),
+                            name.as_str(),
+                        )
+                    });
                 let pattern = map
                     .get("pattern")
                     .and_then(Value::as_str)
                     .map(|pattern| (pointer(here, "pattern"), pattern));
                 for (at, pattern) in pattern.into_iter().chain(named) {
-                    total += pattern.len();
                     if pattern.len() > MAX_PATTERN_BYTES {
+                        compilable[index] = false;
                         problems.push(Problem::new(
                             at,
                             format!(
-                                "the pattern is {} bytes, at most {MAX_PATTERN_BYTES} allowed",
+                                "the pattern is {} characters long ({} bytes), at most {MAX_PATTERN_BYTES} bytes allowed",
+                                pattern.chars().count(),
                                 pattern.len()
                             ),
                         ));
                     } else if nesting(pattern) > MAX_PATTERN_NESTING {
+                        compilable[index] = false;
                         problems.push(Problem::new(
                             at,
                             format!(
@@ -357,6 +376,8 @@ fn check_patterns(items: &[Value], problems: &mut Vec<Problem>) {
                                 nesting(pattern)
                             ),
                         ));
+                    } else {
+                        total += pattern.len();
                     }
                 }
             });
@@ -369,7 +390,9 @@ fn check_patterns(items: &[Value], problems: &mut Vec<Problem>) {
                 "the schemas' patterns take {total} bytes in all, at most {MAX_PATTERN_BYTES_IN_ALL} allowed"
             ),
         ));
+        compilable.fill(false);
     }
+    compilable
 }
 
 /// How deep a regular expression's groups nest (escaped parentheses are not groups; those
