@@ -25,7 +25,7 @@ const FUNCTION_KEYS: &[&str] = &[
 /// length (one 4 MB pattern cost over 500 MB before it was refused).
 pub const MAX_PATTERN_BYTES: usize = 4096;
 /// Most bytes of regular expressions in one tool list, every schema together.
-pub const MAX_PATTERN_BYTES_IN_ALL: usize = 256 * 1024;
+pub const MAX_PATTERN_BYTES_IN_ALL: usize = 512 * 1024;
 /// Deepest nesting of groups in one regular expression.
 pub const MAX_PATTERN_NESTING: usize = 32;
 

@@ -640,6 +640,21 @@ async fn a_huge_schema_pattern_is_refused_before_it_is_compiled() {
         "{message}"
     );
     assert!(peak - before < 100.0, "{before} → peak {peak}");
+    // The most a list may hold: 128 patterns of 4000 bytes, compiled.
+    let tools: Vec<Value> = (0..128)
+        .map(|index| {
+            json!({"type": "function", "function": {"name": format!("f{index}"), "parameters": {
+                "type": "object", "properties": {"a": {"type": "string", "pattern": format!("{index}{}", "a".repeat(3996))}}}}})
+        })
+        .collect();
+    body["tools"] = Value::Array(tools);
+    let (status, most) = peak_rss_during(&served, async {
+        client.post(&url).json(&body).send().await.unwrap().status()
+    })
+    .await;
+    eprintln!("128 patterns of 4000 bytes: peak {most:.0} MiB; answered {status}");
+    assert_eq!(status, 404, "compiled, then no such route");
+    assert!(most - before < 400.0, "{before} → peak {most}");
 }
 
 /// Issue 22, item 15: the store counts what its entries hold. Sixty responses of 30,001
