@@ -120,7 +120,7 @@ impl StoredResponse {
 
     /// What the entry holds in memory: its JSON text's worth of strings, plus the slots of
     /// its items and of every JSON value in it, which the JSON length leaves out (30,000
-    /// one-letter messages are 1.4 MB of JSON and four times that in memory).
+    /// one-letter messages are 1.4 MB of JSON and several times that in memory).
     fn footprint(&self) -> usize {
         let response = &self.response;
         let values = [
