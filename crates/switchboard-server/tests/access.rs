@@ -1304,3 +1304,191 @@ async fn showing_a_character_counts_against_the_keys_requests() {
     assert_eq!(list.status, 200);
     gateway.stop().await.unwrap();
 }
+
+/// Issue 22, item 12: the memory store is shared by every key, but room is made from the
+/// key holding the most, so one key storing response after response pushes out its own
+/// responses, never another key's.
+#[tokio::test]
+async fn one_key_flooding_the_store_does_not_evict_another_keys_responses() {
+    let backend = ScriptedServer::start((0..12).map(|_| ok_reply(1, 1)).collect()).await;
+    let gateway = gateway(
+        "[responses]\nstore_max_entries = 4",
+        &[
+            key("quiet", KEY, ""),
+            key("flood", OTHER_KEY, ""),
+            route("qwen", "openai", &backend.base, ""),
+        ],
+    )
+    .await;
+    let body = json!({"model": "qwen", "input": "hi"});
+    let respond = |credential| {
+        send(
+            &gateway,
+            Method::POST,
+            "/v1/responses",
+            credential,
+            Some(&body),
+        )
+    };
+    let kept = respond(Credential::Bearer(KEY)).await.json();
+    let kept_id = kept["id"].as_str().unwrap().to_owned();
+    let mut flood_ids = Vec::new();
+    for _ in 0..10 {
+        let answer = respond(Credential::Bearer(OTHER_KEY)).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        flood_ids.push(answer.json()["id"].as_str().unwrap().to_owned());
+    }
+    let path = |id: &str| format!("/v1/responses/{id}");
+    let quiet = send(
+        &gateway,
+        Method::GET,
+        &path(&kept_id),
+        Credential::Bearer(KEY),
+        None,
+    )
+    .await;
+    assert_eq!(
+        quiet.status, 200,
+        "the quiet key's response was evicted by the other key's ten: {}",
+        quiet.text
+    );
+    // The flooding key's own oldest went, its newest are kept.
+    let oldest = send(
+        &gateway,
+        Method::GET,
+        &path(&flood_ids[0]),
+        Credential::Bearer(OTHER_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(oldest.status, 404);
+    let newest = send(
+        &gateway,
+        Method::GET,
+        &path(&flood_ids[9]),
+        Credential::Bearer(OTHER_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(newest.status, 200);
+    gateway.stop().await.unwrap();
+}
+
+/// Issue 22, item 16: `store: true` while the Redis that keeps responses is down is
+/// refused with 503 `store_unavailable` before the backend is asked (the answer could not be
+/// kept); `store: false` is answered as ever.
+#[tokio::test]
+async fn store_true_during_a_redis_outage_is_refused_not_answered_unkept() {
+    let mut redis = RedisServer::start();
+    let backend = ScriptedServer::start((0..4).map(|_| ok_reply(1, 1)).collect()).await;
+    let gateway = gateway(
+        &format!("state = \"{}\"", redis.url),
+        &[route("qwen", "openai", &backend.base, "")],
+    )
+    .await;
+    let body = json!({"model": "qwen", "input": "hi"});
+    let stored = send(
+        &gateway,
+        Method::POST,
+        "/v1/responses",
+        Credential::None,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(stored.status, 200, "{}", stored.text);
+    redis.kill();
+    for stream in [false, true] {
+        let mut asked = body.clone();
+        asked["stream"] = json!(stream);
+        let answer = send(
+            &gateway,
+            Method::POST,
+            "/v1/responses",
+            Credential::None,
+            Some(&asked),
+        )
+        .await;
+        let error = answer.error(503);
+        assert_eq!(error["code"], "store_unavailable", "{error}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("Redis at 127.0.0.1:"),
+            "{error}"
+        );
+    }
+    assert_eq!(backend.requests().len(), 1, "refused before the backend");
+    let unstored = json!({"model": "qwen", "input": "hi", "store": false});
+    let answer = send(
+        &gateway,
+        Method::POST,
+        "/v1/responses",
+        Credential::None,
+        Some(&unstored),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(answer.json()["store"], false);
+    gateway.stop().await.unwrap();
+}
+
+/// Issue 22, item 16, the rarer case: Redis answers when the request comes in and is gone by
+/// the time the backend has answered. The answer is not held back, but it says it was not
+/// kept: `store: false` in the response (whole, with `x-switchboard-not-stored`) and in a
+/// stream's terminal event.
+#[tokio::test]
+async fn a_store_lost_while_the_backend_answers_says_store_false() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let gated = || Reply {
+        gate: Some((1, Arc::clone(&gate))),
+        ..ok_reply(1, 1)
+    };
+    let backend = ScriptedServer::start(vec![gated(), gated()]).await;
+    let mut answers = Vec::new();
+    for stream in [false, true] {
+        let mut redis = RedisServer::start();
+        let gateway = gateway(
+            &format!("state = \"{}\"", redis.url),
+            &[route("qwen", "openai", &backend.base, "")],
+        )
+        .await;
+        let body = json!({"model": "qwen", "input": "hi", "stream": stream});
+        let asked = answers.len() + 1;
+        // Redis goes while the backend's answer is held open.
+        let lose_redis = async {
+            while backend.requests().len() < asked {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            redis.kill();
+            gate.notify_one();
+        };
+        let request = send(
+            &gateway,
+            Method::POST,
+            "/v1/responses",
+            Credential::None,
+            Some(&body),
+        );
+        let (answer, ()) = tokio::join!(request, lose_redis);
+        gateway.stop().await.unwrap();
+        answers.push(answer);
+    }
+    let whole = &answers[0];
+    assert_eq!(whole.status, 200, "{}", whole.text);
+    assert_eq!(whole.json()["store"], false);
+    assert_eq!(
+        header(whole, "x-switchboard-not-stored"),
+        "store_unavailable"
+    );
+    let streamed = &answers[1];
+    assert_eq!(streamed.status, 200, "{}", streamed.text);
+    let terminal = streamed
+        .text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .find(|event| event["type"] == "response.completed")
+        .unwrap_or_else(|| panic!("{}", streamed.text));
+    assert_eq!(terminal["response"]["store"], false, "{terminal}");
+}

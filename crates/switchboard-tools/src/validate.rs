@@ -20,6 +20,15 @@ const FUNCTION_KEYS: &[&str] = &[
     "output_schema",
 ];
 
+/// The longest regular expression a schema may hold (a `pattern`, or a name under
+/// `patternProperties`), in bytes: a regex compiles into automata hundreds of times its
+/// length (one 4 MB pattern cost over 500 MB before it was refused).
+pub const MAX_PATTERN_BYTES: usize = 4096;
+/// Most bytes of regular expressions in one tool list, every schema together.
+pub const MAX_PATTERN_BYTES_IN_ALL: usize = 512 * 1024;
+/// Deepest nesting of groups in one regular expression.
+pub const MAX_PATTERN_NESTING: usize = 32;
+
 /// Validates a JSON array of tool definitions under `profile` and compiles each schema.
 /// Either every tool is valid, or every problem in the list is returned.
 pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledTool>, Problems> {
@@ -41,9 +50,14 @@ pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledToo
             format!("{} tools, at most {max} allowed", items.len()),
         ));
     }
+    // Bounded before anything is compiled: compiling is what costs.
+    let compilable = check_patterns(items, &mut problems);
     let mut compiled = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        if let Some(tool) = validate_tool(item, &format!("/{index}"), profile, &mut problems) {
+        let compile = compilable[index];
+        if let Some(tool) =
+            validate_tool(item, &format!("/{index}"), profile, compile, &mut problems)
+        {
             compiled.push(tool);
         }
     }
@@ -55,11 +69,13 @@ pub fn validate_tools(list: &Value, profile: &Profile) -> Result<Vec<CompiledToo
     }
 }
 
-/// Validates one tool definition located at `path`; problems are appended.
+/// Validates one tool definition located at `path`; problems are appended. Its schemas are
+/// compiled only when `compile` (their patterns are within bounds).
 fn validate_tool(
     item: &Value,
     path: &str,
     profile: &Profile,
+    compile: bool,
     problems: &mut Vec<Problem>,
 ) -> Option<CompiledTool> {
     let before = problems.len();
@@ -122,14 +138,18 @@ fn validate_tool(
         &function_path,
         profile,
         strict == Some(true),
+        compile,
         problems,
     );
-    let output = function.get("output_schema").and_then(|output| {
-        let output_path = pointer(&function_path, "output_schema");
-        schema::compile(output, &output_path)
-            .map_err(|found| problems.extend(found))
-            .ok()
-    });
+    let output = function
+        .get("output_schema")
+        .filter(|_| compile)
+        .and_then(|output| {
+            let output_path = pointer(&function_path, "output_schema");
+            schema::compile(output, &output_path)
+                .map_err(|found| problems.extend(found))
+                .ok()
+        });
     if problems.len() != before {
         return None;
     }
@@ -249,6 +269,7 @@ fn check_parameters(
     path: &str,
     profile: &Profile,
     strict: bool,
+    compile: bool,
     problems: &mut Vec<Problem>,
 ) -> Option<CompiledParameters> {
     let path = pointer(path, "parameters");
@@ -294,6 +315,9 @@ fn check_parameters(
     if strict {
         check_strict(parameters, &path, problems);
     }
+    if !compile {
+        return None;
+    }
     let compiled = schema::compile(parameters, &path)
         .map_err(|found| problems.extend(found))
         .ok();
@@ -302,6 +326,92 @@ fn check_parameters(
         return None;
     }
     Some((compiled, Defaults::from_schema(parameters)))
+}
+
+/// The regular expressions of every schema in the list, each within [`MAX_PATTERN_BYTES`]
+/// and [`MAX_PATTERN_NESTING`], those together within [`MAX_PATTERN_BYTES_IN_ALL`]. Whether
+/// each tool's schemas may be compiled.
+fn check_patterns(items: &[Value], problems: &mut Vec<Problem>) -> Vec<bool> {
+    let mut total = 0;
+    let mut compilable = vec![true; items.len()];
+    for (index, item) in items.iter().enumerate() {
+        for key in ["parameters", "output_schema"] {
+            let Some(schema) = item.get("function").and_then(|function| function.get(key)) else {
+                continue;
+            };
+            let path = format!("/{index}/function/{key}");
+            walk(schema, &path, &mut |here, map| {
+                let named = map
+                    .get("patternProperties")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flat_map(|properties| properties.keys())
+                    .map(|name| {
+                        (
+                            pointer(&pointer(here, "patternProperties"), name),
+                            name.as_str(),
+                        )
+                    });
+                let pattern = map
+                    .get("pattern")
+                    .and_then(Value::as_str)
+                    .map(|pattern| (pointer(here, "pattern"), pattern));
+                for (at, pattern) in pattern.into_iter().chain(named) {
+                    if pattern.len() > MAX_PATTERN_BYTES {
+                        compilable[index] = false;
+                        problems.push(Problem::new(
+                            at,
+                            format!(
+                                "the pattern is {} characters long ({} bytes), at most {MAX_PATTERN_BYTES} bytes allowed",
+                                pattern.chars().count(),
+                                pattern.len()
+                            ),
+                        ));
+                    } else if nesting(pattern) > MAX_PATTERN_NESTING {
+                        compilable[index] = false;
+                        problems.push(Problem::new(
+                            at,
+                            format!(
+                                "the pattern nests groups {} deep, at most {MAX_PATTERN_NESTING} allowed",
+                                nesting(pattern)
+                            ),
+                        ));
+                    } else {
+                        total += pattern.len();
+                    }
+                }
+            });
+        }
+    }
+    if total > MAX_PATTERN_BYTES_IN_ALL {
+        problems.push(Problem::new(
+            "",
+            format!(
+                "the schemas' patterns take {total} bytes in all, at most {MAX_PATTERN_BYTES_IN_ALL} allowed"
+            ),
+        ));
+        compilable.fill(false);
+    }
+    compilable
+}
+
+/// How deep a regular expression's groups nest (escaped parentheses are not groups; those
+/// in a character class are counted, which errs on the safe side).
+fn nesting(pattern: &str) -> usize {
+    let (mut depth, mut deepest, mut escaped) = (0usize, 0, false);
+    for character in pattern.chars() {
+        match character {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Rules that hold for every subschema: `$ref` and the size of `enum`.

@@ -428,13 +428,13 @@ fn quoted_input_is_cut_in_problems() {
             &line[..200]
         );
     }
+    // Refused for its length before it is compiled (issue 22), not quoted at all.
     assert!(
-        has(&found, "/0/function/parameters", "(aaaa")
-            && has(
-                &found,
-                "/0/function/parameters",
-                "(400001 characters) is not a \"regex\""
-            ),
+        has(
+            &found,
+            "/0/function/parameters/properties/x/pattern",
+            "400001 bytes), at most 4096 bytes allowed"
+        ),
         "{found:#?}"
     );
     assert!(
@@ -444,5 +444,64 @@ fn quoted_input_is_cut_in_problems() {
     assert!(
         has(&found, "/2/function/strict", "expected a boolean"),
         "{found:#?}"
+    );
+}
+
+/// Issue 22, item 10: regular expressions are bounded before anything is compiled: one
+/// pattern's length and nesting, and every pattern of the list together.
+#[test]
+fn patterns_are_bounded_before_compiling() {
+    let api = Profile::api();
+    let with = |pattern: &str| {
+        tool(
+            "f",
+            json!({"type": "object", "properties": {"a": {"type": "string", "pattern": pattern}},
+                "patternProperties": {"^x$": {"type": "string"}}}),
+        )
+    };
+    assert!(problems(json!([with("^[a-z]{1,8}$")]), &api).is_empty());
+    let found = problems(json!([with(&"a".repeat(400_000))]), &api);
+    assert!(
+        has(
+            &found,
+            "/0/function/parameters/properties/a/pattern",
+            "400000 bytes), at most 4096 bytes"
+        ),
+        "{found:?}"
+    );
+    let nested = format!("{}a{}", "(".repeat(40), ")".repeat(40));
+    let found = problems(json!([with(&nested)]), &api);
+    assert!(
+        has(
+            &found,
+            "/0/function/parameters/properties/a/pattern",
+            "40 deep, at most 32"
+        ),
+        "{found:?}"
+    );
+    let escaped = format!("{}a", "\\(".repeat(40));
+    assert!(problems(json!([with(&escaped)]), &api).is_empty());
+    let name = format!("^{}$", "b".repeat(5000));
+    let found = problems(
+        json!([tool(
+            "g",
+            json!({"type": "object", "patternProperties": {name.clone(): {"type": "string"}}})
+        )]),
+        &api,
+    );
+    assert!(
+        found.iter().any(
+            |line| line.starts_with("/0/function/parameters/patternProperties/^bbb")
+                && line.contains("5002 bytes), at most 4096 bytes")
+        ),
+        "{found:?}"
+    );
+    let many: Vec<Value> = (0..150)
+        .map(|index| tool(&format!("t{index}"), json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "a".repeat(4000)}}})))
+        .collect();
+    let found = problems(Value::Array(many), &api);
+    assert!(
+        has(&found, "(root)", "600000 bytes in all, at most 524288"),
+        "{found:?}"
     );
 }

@@ -87,7 +87,7 @@ fn responses_request(bencher: Bencher) {
     bencher.bench(|| {
         let request: ResponsesRequest = serde_json::from_value(body.clone()).unwrap();
         let input = parse_input(&request.input).unwrap();
-        to_chat(request, &[], input).unwrap()
+        to_chat(request, std::iter::empty(), input).unwrap()
     });
 }
 

@@ -19,7 +19,7 @@ mod common;
 
 use serde_json::{Value, json};
 use switchboard_testkit::{OpenAiScript, Reply, ScriptedServer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// A `switchboard serve` process and what it logged.
@@ -693,4 +693,262 @@ async fn bad_replicas_are_stepped_around_and_ejected() {
     assert_eq!(count.headers()["x-switchboard-token-count"], "estimate");
     assert!(took < Duration::from_secs(4), "{took:?}");
     eprintln!("bad replicas: slowest request {slowest:?}; count_tokens {took:?}");
+}
+
+/// Samples the process's RSS every 20 ms while `work` runs; the highest seen, in MiB.
+async fn peak_rss_during<T>(
+    served: &Served,
+    work: impl std::future::Future<Output = T>,
+) -> (T, f64) {
+    let pid = served.child.id();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::clone(&done);
+    let sampler = std::thread::spawn(move || {
+        let mut peak: f64 = 0.0;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                && let Some(kib) = status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("VmRSS:"))
+                    .and_then(|value| {
+                        value
+                            .trim()
+                            .trim_end_matches("kB")
+                            .trim()
+                            .parse::<f64>()
+                            .ok()
+                    })
+            {
+                peak = peak.max(kib / 1024.0);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        peak
+    });
+    let out = work.await;
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    (out, sampler.join().unwrap())
+}
+
+/// A scripted OpenAI backend answering "ok" `count` times.
+async fn ok_backend(count: usize) -> ScriptedServer {
+    ScriptedServer::start(
+        (0..count)
+            .map(|_| OpenAiScript::new().text("ok").finish("stop", 1, 1).reply())
+            .collect(),
+    )
+    .await
+}
+
+/// A backend that answers every request, on every connection, with one short streamed
+/// answer and keeps nothing of what it was sent (a scripted backend keeps every request).
+async fn forgetful_backend() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let answer = OpenAiScript::new().text("ok").finish("stop", 1, 1).body();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut socket = tokio::io::BufReader::new(socket);
+                loop {
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if socket.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let line = line.trim_end().to_ascii_lowercase();
+                        if line.is_empty() {
+                            break;
+                        }
+                        if let Some(value) = line.strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if socket.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+                        answer.len()
+                    );
+                    if socket
+                        .get_mut()
+                        .write_all(format!("{head}{answer}").as_bytes())
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    base
+}
+
+/// Issue 22, item 1: a stored conversation continued by `previous_response_id` meets
+/// `max_body_bytes` like a request that sent it whole. Twelve chained turns of 600 KB
+/// under a 1 MiB limit, then 16 concurrent 100-byte continuations: the chain is refused
+/// with 413 `conversation_too_large` once it passes the limit, no backend request is larger
+/// than the limit allows, and memory stays bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continued_conversations_meet_the_body_limit() {
+    let backend = ok_backend(40).await;
+    let served = Served::start(
+        &format!(
+            "max_body_bytes = 1048576\n[responses]\nstore_max_bytes = 268435456\n{}",
+            route("m", &backend.base)
+        ),
+        None,
+    );
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/responses", served.base);
+    let before = served.rss_mib();
+    let mut previous: Option<String> = None;
+    let mut refused = None;
+    let mut chained = 0;
+    for turn in 0..12 {
+        let mut body = json!({"model": "m", "input": format!("{turn}{}", "x".repeat(600_000))});
+        if let Some(id) = &previous {
+            body["previous_response_id"] = json!(id);
+        }
+        let answer = client.post(&url).json(&body).send().await.unwrap();
+        let status = answer.status().as_u16();
+        let body: Value = answer.json().await.unwrap();
+        if status == 200 {
+            previous = Some(body["id"].as_str().unwrap().to_owned());
+            chained += 1;
+        } else {
+            refused = Some((status, body));
+            break;
+        }
+    }
+    let last = previous.unwrap();
+    let (statuses, peak) = peak_rss_during(&served, async {
+        let body =
+            json!({"model": "m", "input": "go on", "previous_response_id": last, "store": false});
+        let continuations: Vec<_> = (0..16)
+            .map(|_| {
+                let sent = client.post(&url).json(&body).send();
+                tokio::spawn(async move { sent.await.unwrap().status().as_u16() })
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for continuation in continuations {
+            statuses.push(continuation.await.unwrap());
+        }
+        statuses
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = served.rss_mib();
+    let largest = backend
+        .requests()
+        .iter()
+        .map(|request| request.body.to_string().len())
+        .max()
+        .unwrap();
+    eprintln!(
+        "continued conversations: {chained} turns chained, RSS {before:.0} MiB before, peak {peak:.0} MiB during 16 continuations, {after:.0} MiB after; largest backend request {largest} bytes; continuations answered {statuses:?}"
+    );
+    let (status, error) = refused.expect("the chain passes the body limit and is refused");
+    assert_eq!(status, 413, "{error}");
+    assert_eq!(error["error"]["code"], "conversation_too_large", "{error}");
+    assert_eq!(error["error"]["param"], "previous_response_id", "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1048576"),
+        "{error}"
+    );
+    assert!(
+        largest < 2 * 1_048_576,
+        "a backend request of {largest} bytes"
+    );
+    assert!(peak - before < 300.0, "{before} → peak {peak}");
+    assert!(after - before < 200.0, "{before} → {after}");
+}
+
+/// Issue 22, item 10: a 4 MB `pattern` in a tool's schema is refused with a 400 naming it,
+/// before any regex is compiled; memory does not move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_schema_pattern_is_refused_before_it_is_compiled() {
+    let served = Served::start("", None);
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/chat/completions", served.base);
+    let before = served.rss_mib();
+    let mut body = chat("no-such-route");
+    body["tools"] = json!([{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "string", "pattern": "a".repeat(4_000_000)}}}}}]);
+    let (answer, peak) = peak_rss_during(&served, async {
+        client.post(&url).json(&body).send().await.unwrap()
+    })
+    .await;
+    let status = answer.status().as_u16();
+    let error: Value = answer.json().await.unwrap();
+    let after = served.rss_mib();
+    eprintln!(
+        "4 MB pattern: RSS {before:.0} MiB before, peak {peak:.0} MiB, {after:.0} MiB after; answered {status}"
+    );
+    assert_eq!(status, 400, "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("properties.a.pattern") && message.contains("at most 4096"),
+        "{message}"
+    );
+    assert!(peak - before < 100.0, "{before} → peak {peak}");
+    // The most a list may hold: 128 patterns of 4000 bytes, compiled.
+    let tools: Vec<Value> = (0..128)
+        .map(|index| {
+            json!({"type": "function", "function": {"name": format!("f{index}"), "parameters": {
+                "type": "object", "properties": {"a": {"type": "string", "pattern": format!("{index}{}", "a".repeat(3996))}}}}})
+        })
+        .collect();
+    body["tools"] = Value::Array(tools);
+    let (status, most) = peak_rss_during(&served, async {
+        client.post(&url).json(&body).send().await.unwrap().status()
+    })
+    .await;
+    eprintln!("128 patterns of 4000 bytes: peak {most:.0} MiB; answered {status}");
+    assert_eq!(status, 404, "compiled, then no such route");
+    assert!(most - before < 400.0, "{before} → peak {most}");
+}
+
+/// Issue 22, item 15: the store counts what its entries hold. Sixty responses of 30,001
+/// one-letter messages each (about 1 MB of JSON, several times that in memory) under the
+/// default 64 MiB bound: the process grows by about the bound, not by what the JSON length
+/// would let in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_tiny_items_are_counted_at_what_they_hold() {
+    let backend = forgetful_backend().await;
+    let served = Served::start(&route("m", &backend), None);
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/responses", served.base);
+    let input: Vec<Value> = (0..30_001)
+        .map(|_| json!({"role": "user", "content": "x"}))
+        .collect();
+    let body = json!({"model": "m", "input": input});
+    let before = served.rss_mib();
+    let mut ids = Vec::new();
+    for _ in 0..60 {
+        let answer = client.post(&url).json(&body).send().await.unwrap();
+        assert_eq!(answer.status(), 200);
+        let answer: Value = answer.json().await.unwrap();
+        ids.push(answer["id"].as_str().unwrap().to_owned());
+    }
+    let after = served.rss_mib();
+    let mut kept = 0;
+    for id in &ids {
+        let found = client.get(format!("{url}/{id}")).send().await.unwrap();
+        kept += usize::from(found.status() == 200);
+    }
+    eprintln!(
+        "tiny items: RSS {before:.0} MiB before, {after:.0} MiB after 60 stored responses of 30,001 items; {kept} of them kept"
+    );
+    assert!((1..60).contains(&kept), "{kept} kept");
+    assert!(after - before < 160.0, "{before} → {after}");
 }

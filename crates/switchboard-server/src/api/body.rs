@@ -11,6 +11,11 @@ use crate::error::ApiError;
 /// declared `Content-Length` is past it, without reading), 408 when the body does not
 /// arrive in time, 400 otherwise.
 pub async fn read_json(body: Body, limit: usize) -> Result<Value, ApiError> {
+    read_json_sized(body, limit).await.map(|(value, _)| value)
+}
+
+/// [`read_json`], with the body's length in bytes.
+pub async fn read_json_sized(body: Body, limit: usize) -> Result<(Value, usize), ApiError> {
     if body.size_hint().lower() > limit as u64 {
         return Err(ApiError::payload_too_large(limit));
     }
@@ -23,9 +28,10 @@ pub async fn read_json(body: Body, limit: usize) -> Result<Value, ApiError> {
             ApiError::invalid_request(format!("could not read the request body: {error}"), None)
         }
     })?;
-    serde_json::from_slice(&bytes).map_err(|error| {
+    let value = serde_json::from_slice(&bytes).map_err(|error| {
         ApiError::invalid_request(format!("the request body is not valid JSON: {error}"), None)
-    })
+    })?;
+    Ok((value, bytes.len()))
 }
 
 /// The first error of type `E` in `error`'s source chain.

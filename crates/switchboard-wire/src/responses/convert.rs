@@ -133,9 +133,9 @@ fn parse_item(value: &Value, path: &str) -> Result<Item, ConvertError> {
 /// `previous_response_id` continues (its input and output items), `input` the request's own
 /// items from [`parse_input`]. The request is taken: its tools' schemas move into the
 /// definitions offered to the model.
-pub fn to_chat(
+pub fn to_chat<'a>(
     request: ResponsesRequest,
-    history: &[Item],
+    history: impl IntoIterator<Item = &'a Item>,
     input: Vec<Item>,
 ) -> Result<Converted, ConvertError> {
     let ResponsesRequest {
@@ -158,7 +158,7 @@ pub fn to_chat(
     let mut tools = OfferedTools::default();
     tools.add_all(offered.unwrap_or_default(), "tools")?;
     let items: Vec<(String, &Item)> = history
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(index, item)| (format!("previous response's item {index}"), item))
         .chain(
@@ -671,7 +671,7 @@ mod tests {
     fn convert(body: Value) -> Result<Converted, ConvertError> {
         let request = request(body);
         let input = parse_input(&request.input)?;
-        to_chat(request, &[], input)
+        to_chat(request, std::iter::empty(), input)
     }
 
     #[test]

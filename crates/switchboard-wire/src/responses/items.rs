@@ -142,6 +142,38 @@ impl Item {
             Item::ItemReference { .. } => "item_reference",
         }
     }
+
+    /// What the item holds in memory beyond the text of its JSON: its own slot, and the
+    /// slots of the parts and JSON values inside it (a one-letter message is 46 bytes of
+    /// JSON; `[0,0,…]` two bytes a value), for bounds that count what is held.
+    pub fn slot_bytes(&self) -> usize {
+        size_of::<Item>()
+            + match self {
+                Item::Message {
+                    content: MessageContent::Parts(parts),
+                    ..
+                }
+                | Item::FunctionCallOutput {
+                    output: ToolOutput::Parts(parts),
+                    ..
+                }
+                | Item::CustomToolCallOutput {
+                    output: ToolOutput::Parts(parts),
+                    ..
+                } => parts.iter().map(ContentPart::slot_bytes).sum(),
+                Item::Reasoning {
+                    summary, content, ..
+                } => (summary.len() + content.as_ref().map_or(0, Vec::len)) * size_of::<TextPart>(),
+                Item::AdditionalTools { tools, .. } | Item::ToolSearchOutput { tools, .. } => {
+                    tools.iter().map(value_slot_bytes).sum()
+                }
+                Item::ToolSearchCall {
+                    arguments: value, ..
+                }
+                | Item::LocalShellCall { action: value, .. } => value_slot_bytes(value),
+                _ => 0,
+            }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,6 +220,37 @@ pub enum ContentPart {
     Refusal {
         refusal: String,
     },
+}
+
+impl ContentPart {
+    fn slot_bytes(&self) -> usize {
+        size_of::<ContentPart>()
+            + match self {
+                ContentPart::OutputText { annotations, .. } => {
+                    annotations.iter().map(value_slot_bytes).sum()
+                }
+                ContentPart::InputFile { fields } => map_slot_bytes(fields),
+                _ => 0,
+            }
+    }
+}
+
+/// What a JSON value holds in memory beyond its text: a slot for it and for every value
+/// and key inside it.
+pub fn value_slot_bytes(value: &Value) -> usize {
+    size_of::<Value>()
+        + match value {
+            Value::Array(values) => values.iter().map(value_slot_bytes).sum(),
+            Value::Object(map) => map_slot_bytes(map),
+            _ => 0,
+        }
+}
+
+/// Each entry: its key, its place in the map's index, its value.
+fn map_slot_bytes(map: &Map<String, Value>) -> usize {
+    map.values()
+        .map(|value| size_of::<String>() + 2 * size_of::<usize>() + value_slot_bytes(value))
+        .sum()
 }
 
 /// A tool's output: text, or a list of parts.

@@ -16,7 +16,7 @@ mod tools;
 pub use convert::{Converted, parse_input, to_chat};
 pub use encode::Encoder;
 pub use events::{Event, Sequenced, sse, write_sse};
-pub use items::{ContentPart, Item, MessageContent, Role, TextPart, ToolOutput};
+pub use items::{ContentPart, Item, MessageContent, Role, TextPart, ToolOutput, value_slot_bytes};
 pub use request::{Input, ReasoningConfig, ResponsesRequest, TextConfig};
 pub use response::{
     EchoedTools, IncompleteDetails, InputTokensDetails, OutputTokensDetails, Response,

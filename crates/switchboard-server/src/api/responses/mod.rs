@@ -19,12 +19,12 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use switchboard_tools::{ToolDefinition, Toolset};
 use switchboard_wire::responses::{
-    CallKind, EchoedTools, Encoder, Item, OfferedTools, Response as ResponseObject,
+    CallKind, Converted, EchoedTools, Encoder, Item, OfferedTools, Response as ResponseObject,
     ResponsesRequest, Status, parse_input, to_chat,
 };
 
 use super::RequestId;
-use super::body::read_json;
+use super::body::read_json_sized;
 use super::chat::validate::pointer_to_param;
 use super::log::{RequestLog, Tally};
 use super::sse;
@@ -34,11 +34,15 @@ use crate::ids::{CallIdShape, response_id};
 use crate::pipeline::{self, GatewayRequest, compile_converted};
 use crate::state::AppState;
 use render::{Keep, ResponseRenderer};
-use store::StoredResponse;
+use store::{Conversation, StoredResponse};
 use validate::check_request;
 
 /// The header naming the hosted tools left out of the backend's request.
 pub const DROPPED_TOOLS_HEADER: &str = "x-switchboard-dropped-tools";
+/// On a whole answer that asked to be stored and could not be (the store failed after the
+/// backend answered, or the response is larger than the store holds): why, as an error code,
+/// beside `store: false` in the response.
+pub const NOT_STORED_HEADER: &str = "x-switchboard-not-stored";
 
 /// A request ready for the pipeline, and how to present and keep its answer.
 struct Prepared {
@@ -104,7 +108,14 @@ pub async fn create(
                 let (_, keeping) = renderer.close();
                 keeping.await;
                 log.finish(&started.label, StatusCode::OK, tally, false);
-                Json(renderer.into_response()).into_response()
+                let unkept = renderer.unkept();
+                let mut response = Json(renderer.into_response()).into_response();
+                if let Some(code) = unkept {
+                    response
+                        .headers_mut()
+                        .insert(NOT_STORED_HEADER, HeaderValue::from_static(code));
+                }
+                response
             }
         };
         super::upstream_headers(&mut response, &started.trail);
@@ -200,7 +211,7 @@ fn store_error(error: store::StoreError) -> ApiError {
     ApiError::upstream(
         StatusCode::SERVICE_UNAVAILABLE,
         error.to_string(),
-        "store_unavailable",
+        store::STORE_UNAVAILABLE,
     )
 }
 
@@ -210,26 +221,35 @@ fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
 }
 
 async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepared, ApiError> {
-    let value = read_json(body, caller.live().config.max_body_bytes).await?;
+    let limit = caller.live().config.max_body_bytes;
+    let (value, body_bytes) = read_json_sized(body, limit).await?;
     let request = check_request(value)?;
     access::authorize(state, caller, &request.model)?;
     let input = parse_input(&request.input).map_err(convert_error)?;
     let history = match &request.previous_response_id {
-        None => Vec::new(),
-        Some(id) => state
-            .responses
-            .get(id)
-            .await
-            .map_err(store_error)?
-            .filter(|stored| stored.belongs_to(caller.name()))
-            .ok_or_else(|| {
-                ApiError::invalid_request(
-                    format!("previous_response_id: \"{id}\" is not stored here (unknown, expired or evicted, or made with store: false)"),
-                    Some("previous_response_id".into()),
-                )
-                .with_code("previous_response_not_found")
-            })?
-            .conversation(),
+        None => Conversation::default(),
+        Some(id) => {
+            let previous = state
+                .responses
+                .get(id)
+                .await
+                .map_err(store_error)?
+                .filter(|stored| stored.belongs_to(caller.name()))
+                .ok_or_else(|| {
+                    ApiError::invalid_request(
+                        format!("previous_response_id: \"{id}\" is not stored here (unknown, expired or evicted, or made with store: false)"),
+                        Some("previous_response_id".into()),
+                    )
+                    .with_code("previous_response_not_found")
+                })?;
+            // A continued conversation is sent to the backend whole: it meets the bound of a
+            // request that sent it whole, checked before anything of it is copied.
+            let total = previous.conversation_bytes().saturating_add(body_bytes);
+            if total > limit {
+                return Err(conversation_too_large(&previous, body_bytes, limit));
+            }
+            previous.conversation()
+        }
     };
     // The skeleton echoes the request's settings; the conversion then takes the request.
     let skeleton = skeleton(&request);
@@ -237,30 +257,51 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
         request.store != Some(false),
         request.stream.unwrap_or(false),
     );
-    let converted = to_chat(request, &history, input).map_err(convert_error)?;
-    let tools = compile(&converted.request.tools, &converted.tools)?;
-    let keep = store.then(|| {
-        let mut conversation = history;
-        conversation.extend(converted.input.iter().cloned());
-        Keep {
+    let Converted {
+        request: chat,
+        tools: offered,
+        input,
+    } = to_chat(request, history.iter(), input).map_err(convert_error)?;
+    let tools = compile(&chat.tools, &offered)?;
+    let keep = if store {
+        // Told now, before the backend is asked, rather than after an answer not kept.
+        state.responses.ready().await.map_err(store_error)?;
+        Some(Keep {
             store: std::sync::Arc::clone(&state.responses),
-            input: conversation,
+            input: history.then(input),
             owner: caller.name().map(str::to_owned),
-        }
-    });
+        })
+    } else {
+        None
+    };
     Ok(Prepared {
         gateway: GatewayRequest {
-            model: converted.request.model.clone(),
-            request: converted.request,
+            model: chat.model.clone(),
+            request: chat,
             tools,
             call_ids: CallIdShape::OpenAi,
         },
         skeleton,
-        kinds: converted.tools.kinds,
+        kinds: offered.kinds,
         stream,
         keep,
-        dropped: converted.tools.dropped,
+        dropped: offered.dropped,
     })
+}
+
+fn conversation_too_large(previous: &StoredResponse, body_bytes: usize, limit: usize) -> ApiError {
+    let error = ApiError::invalid_request(
+        format!(
+            "the conversation continued from previous_response_id ({} bytes) and this request ({body_bytes} bytes) are larger than the limit of {limit} bytes (max_body_bytes) that a request sending the whole conversation meets; start a new conversation or send a shorter one",
+            previous.conversation_bytes()
+        ),
+        Some("previous_response_id".into()),
+    )
+    .with_code("conversation_too_large");
+    ApiError {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        ..error
+    }
 }
 
 fn convert_error(error: switchboard_wire::ConvertError) -> ApiError {

@@ -2,13 +2,15 @@
 //! `sequence_number`) or one response object, both from the same encoder fed the same
 //! outputs. Problems with the model's calls ride on the response as `tool_call_errors`.
 //! A response made with `store: true` is kept before its last event goes out, so a client
-//! that continues from it at once finds it.
+//! that continues from it at once finds it; one that could not be kept says `store: false`.
+
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use switchboard_wire::responses::{Encoder, Item, Response, Sequenced, sse, write_sse};
+use switchboard_wire::responses::{Encoder, Event, Response, Sequenced, sse, write_sse};
 
-use super::store::{ResponseStore, StoredResponse};
+use super::store::{Conversation, ResponseStore, StoredResponse};
 use crate::api::sse::Renderer;
 use crate::error::ApiError;
 use crate::pipeline::Output;
@@ -17,8 +19,8 @@ use crate::pipeline::tool_checks::ToolCallProblem;
 /// Where a stored response goes, and the conversation it answers.
 #[derive(Debug)]
 pub struct Keep {
-    pub store: std::sync::Arc<dyn ResponseStore>,
-    pub input: Vec<Item>,
+    pub store: Arc<dyn ResponseStore>,
+    pub input: Conversation,
     /// The caller's key name.
     pub owner: Option<String>,
 }
@@ -31,6 +33,8 @@ pub struct ResponseRenderer {
     keep: Option<Keep>,
     /// The closing events, made before the end is sent (see [`Renderer::before_end`]).
     ending: Option<Vec<Sequenced>>,
+    /// Why the response was not kept, when it was to be and the store failed.
+    unkept: Arc<OnceLock<&'static str>>,
 }
 
 impl ResponseRenderer {
@@ -40,7 +44,13 @@ impl ResponseRenderer {
             problems: Vec::new(),
             keep,
             ending: None,
+            unkept: Arc::default(),
         }
+    }
+
+    /// Why the response was to be kept and could not be (the store error's code).
+    pub fn unkept(&self) -> Option<&'static str> {
+        self.unkept.get().copied()
     }
 
     /// Takes one output; returns its SSE text when `render` (a stream), else only folds it
@@ -87,15 +97,13 @@ impl ResponseRenderer {
                 input,
                 owner,
             }) => {
-                let stored = StoredResponse {
-                    response: self.encoder.response().clone(),
-                    input,
-                    owner,
-                };
+                let stored = StoredResponse::new(self.encoder.response().clone(), input, owner);
+                let unkept = Arc::clone(&self.unkept);
                 Box::pin(async move {
                     let id = stored.response.id.clone();
                     if let Err(error) = store.put(stored).await {
                         tracing::warn!(response = %id, %error, "response not stored");
+                        let _ = unkept.set(error.code());
                     }
                 })
             }
@@ -105,7 +113,12 @@ impl ResponseRenderer {
     }
 
     pub fn into_response(self) -> Response {
-        self.encoder.into_response()
+        let unkept = self.unkept().is_some();
+        let mut response = self.encoder.into_response();
+        if unkept {
+            response.store = false;
+        }
+        response
     }
 }
 
@@ -121,10 +134,20 @@ impl Renderer for ResponseRenderer {
     }
 
     fn end(&mut self) -> String {
-        let events = match self.ending.take() {
+        let mut events = match self.ending.take() {
             Some(events) => events,
             None => self.close().0,
         };
+        if self.unkept().is_some() {
+            for event in &mut events {
+                if let Event::Completed { response }
+                | Event::Incomplete { response }
+                | Event::Failed { response } = &mut event.event
+                {
+                    Arc::make_mut(response).store = false;
+                }
+            }
+        }
         sse(&events)
     }
 

@@ -1,11 +1,14 @@
 //! Responses made with `store: true`, kept so that `previous_response_id` can continue their
 //! conversation and `GET`/`DELETE /v1/responses/{id}` can find them. [`ResponseStore`] is
-//! the interface; [`MemoryStore`] keeps them in this process: least recently used first
-//! out, bounded in entries and bytes, each entry expiring a fixed time after it was made.
-//! [`RedisStore`] keeps them in Redis (`state = "redis://…"`), so that every replica finds
-//! every response: each entry bounded in bytes and expiring like the memory store's, the
-//! total bounded by the Redis server's own `maxmemory`.
+//! the interface; [`MemoryStore`] keeps them in this process: bounded in entries and bytes
+//! (each entry counted at what it holds in memory, not its JSON length), each entry expiring
+//! a fixed time after it was made; when full, room is made from the key holding the most,
+//! least recently used first, so that one key cannot push out another key's responses while
+//! it holds more than that key. [`RedisStore`] keeps them in Redis (`state = "redis://…"`),
+//! so that every replica finds every response: each entry bounded in bytes and expiring like
+//! the memory store's, the total bounded by the Redis server's own `maxmemory`.
 
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -14,12 +17,58 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use lru::LruCache;
 use redis::AsyncCommands;
-use serde::{Deserialize, Serialize};
-use switchboard_wire::responses::{Item, Response};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use switchboard_wire::responses::{Item, Response, value_slot_bytes};
 
 use crate::redis_link::RedisLink;
 
 const REDIS_PREFIX: &str = "switchboard:responses:";
+
+/// A conversation as the shared pieces it was built from: a continuation holds the pieces of
+/// the conversation it continued and adds its own, so that a chain of continuations shares
+/// one copy of its history instead of copying it at every turn. On the wire (and in Redis)
+/// it is one flat list of items.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversation(Vec<Arc<[Item]>>);
+
+impl Conversation {
+    pub fn iter(&self) -> impl Iterator<Item = &Item> {
+        self.0.iter().flat_map(|piece| piece.iter())
+    }
+
+    pub fn first(&self) -> Option<&Item> {
+        self.iter().next()
+    }
+
+    pub fn last(&self) -> Option<&Item> {
+        self.0.iter().rev().find_map(|piece| piece.last())
+    }
+
+    /// This conversation followed by `items`, which are moved, not copied.
+    pub fn then(mut self, items: Vec<Item>) -> Self {
+        if !items.is_empty() {
+            self.0.push(Arc::from(items));
+        }
+        self
+    }
+
+    /// Its length as JSON, counted without writing it anywhere.
+    fn json_bytes(&self) -> usize {
+        self.iter().map(json_bytes).sum()
+    }
+}
+
+impl Serialize for Conversation {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Conversation {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Item>::deserialize(deserializer).map(|items| Self::default().then(items))
+    }
+}
 
 /// A response and the conversation it answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,25 +76,101 @@ pub struct StoredResponse {
     pub response: Response,
     /// Every item before the response's output: the conversation it continued and the
     /// request's own input.
-    pub input: Vec<Item>,
+    pub input: Conversation,
     /// The name of the API key that made it: only that key may read, continue or delete it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The whole conversation's length as JSON, input and output: what a continuation adds
+    /// to its request, measured once.
+    #[serde(skip)]
+    conversation_bytes: usize,
 }
 
 impl StoredResponse {
+    pub fn new(response: Response, input: Conversation, owner: Option<String>) -> Self {
+        let mut stored = Self {
+            response,
+            input,
+            owner,
+            conversation_bytes: 0,
+        };
+        stored.measure();
+        stored
+    }
+
+    fn measure(&mut self) {
+        self.conversation_bytes =
+            self.input.json_bytes() + self.response.output.iter().map(json_bytes).sum::<usize>();
+    }
+
     /// Whether the caller with this key name (none without keys) may see it.
     pub fn belongs_to(&self, caller: Option<&str>) -> bool {
         self.owner.as_deref() == caller
     }
 
-    /// The whole conversation, to continue: its input, then its output.
-    pub fn conversation(&self) -> Vec<Item> {
-        let mut items = self.input.clone();
-        items.extend(self.response.output.iter().cloned());
-        items
+    /// The whole conversation's length as JSON (its input, then its output).
+    pub fn conversation_bytes(&self) -> usize {
+        self.conversation_bytes
+    }
+
+    /// The whole conversation, to continue: its input (shared), then its output.
+    pub fn conversation(&self) -> Conversation {
+        self.input.clone().then(self.response.output.clone())
+    }
+
+    /// What the entry holds in memory: its JSON text's worth of strings, plus the slots of
+    /// its items and of every JSON value in it, which the JSON length leaves out (30,000
+    /// one-letter messages are 1.4 MB of JSON and several times that in memory).
+    fn footprint(&self) -> usize {
+        let response = &self.response;
+        let values = [
+            response.instructions.as_ref(),
+            Some(&response.reasoning),
+            Some(&response.text),
+            Some(&response.tool_choice),
+            response.tool_call_errors.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(value_slot_bytes)
+        .sum::<usize>()
+            + response
+                .metadata
+                .values()
+                .map(value_slot_bytes)
+                .sum::<usize>();
+        json_bytes(self)
+            + values
+            + self
+                .input
+                .iter()
+                .chain(&response.output)
+                .map(Item::slot_bytes)
+                .sum::<usize>()
     }
 }
+
+/// The length of `value` as JSON, counted as it is written, never held.
+fn json_bytes(value: &impl Serialize) -> usize {
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).map_or(usize::MAX, |()| counter.0)
+}
+
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The error code of a store that cannot be reached.
+pub const STORE_UNAVAILABLE: &str = "store_unavailable";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -57,6 +182,16 @@ pub enum StoreError {
     Backend(String),
 }
 
+impl StoreError {
+    /// The error code a client is told.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::TooLarge { .. } => "stored_response_too_large",
+            StoreError::Backend(_) => STORE_UNAVAILABLE,
+        }
+    }
+}
+
 /// Where stored responses live.
 pub trait ResponseStore: Send + Sync + Debug {
     /// The response with this id, unless it is unknown, expired or was evicted.
@@ -64,18 +199,33 @@ pub trait ResponseStore: Send + Sync + Debug {
     fn put(&self, stored: StoredResponse) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Whether there was such a response.
     fn delete(&self, id: &str) -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// Whether a response could be kept now: asked before a `store: true` request goes to
+    /// its backend, so that an outage is told to the client instead of an answer that is
+    /// silently not kept.
+    fn ready(&self) -> BoxFuture<'_, Result<(), StoreError>>;
 }
 
 /// The in-process store.
 #[derive(Debug)]
 pub struct MemoryStore {
     kept: Mutex<Kept>,
+    max_entries: NonZeroUsize,
     max_bytes: usize,
     ttl: Duration,
 }
 
-#[derive(Debug)]
+/// The entries, by the key that made them (`None` without keys), each key's least recently
+/// used first.
+#[derive(Debug, Default)]
 struct Kept {
+    owners: HashMap<Option<String>, Held>,
+    /// Whose each id is.
+    index: HashMap<String, Option<String>>,
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct Held {
     entries: LruCache<String, Entry>,
     bytes: usize,
 }
@@ -90,10 +240,8 @@ struct Entry {
 impl MemoryStore {
     pub fn new(max_entries: NonZeroUsize, max_bytes: usize, ttl: Duration) -> Self {
         Self {
-            kept: Mutex::new(Kept {
-                entries: LruCache::new(max_entries),
-                bytes: 0,
-            }),
+            kept: Mutex::new(Kept::default()),
+            max_entries,
             max_bytes,
             ttl,
         }
@@ -101,16 +249,18 @@ impl MemoryStore {
 
     fn get_at(&self, id: &str, now: Instant) -> Option<Arc<StoredResponse>> {
         let mut kept = self.kept.lock().ok()?;
-        let expired = kept.entries.peek(id)?.expires <= now;
+        let owner = kept.index.get(id)?.clone();
+        let entry = kept.owners.get_mut(&owner)?.entries.get(id)?;
+        let (expired, stored) = (entry.expires <= now, Arc::clone(&entry.stored));
         if expired {
             kept.remove(id);
             return None;
         }
-        kept.entries.get(id).map(|entry| Arc::clone(&entry.stored))
+        Some(stored)
     }
 
     fn put_at(&self, stored: StoredResponse, now: Instant) -> Result<(), StoreError> {
-        let size = serde_json::to_vec(&stored).map_or(usize::MAX, |bytes| bytes.len());
+        let size = stored.footprint();
         if size > self.max_bytes {
             return Err(StoreError::TooLarge {
                 size,
@@ -122,11 +272,12 @@ impl MemoryStore {
             .lock()
             .map_err(|_| StoreError::Backend("a writer panicked".into()))?;
         let id = stored.response.id.clone();
+        let owner = stored.owner.clone();
         kept.remove(&id);
-        while kept.bytes + size > self.max_bytes {
-            match kept.entries.pop_lru() {
-                Some((_, gone)) => kept.bytes -= gone.size,
-                None => break,
+        while kept.bytes + size > self.max_bytes || kept.index.len() >= self.max_entries.get() {
+            let by_bytes = kept.bytes + size > self.max_bytes;
+            if !kept.evict(by_bytes, &owner) {
+                break;
             }
         }
         let entry = Entry {
@@ -135,20 +286,55 @@ impl MemoryStore {
             expires: now + self.ttl,
         };
         kept.bytes += size;
-        if let Some((_, pushed_out)) = kept.entries.push(id, entry) {
-            kept.bytes -= pushed_out.size;
-        }
+        kept.index.insert(id.clone(), owner.clone());
+        let held = kept.owners.entry(owner).or_insert_with(|| Held {
+            entries: LruCache::unbounded(),
+            bytes: 0,
+        });
+        held.bytes += size;
+        held.entries.push(id, entry);
         Ok(())
     }
 }
 
 impl Kept {
     fn remove(&mut self, id: &str) -> bool {
-        match self.entries.pop(id) {
-            Some(entry) => {
-                self.bytes -= entry.size;
-                true
-            }
+        let Some(owner) = self.index.remove(id) else {
+            return false;
+        };
+        let Some(held) = self.owners.get_mut(&owner) else {
+            return false;
+        };
+        let Some(entry) = held.entries.pop(id) else {
+            return false;
+        };
+        held.bytes -= entry.size;
+        self.bytes -= entry.size;
+        if held.entries.is_empty() {
+            self.owners.remove(&owner);
+        }
+        true
+    }
+
+    /// Drops the least recently used entry of the key that holds the most (in bytes when
+    /// the byte bound is what is reached, in entries otherwise; the key making room when it
+    /// holds as much as another); whether there was one.
+    fn evict(&mut self, by_bytes: bool, making_room: &Option<String>) -> bool {
+        let largest = self
+            .owners
+            .iter()
+            .max_by_key(|(owner, held)| {
+                let held = if by_bytes {
+                    held.bytes
+                } else {
+                    held.entries.len()
+                };
+                (held, *owner == making_room)
+            })
+            .and_then(|(_, held)| held.entries.peek_lru())
+            .map(|(id, _)| id.clone());
+        match largest {
+            Some(id) => self.remove(&id),
             None => false,
         }
     }
@@ -167,6 +353,10 @@ impl ResponseStore for MemoryStore {
     fn delete(&self, id: &str) -> BoxFuture<'_, Result<bool, StoreError>> {
         let deleted = self.kept.lock().is_ok_and(|mut kept| kept.remove(id));
         Box::pin(std::future::ready(Ok(deleted)))
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 
@@ -197,15 +387,24 @@ impl RedisStore {
         let Some(text) = text else {
             return Ok(None);
         };
-        serde_json::from_slice(&text)
-            .map(Arc::new)
-            .map(Some)
-            .map_err(|error| {
-                StoreError::Backend(format!(
-                    "the response stored in Redis at {} as {id} is not readable: {error}",
-                    self.link.address()
-                ))
-            })
+        let mut stored: StoredResponse = serde_json::from_slice(&text).map_err(|error| {
+            StoreError::Backend(format!(
+                "the response stored in Redis at {} as {id} is not readable: {error}",
+                self.link.address()
+            ))
+        })?;
+        stored.measure();
+        Ok(Some(Arc::new(stored)))
+    }
+
+    /// A round trip: a link that was up may have broken since it was last used.
+    async fn ping(&self) -> Result<(), StoreError> {
+        let mut connection = self.link.connection().await.map_err(unavailable)?;
+        let pong: Result<String, _> = redis::cmd("PING").query_async(&mut connection).await;
+        match pong {
+            Ok(_) => Ok(()),
+            Err(error) => Err(unavailable(self.link.failed(&error).await)),
+        }
     }
 
     async fn keep(&self, stored: StoredResponse) -> Result<(), StoreError> {
@@ -257,6 +456,10 @@ impl ResponseStore for RedisStore {
         let id = id.to_owned();
         Box::pin(async move { self.remove(&id).await })
     }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.ping())
+    }
 }
 
 #[cfg(test)]
@@ -276,15 +479,16 @@ mod tests {
         let input =
             serde_json::from_value(json!([{"type": "message", "role": "user", "content": text}]))
                 .unwrap();
-        StoredResponse {
+        let input: Vec<Item> = input;
+        StoredResponse::new(
             response,
-            input,
-            owner: Some("k".into()),
-        }
+            Conversation::default().then(input),
+            Some("k".into()),
+        )
     }
 
     fn size(stored: &StoredResponse) -> usize {
-        serde_json::to_vec(stored).unwrap().len()
+        stored.footprint()
     }
 
     #[test]
@@ -339,6 +543,59 @@ mod tests {
         ));
         assert!(store.kept.lock().unwrap().remove("resp_b"));
         assert_eq!(store.kept.lock().unwrap().bytes, one);
+    }
+
+    #[test]
+    fn room_is_made_from_the_key_holding_the_most() {
+        let now = Instant::now();
+        let store = MemoryStore::new(
+            NonZeroUsize::new(4).unwrap(),
+            usize::MAX,
+            Duration::from_secs(60),
+        );
+        let owned = |id: &str, owner: &str| StoredResponse {
+            owner: Some(owner.into()),
+            ..stored(id, "x")
+        };
+        store.put_at(owned("resp_b0", "b"), now).unwrap();
+        for index in 0..6 {
+            store
+                .put_at(owned(&format!("resp_a{index}"), "a"), now)
+                .unwrap();
+        }
+        assert!(
+            store.get_at("resp_b0", now).is_some(),
+            "b holds less than a"
+        );
+        assert!(store.get_at("resp_a2", now).is_none() && store.get_at("resp_a5", now).is_some());
+        // Once b holds the most, b's own go first.
+        for index in 1..4 {
+            store
+                .put_at(owned(&format!("resp_b{index}"), "b"), now)
+                .unwrap();
+        }
+        assert!(store.get_at("resp_a5", now).is_some());
+        assert!(store.get_at("resp_b0", now).is_none());
+    }
+
+    #[test]
+    fn a_conversation_is_shared_in_memory_and_flat_on_the_wire() {
+        let first = stored("resp_a", "one");
+        let conversation = first
+            .conversation()
+            .then(first.input.iter().cloned().collect());
+        assert!(
+            Arc::ptr_eq(&conversation.0[0], &first.input.0[0]),
+            "shared, not copied"
+        );
+        let text = serde_json::to_value(&conversation).unwrap();
+        assert_eq!(text.as_array().unwrap().len(), 2, "{text}");
+        let back: Conversation = serde_json::from_value(text).unwrap();
+        assert_eq!(
+            back.iter().collect::<Vec<_>>(),
+            conversation.iter().collect::<Vec<_>>()
+        );
+        assert_eq!(conversation.last(), first.input.first());
     }
 
     #[tokio::test]
