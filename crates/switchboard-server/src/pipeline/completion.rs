@@ -335,9 +335,10 @@ impl Round<'_> {
     ) -> Result<Words, Failure> {
         let route = &self.completion.route;
         let native = route.prompted.is_none();
-        let mut parser = self
-            .markup
-            .map(|markup| markup_parser(markup, &self.completion.request.tools));
+        // The text is read for calls while `reading`; its parser is made at the first text,
+        // so an answer of native calls alone never builds one.
+        let mut reading = self.markup;
+        let mut parser: Option<Box<dyn ToolCallParser>> = None;
         let mut words = Words::default();
         let request = backend_request(
             &self.completion.route,
@@ -375,19 +376,24 @@ impl Round<'_> {
             let mut outputs = Vec::new();
             if native
                 && matches!(event, StreamEvent::ToolCallStart { .. })
-                && let Some(mut recovering) = parser.take()
+                && reading.take().is_some()
             {
                 // The backend parses calls itself after all: recovery stops, and what the
                 // text held so far stands.
-                let events = recovering.finish();
-                outputs = self.through(events, recovering.as_ref());
+                if let Some(mut recovering) = parser.take() {
+                    let events = recovering.finish();
+                    outputs = self.through(events, recovering.as_ref());
+                }
                 self.finisher.stream_calls();
             }
-            match (event, parser.as_mut()) {
-                (StreamEvent::TextDelta(delta), Some(parser)) => {
+            match (event, reading) {
+                (StreamEvent::TextDelta(delta), Some(markup)) => {
                     if !native {
                         words.raw.push_str(&delta);
                     }
+                    let parser = parser.get_or_insert_with(|| {
+                        markup_parser(markup, &self.completion.request.tools)
+                    });
                     let parsed = parser.feed(&delta);
                     outputs.extend(self.through(parsed, parser.as_ref()));
                 }
