@@ -1,16 +1,19 @@
-//! Target `parsers`: model text through each family's streaming parser at fuzzer-chosen chunk
-//! boundaries. The parsed result must not depend on the chunking (the crate's central
-//! promise), and the events must keep the protocol `ParseEvent` documents.
+//! Target `parsers`: model text through each family's streaming parser, and through the one
+//! that finds the family itself (`Markup::Unknown`), at fuzzer-chosen chunk boundaries. The
+//! parsed result must not depend on the chunking (the crate's central promise), and the
+//! events must keep the protocol `ParseEvent` documents.
 //!
-//! Input: family (index into `ALL_FAMILIES`), flags (bit 0: the output starts in reasoning;
-//! bit 1: the parser knows the fixture tools), the chunk pattern, then the text (lossy UTF-8).
+//! Input: family (index into `ALL_FAMILIES`, one past its end for an unknown family), flags
+//! (bit 0: the output starts in reasoning; bit 1: the parser knows the fixture tools), the
+//! chunk pattern, then the text (lossy UTF-8).
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
 use switchboard_parsers::{
-    ALL_FAMILIES, Family, ParseEvent, ParseOptions, collect, parse_whole_with, parser_with,
+    ALL_FAMILIES, Family, Markup, ParseEvent, ParseOptions, ToolCallParser, collect, markup_parser,
+    parser_with,
 };
 use switchboard_tools::ToolDefinition;
 
@@ -33,7 +36,9 @@ static TOOLS: LazyLock<Vec<ToolDefinition>> = LazyLock::new(|| {
 
 pub(crate) fn check(data: &[u8]) -> Result<(), Finding> {
     let (header, text) = chunks::header::<HEADER>(data);
-    let family = ALL_FAMILIES[usize::from(header[0]) % ALL_FAMILIES.len()];
+    let markup = ALL_FAMILIES
+        .get(usize::from(header[0]) % (ALL_FAMILIES.len() + 1))
+        .map_or(Markup::Unknown, |family| Markup::Family(*family));
     let options = ParseOptions {
         starts_in_reasoning: header[1] & STARTS_IN_REASONING != 0,
     };
@@ -43,10 +48,19 @@ pub(crate) fn check(data: &[u8]) -> Result<(), Finding> {
         &[]
     };
     let text = String::from_utf8_lossy(text);
-    let what = || format!("{family} parser (options {options:?})");
+    let what = || format!("{markup:?} parser (options {options:?})");
+    let make = || -> Box<dyn ToolCallParser> {
+        match markup {
+            Markup::Family(family) => parser_with(family, tools, options),
+            Markup::Unknown => markup_parser(markup, tools),
+        }
+    };
 
-    let whole = parse_whole_with(family, tools, options, &text);
-    let mut parser = parser_with(family, tools, options);
+    let mut once = make();
+    let mut whole = once.feed(&text);
+    whole.extend(once.finish());
+    let whole = collect(whole);
+    let mut parser = make();
     let mut events = Vec::new();
     for piece in chunks::pieces(&header[2..], text.len(), |at| text.is_char_boundary(at)) {
         events.extend(parser.feed(&text[piece]));
@@ -111,18 +125,22 @@ fn check_protocol(events: &[ParseEvent]) -> Result<(), String> {
 }
 
 /// An input for `check`.
-fn input(family: Family, flags: u8, pattern: [u8; PATTERN_LEN], text: &str) -> Vec<u8> {
-    let index = ALL_FAMILIES
-        .iter()
-        .position(|known| *known == family)
-        .unwrap_or_default();
+fn input(markup: Markup, flags: u8, pattern: [u8; PATTERN_LEN], text: &str) -> Vec<u8> {
+    let index = match markup {
+        Markup::Family(family) => ALL_FAMILIES
+            .iter()
+            .position(|known| *known == family)
+            .unwrap_or_default(),
+        Markup::Unknown => ALL_FAMILIES.len(),
+    };
     let mut input = vec![u8::try_from(index).unwrap_or_default(), flags];
     input.extend(pattern);
     input.extend(text.as_bytes());
     input
 }
 
-/// Every parser fixture, with its tools, cut into uneven pieces.
+/// Every parser fixture, with its tools, cut into uneven pieces: read as its family, and as
+/// a family to be found.
 pub(crate) fn seeds() -> std::io::Result<Vec<Vec<u8>>> {
     let fixtures = repo::parser_fixtures()?;
     Ok(fixtures
@@ -134,8 +152,13 @@ pub(crate) fn seeds() -> std::io::Result<Vec<Vec<u8>>> {
             if case["starts_in_reasoning"].as_bool() == Some(true) {
                 flags |= STARTS_IN_REASONING;
             }
-            Some(input(family, flags, [0, 6, 2, 30], case["raw"].as_str()?))
+            let raw = case["raw"].as_str()?;
+            Some([
+                input(Markup::Family(family), flags, [0, 6, 2, 30], raw),
+                input(Markup::Unknown, WITH_TOOLS, [0, 6, 2, 30], raw),
+            ])
         })
+        .flatten()
         .collect())
 }
 
@@ -209,9 +232,17 @@ mod tests {
 
     #[test]
     fn a_seed_decodes_to_its_family_and_text() {
-        let data = input(Family::Glm47, WITH_TOOLS, [1, 2, 3, 4], "<tool_call>x");
+        let data = input(
+            Markup::Family(Family::Glm47),
+            WITH_TOOLS,
+            [1, 2, 3, 4],
+            "<tool_call>x",
+        );
         assert_eq!(ALL_FAMILIES[usize::from(data[0])], Family::Glm47);
         assert_eq!(&data[HEADER..], b"<tool_call>x");
         assert_eq!(check(&data), Ok(()));
+        let unknown = input(Markup::Unknown, WITH_TOOLS, [1, 2, 3, 4], "<tool_call>x");
+        assert_eq!(usize::from(unknown[0]), ALL_FAMILIES.len());
+        assert_eq!(check(&unknown), Ok(()));
     }
 }
