@@ -977,6 +977,23 @@ async fn until(mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// `count` replies of `script`, each holding back what follows its first `sent` events
+/// until its gate is notified.
+fn gated(
+    count: usize,
+    sent: usize,
+    script: impl Fn() -> OpenAiScript,
+) -> (Vec<Arc<tokio::sync::Notify>>, Vec<Reply>) {
+    (0..count)
+        .map(|_| {
+            let gate = Arc::new(tokio::sync::Notify::new());
+            let mut reply = script().reply();
+            reply.gate = Some((sent, Arc::clone(&gate)));
+            (gate, reply)
+        })
+        .unzip()
+}
+
 /// Issue 22, item 3: a client that reads part of a stream and hangs up before its usage
 /// event is still charged (the prompt's estimate and the output it was sent), so a small
 /// `tokens_per_minute` budget refuses such requests once it is spent. In this process and
@@ -988,22 +1005,13 @@ async fn a_stream_left_before_its_usage_is_charged_what_was_delivered() {
         ("leaver", String::new()),
         ("leaver-redis", format!("state = \"{}\"", redis.url)),
     ] {
-        // 20 chunks of answer; the backend holds the 20th and the usage (15 + 20 tokens).
-        let gates: Vec<_> = (0..20)
-            .map(|_| Arc::new(tokio::sync::Notify::new()))
-            .collect();
-        let replies = gates
-            .iter()
-            .map(|gate| {
-                let mut script = OpenAiScript::new();
-                for _ in 0..20 {
-                    script = script.text("word ");
-                }
-                let mut reply = script.finish("stop", 15, 20).reply();
-                reply.gate = Some((19, Arc::clone(gate)));
-                reply
-            })
-            .collect();
+        // 20 chunks of answer; the backend holds the 20th and the usage (15 + 20 tokens),
+        // never released: the clients leave first.
+        let (_never_released, replies) = gated(20, 19, || {
+            (0..20)
+                .fold(OpenAiScript::new(), |script, _| script.text("word "))
+                .finish("stop", 15, 20)
+        });
         let backend = ScriptedServer::start(replies).await;
         let gateway = gateway(
             &state,
@@ -1068,21 +1076,12 @@ async fn concurrent_requests_reserve_their_estimate_against_the_tokens_budget() 
         ("burst", String::new()),
         ("burst-redis", format!("state = \"{}\"", redis.url)),
     ] {
-        let gates: Vec<_> = (0..50)
-            .map(|_| Arc::new(tokio::sync::Notify::new()))
-            .collect();
-        let replies = gates
-            .iter()
-            .map(|gate| {
-                let mut reply = OpenAiScript::new()
-                    .text("An answer ")
-                    .text("of twenty tokens.")
-                    .finish("stop", 15, 20)
-                    .reply();
-                reply.gate = Some((1, Arc::clone(gate)));
-                reply
-            })
-            .collect();
+        let (gates, replies) = gated(50, 1, || {
+            OpenAiScript::new()
+                .text("An answer ")
+                .text("of twenty tokens.")
+                .finish("stop", 15, 20)
+        });
         let backend = ScriptedServer::start(replies).await;
         let gateway = gateway(
             &state,

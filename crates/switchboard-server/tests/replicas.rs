@@ -395,10 +395,7 @@ async fn the_fallback_answers_when_every_replica_is_down_and_the_answer_says_whe
     ];
     down[1].stop().await;
     let backup = Replica::start("backup", Mode::Answer(Duration::ZERO)).await;
-    let more = format!(
-        "[[route]]\nname = \"backup\"\nprovider = \"openai\"\nurl = \"{}\"\nmodel = \"backend-model\"\n",
-        backup.url()
-    );
+    let more = common::route("backup", "openai", &backup.url(), "");
     let pool = gateway(
         &down.iter().collect::<Vec<_>>(),
         "fallbacks = [\"backup\"]\n",
@@ -799,10 +796,7 @@ async fn when_every_replica_is_out_a_request_goes_to_the_fallback_after_one_atte
         Replica::start("c", Mode::Fail(503, None)).await,
     ];
     let backup = Replica::start("backup", Mode::Answer(Duration::ZERO)).await;
-    let more = format!(
-        "[[route]]\nname = \"backup\"\nprovider = \"openai\"\nurl = \"{}\"\nmodel = \"backend-model\"\n",
-        backup.url()
-    );
+    let more = common::route("backup", "openai", &backup.url(), "");
     let pool = gateway(
         &down.iter().collect::<Vec<_>>(),
         "retries = 2\neject_after = 1\neject_secs = 60\nfallbacks = [\"backup\"]\n",
@@ -829,10 +823,7 @@ async fn when_every_replica_is_out_a_request_goes_to_the_fallback_after_one_atte
 async fn a_lone_replica_that_never_answers_gives_way_to_the_fallback_and_then_is_skipped() {
     let hang = Replica::start("hang", Mode::Hang).await;
     let backup = Replica::start("backup", Mode::Answer(Duration::ZERO)).await;
-    let more = format!(
-        "[[route]]\nname = \"backup\"\nprovider = \"openai\"\nurl = \"{}\"\nmodel = \"backend-model\"\n",
-        backup.url()
-    );
+    let more = common::route("backup", "openai", &backup.url(), "");
     let pool = gateway_with(
         "request_timeout_secs = 4",
         "pool",
