@@ -40,14 +40,14 @@ pub struct BackendConfig {
 
 impl fmt::Debug for BackendConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The key and header values may be secrets: never in logs.
+        // The key, header values and a password in the URL may be secrets: never in logs.
         let header_names: Vec<&str> = self
             .extra_headers
             .iter()
             .map(|(name, _)| name.as_str())
             .collect();
         f.debug_struct("BackendConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &crate::shown_url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("extra_headers", &header_names)
             .field("connect_timeout", &self.connect_timeout)

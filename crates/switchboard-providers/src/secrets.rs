@@ -210,5 +210,9 @@ mod tests {
             error.to_string(),
             "backend answered HTTP 400: got [redacted]"
         );
+        let shown = format!("{config:?}");
+        for secret in ["cret-pw", "sk-backend", "team-token-789"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
     }
 }
