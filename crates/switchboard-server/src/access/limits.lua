@@ -8,7 +8,7 @@
 --
 -- Every call first settles what the replica kept for it: tokens of earlier answers (negative
 -- when a reservation gave back more than its answer used) and the leases of requests that
--- ended while Redis could not be told (ARGV[8] onwards for "admit", ARGV[5] onwards for
+-- ended while Redis could not be told (ARGV[8] onwards for "admit", ARGV[4] onwards for
 -- "settle").
 --
 -- ARGV[1] = "admit": ARGV[2] requests per minute, ARGV[3] tokens per minute, ARGV[4] max
@@ -16,10 +16,8 @@
 --   ARGV[7] tokens to settle first.
 --   Returns {refused (0 admitted, 1 requests, 2 tokens, 3 open requests), requests level,
 --   tokens level, open requests} as strings, the levels before this request.
--- ARGV[1] = "settle": ARGV[2] tokens per minute (0: no such limit), ARGV[3] tokens to settle,
---   ARGV[4] tokens an admitted request reserves (0: none); the reservation is refused
---   while the budget is spent, as "admit" refuses. Returns {refused (0 or 2), tokens level
---   before the reservation}.
+-- ARGV[1] = "settle": ARGV[2] tokens per minute (0: no such limit), ARGV[3] tokens to settle
+--   (reservations made by the replica among them). Returns {tokens level}.
 
 local MINUTE = 60000000
 local SLACK = 1e-9
@@ -58,18 +56,9 @@ local function settled(per_minute, charged)
 end
 
 if ARGV[1] == 'settle' then
-  local per_minute, reserve = tonumber(ARGV[2]), tonumber(ARGV[4])
-  release(5)
-  local tokens = settled(per_minute, tonumber(ARGV[3]))
-  local refused = 0
-  if per_minute > 0 and reserve > 0 then
-    if tokens >= per_minute then
-      refused = 2
-    else
-      save(KEYS[2], tokens + reserve, per_minute)
-    end
-  end
-  return {tostring(refused), string.format('%.17g', tokens)}
+  release(4)
+  local tokens = settled(tonumber(ARGV[2]), tonumber(ARGV[3]))
+  return {string.format('%.17g', tokens)}
 end
 
 local requests_per_minute, tokens_per_minute = tonumber(ARGV[2]), tonumber(ARGV[3])

@@ -148,7 +148,7 @@ impl Caller {
 /// `max_tokens` (else `character_max_tokens` for a character, [`DEFAULT_ANSWER_TOKENS`] for
 /// a route), at most the whole budget. Concurrent requests thus cannot all pass a budget
 /// none of them has spent yet: refused (429) once their reservations spent it.
-pub async fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), ApiError> {
+pub fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), ApiError> {
     let (Some(key), Some(share)) = (&caller.key, &caller.share) else {
         return Ok(());
     };
@@ -167,10 +167,11 @@ pub async fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), Ap
     share.lock().prompt = prompt;
     let (refused, level) = match &caller.live.access.limiter {
         Limiter::Memory(memory) => memory.reserve(key, tokens),
-        Limiter::Redis(remote) => match remote.reserve(key, tokens).await {
-            Ok(decided) => decided,
-            Err(_) if remote.fail_open => return Ok(()),
-            Err(error) => return Err(unavailable(&error)),
+        // Redis told no level yet (it failed since start-up): the admission's own rule,
+        // failing open or closed, has already decided.
+        Limiter::Redis(remote) => match remote.reserve(key, tokens) {
+            Some(decided) => decided,
+            None => return Ok(()),
         },
     };
     if !refused {

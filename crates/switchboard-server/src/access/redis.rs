@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::Script;
 
@@ -96,12 +96,8 @@ impl Shared {
     /// Settles `kept` with the key, then reserves `reserve` tokens (0: none) unless its
     /// budget is spent. Returns whether the reservation was refused, and the tokens level
     /// before it.
-    async fn settle(
-        &self,
-        key: &Key,
-        kept: &Kept,
-        reserve: u64,
-    ) -> Result<(bool, f64), StoreError> {
+    /// Sends what a key kept; the key's tokens level once it is settled.
+    async fn settle(&self, key: &Key, kept: &Kept) -> Result<f64, StoreError> {
         let mut connection = self.link.connection().await?;
         let reply: Result<Vec<String>, _> = self
             .script
@@ -111,7 +107,6 @@ impl Shared {
             .arg("settle")
             .arg(key.limits.tokens_per_minute.unwrap_or(0))
             .arg(kept.tokens)
-            .arg(reserve)
             .arg(&kept.leases)
             .invoke_async(&mut connection)
             .await;
@@ -119,12 +114,9 @@ impl Shared {
             Ok(reply) => reply,
             Err(error) => return Err(self.link.failed(&error).await),
         };
-        match (
-            reply.first().map(String::as_str),
-            reply.get(1).and_then(|level| level.parse().ok()),
-        ) {
-            (Some(refused), Some(level)) => Ok((refused != "0", level)),
-            _ => Err(self.link.answered(format!("unexpected reply {reply:?}"))),
+        match reply.first().and_then(|level| level.parse().ok()) {
+            Some(level) => Ok(level),
+            None => Err(self.link.answered(format!("unexpected reply {reply:?}"))),
         }
     }
 
@@ -166,6 +158,9 @@ pub struct Remote {
     /// Redis could not be told, and those of admissions that failed (a call that timed out
     /// may still run when a stalled Redis wakes).
     releases: Vec<Mutex<Vec<String>>>,
+    /// Each key's tokens level as Redis last told it, and when, by key slot: what a
+    /// reservation is decided on without a round trip of its own.
+    seen: Vec<Mutex<Option<(f64, Instant)>>>,
     /// How long an open request's lease lasts.
     lease: Duration,
     pub fail_open: bool,
@@ -205,6 +200,7 @@ impl Remote {
             shared,
             pending: keys.iter().map(|_| AtomicI64::new(0)).collect(),
             releases: keys.iter().map(|_| Mutex::default()).collect(),
+            seen: keys.iter().map(|_| Mutex::default()).collect(),
             keys,
             lease,
             fail_open,
@@ -222,6 +218,9 @@ impl Remote {
         let lease = format!("{:016x}", rand::random::<u64>());
         let mut kept = self.take(key);
         let outcome = self.shared.admit(key, &lease, self.lease, &kept).await;
+        if let Ok(levels) = &outcome {
+            self.saw(key, levels.tokens);
+        }
         if let Err(error) = &outcome {
             // A call a stalled Redis received may still run when it wakes, and hold a lease
             // no request here holds: it is ended then too.
@@ -233,15 +232,33 @@ impl Remote {
         self.observe("admit", outcome).map(|levels| (levels, lease))
     }
 
-    /// Reserves an admitted request's estimate, carrying what the key kept: whether the
-    /// budget was spent (refused), and the tokens level before the reservation.
-    pub async fn reserve(&self, key: &Key, tokens: u64) -> Result<(bool, f64), StoreError> {
-        let kept = self.take(key);
-        let outcome = self.shared.settle(key, &kept, tokens).await;
-        if outcome.is_err() {
-            self.keep(key, kept);
+    /// Reserves an admitted request's estimate without a round trip of its own (its
+    /// admission has just made one): decided on the key's tokens level as Redis last told
+    /// this process (its admission's, or a later one), drained since, plus what this
+    /// process has charged and not sent yet, which reservations made here join. Like
+    /// admission, refused only while the budget is spent. The reservation reaches Redis with
+    /// the key's next call, or the flush within a second. Whether it was refused, and the
+    /// level it was decided on; `None` when Redis has told no level yet.
+    pub fn reserve(&self, key: &Key, tokens: u64) -> Option<(bool, f64)> {
+        let limit = key.limits.tokens_per_minute?;
+        // Held while deciding, so that two reservations of the key are decided in turn.
+        let seen = lock(self.seen.get(key.slot)?);
+        let (level, at) = (*seen)?;
+        let pending = self.pending.get(key.slot)?;
+        let drained = (level - at.elapsed().as_secs_f64() * limit as f64 / 60.0).max(0.0);
+        let level = drained + pending.load(Ordering::Relaxed).max(0) as f64;
+        let refused = level >= limit as f64;
+        if !refused {
+            pending.fetch_add(i64::try_from(tokens).unwrap_or(i64::MAX), Ordering::Relaxed);
         }
-        self.observe("reserve", outcome)
+        Some((refused, level))
+    }
+
+    /// Notes the key's tokens level as Redis told it just now.
+    fn saw(&self, key: &Key, level: f64) {
+        if let Some(seen) = self.seen.get(key.slot) {
+            *lock(seen) = Some((level, Instant::now()));
+        }
     }
 
     /// Adds tokens (negative: given back) to those the key's next admission (or the flush)
@@ -284,9 +301,10 @@ impl Remote {
             if kept.is_empty() {
                 continue;
             }
-            let outcome = self.shared.settle(key, &kept, 0).await;
-            if outcome.is_err() {
-                self.keep(key, kept);
+            let outcome = self.shared.settle(key, &kept).await;
+            match &outcome {
+                Ok(level) => self.saw(key, *level),
+                Err(_) => self.keep(key, kept),
             }
             // A failure is counted and logged there.
             let _ = self.observe("charge", outcome);
@@ -369,7 +387,7 @@ impl Drop for Remote {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 for (key, kept) in waiting {
-                    if let Err(error) = shared.settle(&key, &kept, 0).await {
+                    if let Err(error) = shared.settle(&key, &kept).await {
                         tracing::warn!(
                             "{error}; {} tokens of the key \"{}\" were not counted, and {} of its open requests end when their leases lapse",
                             kept.tokens,
@@ -399,8 +417,8 @@ impl Kept {
 }
 
 /// A poisoned lock only means another thread panicked mid-push; the ids are still ids.
-fn lock(releases: &Mutex<Vec<String>>) -> std::sync::MutexGuard<'_, Vec<String>> {
-    releases
+fn lock<T>(value: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    value
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -47,7 +47,7 @@ pub async fn handle(
     if let Err(error) = access::authorize(&state, &caller, &request.model) {
         return fail(&log, "-", error);
     }
-    if let Err(error) = access::reserve(&caller, &request).await {
+    if let Err(error) = access::reserve(&caller, &request) {
         return fail(&log, "-", error);
     }
     let started = match pipeline::start(&state, live, request) {

@@ -52,7 +52,7 @@ pub async fn handle(
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
     log.requested(&parsed.request.model);
-    if let Err(error) = access::reserve(&caller, &parsed.request).await {
+    if let Err(error) = access::reserve(&caller, &parsed.request) {
         return with_headers(fail(&log, "-", error), &request_id, &[]);
     }
     let presentation = Presentation {

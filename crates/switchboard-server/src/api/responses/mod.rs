@@ -75,7 +75,7 @@ pub async fn create(
         dropped,
     } = prepared;
     log.requested(&gateway.model);
-    if let Err(error) = access::reserve(&caller, &gateway).await {
+    if let Err(error) = access::reserve(&caller, &gateway) {
         return fail(&log, "-", error);
     }
     let started = match pipeline::start(&state, caller.live(), gateway) {
