@@ -42,15 +42,16 @@ impl Tokenizer {
         transport: &Transport,
         request: &ChatRequest,
     ) -> Result<Option<u64>, BackendError> {
+        // A server known to have no tokenizer costs nothing, not even the request's JSON.
+        let known = self.0.load(Ordering::Relaxed);
+        if known == NONE {
+            return Ok(None);
+        }
         let base = transport.url("");
         let root = server_root(&base);
         let wire = serde_json::to_value(switchboard_wire::openai::build_request(request))
             .map_err(|error| BackendError::Config(error.to_string()))?;
         let chat = pick(&wire, &["model", "messages", "tools"]);
-        let known = self.0.load(Ordering::Relaxed);
-        if known == NONE {
-            return Ok(None);
-        }
         if known != LLAMA_CPP {
             let mut body = chat.clone();
             body.insert("add_generation_prompt".into(), Value::Bool(true));

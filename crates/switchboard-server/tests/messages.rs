@@ -1018,3 +1018,51 @@ async fn count_tokens_estimates_where_the_backend_cannot_count() {
     assert!(message.contains("nope"));
     gateway.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_streams_head_and_end_report_one_prompt_count() {
+    let body = json!({"model": "qwen", "max_tokens": 64, "system": "Be brief.", "stream": true,
+        "messages": [{"role": "user", "content": "three words here"}]});
+    // vLLM's tokenizer counts 100 + 2 messages, as does its answer's usage.
+    let script = OpenAiScript::new().text("Hi.").finish("stop", 102, 3);
+    let tokenizer = tokenizer_backend("vllm");
+    let vllm = ScriptedServer::responding(move |request: &Captured| {
+        if request.head.starts_with("post /v1/chat/completions ") {
+            script.reply()
+        } else {
+            tokenizer(request)
+        }
+    })
+    .await;
+    let gateway = one_route("openai", &format!("{}/v1", vllm.base), "").await;
+    let streamed = post_messages_stream(&gateway, &body).await;
+    assert_eq!(streamed.status, 200, "{}", streamed.text);
+    assert_eq!(streamed.headers["x-switchboard-token-count"], "backend");
+    let start = &streamed.events[0].1["message"]["usage"];
+    let end = &streamed
+        .events
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "message_delta")
+        .unwrap()
+        .1["usage"];
+    assert_eq!(start["input_tokens"], 102, "{}", streamed.text);
+    assert_eq!(end["input_tokens"], 102, "{}", streamed.text);
+    gateway.stop().await.unwrap();
+
+    // Without a tokenizer the head carries the estimate, and says so.
+    let script = OpenAiScript::new().text("Hi.").finish("stop", 10, 3);
+    let none = ScriptedServer::responding(move |request: &Captured| {
+        if request.head.starts_with("post /v1/chat/completions ") {
+            script.reply()
+        } else {
+            Reply::json(404, &json!({"error": {"message": "Not Found"}}))
+        }
+    })
+    .await;
+    let gateway = one_route("openai", &format!("{}/v1", none.base), "").await;
+    let streamed = post_messages_stream(&gateway, &body).await;
+    assert_eq!(streamed.status, 200, "{}", streamed.text);
+    assert_eq!(streamed.headers["x-switchboard-token-count"], "estimate");
+    gateway.stop().await.unwrap();
+}

@@ -482,6 +482,14 @@ async fn the_messages_api_streamed_and_whole_give_one_tool_call_on_every_route_k
             whole,
             "{model}: streamed and whole differ"
         );
+        // The head's prompt count is llama.cpp's own, the one its answer reports at the end.
+        assert_eq!(streamed.headers["x-switchboard-token-count"], "backend");
+        assert_eq!(
+            streamed.events[0].1["message"]["usage"]["input_tokens"],
+            whole["usage"]["input_tokens"],
+            "{model}: {}",
+            streamed.text
+        );
         assert_eq!(whole["stop_reason"], "tool_use", "{model}: {whole}");
         let call = whole["content"]
             .as_array()

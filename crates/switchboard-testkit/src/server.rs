@@ -2,6 +2,7 @@
 //! request, over chunked HTTP/1.1; a reply can also keep its connection and drop it under
 //! the next request, as servers that close idle keep-alive connections do.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -108,7 +109,11 @@ pub struct ScriptedServer {
 }
 
 impl ScriptedServer {
-    /// Starts a server that answers the `n`th connection with `replies[n]`.
+    /// Starts a server that answers the `n`th request with `replies[n]`, one request per
+    /// connection, and stops accepting once its replies are used up. Like a model server
+    /// without a tokenizer, it answers tokenizer probes (`/tokenize`, `/apply-template`,
+    /// which the gateway sends beside a streamed Messages answer) with a 404 that uses no
+    /// reply and is not recorded; [`Self::responding`] scripts them.
     pub async fn start(replies: Vec<Reply>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -116,14 +121,38 @@ impl ScriptedServer {
         let log = Arc::clone(&captured);
         let hung_up = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let hangups = Arc::clone(&hung_up);
+        // A connection takes a slot until its request shows it is a probe; with no slot
+        // free the server accepts nothing, as it did before probes existed.
+        let slots = Arc::new(std::sync::atomic::AtomicUsize::new(replies.len()));
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let changed = Arc::new(tokio::sync::Notify::new());
         tokio::spawn(async move {
-            for reply in replies {
+            while !replies.lock().unwrap().is_empty() {
+                if slots.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                    changed.notified().await;
+                    continue;
+                }
                 let Ok((socket, _)) = listener.accept().await else {
                     return;
                 };
+                slots.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                let (replies, slots, changed) = (
+                    Arc::clone(&replies),
+                    Arc::clone(&slots),
+                    Arc::clone(&changed),
+                );
                 tokio::spawn(answer(
                     socket,
-                    Box::new(move |_| reply),
+                    Box::new(move |request| {
+                        let reply = if is_tokenizer_probe(request) {
+                            slots.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            None
+                        } else {
+                            replies.lock().unwrap().pop_front()
+                        };
+                        changed.notify_one();
+                        reply
+                    }),
                     Arc::clone(&log),
                     Arc::clone(&hangups),
                 ));
@@ -152,7 +181,7 @@ impl ScriptedServer {
                 let respond = Arc::clone(&respond);
                 tokio::spawn(answer(
                     socket,
-                    Box::new(move |request| respond(request)),
+                    Box::new(move |request| Some(respond(request))),
                     Arc::clone(&log),
                     Arc::clone(&hangups),
                 ));
@@ -177,8 +206,15 @@ impl ScriptedServer {
     }
 }
 
-/// Chooses the reply once the request is read.
-type Choose = Box<dyn FnOnce(&Captured) -> Reply + Send>;
+/// Chooses the reply once the request is read; `None` for a tokenizer probe, answered 404
+/// and not recorded.
+type Choose = Box<dyn FnOnce(&Captured) -> Option<Reply> + Send>;
+
+/// A request for a tokenizer endpoint of vLLM or llama.cpp.
+fn is_tokenizer_probe(request: &Captured) -> bool {
+    let path = request.head.split_whitespace().nth(1).unwrap_or_default();
+    path.ends_with("/tokenize") || path.ends_with("/apply-template")
+}
 
 async fn answer(
     mut socket: TcpStream,
@@ -190,7 +226,12 @@ async fn answer(
     let Some(request) = read_request(&mut socket).await else {
         return;
     };
-    let reply = choose(&request);
+    let Some(reply) = choose(&request) else {
+        let _ = socket
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await;
+        return;
+    };
     log.lock().unwrap().push(request);
     if reply.hang_up {
         return;

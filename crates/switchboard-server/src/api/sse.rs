@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use futures::stream;
@@ -18,6 +18,13 @@ use crate::pipeline::{Output, Outputs, Started};
 
 /// How one API writes a streamed answer.
 pub trait Renderer: Send + 'static {
+    /// Work before the first output is rendered, for a head that announces what is still
+    /// being fetched (Messages' prompt count); nothing by default.
+    fn before_start(&mut self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+    /// Headers the response carries besides the SSE ones, known once the head is rendered.
+    fn headers(&self, _headers: &mut HeaderMap) {}
     /// SSE text for one output; empty when it completes nothing yet.
     fn output(&mut self, output: Output) -> String;
     /// Work that must be done before the end of a complete answer is sent (keeping the
@@ -54,6 +61,7 @@ pub async fn stream(
     // client did not ask for) do not commit the answer: an error after them is still an
     // ordinary error response.
     let mut tally = Tally::default();
+    let mut started = false;
     let first = loop {
         match outputs.recv().await {
             Some(Err(error)) => {
@@ -63,6 +71,10 @@ pub async fn stream(
                 return response;
             }
             Some(Ok(output)) => {
+                if !started {
+                    started = true;
+                    renderer.before_start().await;
+                }
                 tally.add(&output);
                 let text = renderer.output(output);
                 if !text.is_empty() {
@@ -72,6 +84,8 @@ pub async fn stream(
             None => break None,
         }
     };
+    let mut response_headers = HeaderMap::new();
+    renderer.headers(&mut response_headers);
     let state = Streaming {
         first: first.is_none().then_some(None),
         pending: first,
@@ -86,6 +100,7 @@ pub async fn stream(
     });
     let mut response = Body::from_stream(body).into_response();
     let headers = response.headers_mut();
+    headers.extend(response_headers);
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),

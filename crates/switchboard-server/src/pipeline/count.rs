@@ -2,14 +2,18 @@
 //! by the backend's own tokenizer where it offers one (the prompt exactly as the route
 //! would send it, tool prompt of a prompted route included), otherwise estimated.
 
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_tools::{Content, Message};
-use switchboard_wire::ChatRequest;
+use switchboard_wire::{ChatRequest, Format};
 
 use super::completion::{backend_messages, backend_request, tool_requirement};
 use super::{GatewayRequest, character, route};
 use crate::error::ApiError;
 use crate::state::{AppState, Live};
+use crate::upstream::Route;
 
 /// A prompt's size and where the figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,10 +30,6 @@ pub async fn count_tokens(
     live: &Live,
     request: GatewayRequest,
 ) -> Result<(String, TokenCount), ApiError> {
-    let estimate = |request: &ChatRequest| TokenCount {
-        tokens: estimate_tokens(request),
-        source: "estimate",
-    };
     if let Some(name) = request.model.strip_prefix(character::PREFIX) {
         let character = state.characters.get(name).ok_or_else(|| {
             ApiError::not_found(format!(
@@ -40,19 +40,46 @@ pub async fn count_tokens(
         return Ok((label, estimate(&request.request)));
     }
     let route = route(live, &request.model)?;
+    let count = count_on(&route, &request.request, live.config.request_timeout()).await;
+    Ok((route.name.clone(), count))
+}
+
+/// The prompt's count for the head of a streamed answer, taken beside the answer itself so
+/// that it costs no wait: by the tokenizer of the route's backend, on OpenAI-compatible
+/// routes only. `None` where the answer's own usage is the only count (characters, whose
+/// prompt grows each round; Anthropic and Ollama routes, where a count would be a second
+/// billed or slow request): the head then carries the estimate.
+pub fn count_beside(
+    live: &Live,
+    request: &GatewayRequest,
+) -> Option<BoxFuture<'static, TokenCount>> {
+    if request.model.starts_with(character::PREFIX) {
+        return None;
+    }
+    let route = route(live, &request.model).ok()?;
+    if route.format != Format::OpenAi {
+        return None;
+    }
+    let chat = request.request.clone();
+    let timeout = live.config.request_timeout();
+    Some(Box::pin(
+        async move { count_on(&route, &chat, timeout).await },
+    ))
+}
+
+/// Counts the prompt the route would send for `request` with its backend's tokenizer,
+/// estimating where the backend has none or does not answer.
+async fn count_on(route: &Route, request: &ChatRequest, timeout: Duration) -> TokenCount {
     let messages = backend_messages(
-        &route,
-        &request.request,
-        &request.request.messages,
-        tool_requirement(&request.request).as_ref(),
+        route,
+        request,
+        &request.messages,
+        tool_requirement(request).as_ref(),
     );
-    let sent = backend_request(&route, &request.request, messages, route.prompted.is_none());
-    let count = match route
+    let sent = backend_request(route, request, messages, route.prompted.is_none());
+    match route
         .pool
-        .count_tokens(
-            sent.clone(),
-            std::time::Instant::now() + live.config.request_timeout(),
-        )
+        .count_tokens(sent.clone(), std::time::Instant::now() + timeout)
         .await
     {
         Ok(Some(tokens)) => TokenCount {
@@ -64,8 +91,14 @@ pub async fn count_tokens(
             tracing::warn!(route = %route.name, %error, "the backend could not count tokens; estimating");
             estimate(&sent)
         }
-    };
-    Ok((route.name.clone(), count))
+    }
+}
+
+fn estimate(request: &ChatRequest) -> TokenCount {
+    TokenCount {
+        tokens: estimate_tokens(request),
+        source: "estimate",
+    }
 }
 
 /// Bytes of UTF-8 per token in the estimate: about right for English text and code with

@@ -28,7 +28,7 @@ use crate::upstream::{Route, Trail};
 pub use character::{CharacterEvent, PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
 pub use completion::Outputs;
-pub use count::{count_tokens, estimate_text, estimate_tokens};
+pub use count::{TokenCount, count_beside, count_tokens, estimate_text, estimate_tokens};
 pub use finisher::Output;
 pub use tools::{compile_converted, compile_tools, report_kept as report_kept_tools};
 

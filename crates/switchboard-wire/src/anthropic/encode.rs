@@ -72,8 +72,14 @@ impl SseEncoder {
     /// The `input_tokens` `message_start` announces: an estimate, since OpenAI-compatible
     /// backends count the prompt only at the end (`message_delta` carries the real count).
     pub fn with_input_estimate(mut self, tokens: u64) -> Self {
-        self.input_estimate = tokens;
+        self.set_input_estimate(tokens);
         self
+    }
+
+    /// Replaces the figure [`Self::with_input_estimate`] set, before `message_start` is sent:
+    /// a count that arrived in time.
+    pub fn set_input_estimate(&mut self, tokens: u64) {
+        self.input_estimate = tokens;
     }
 
     /// The id map, with every rewrite this encoder made.

@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use super::render::TOKEN_COUNT;
 use super::validate::Endpoint;
 use super::{fail, parse, with_headers};
 use crate::access::Caller;
@@ -16,9 +17,6 @@ use crate::api::RequestId;
 use crate::api::log::{RequestLog, Tally};
 use crate::pipeline;
 use crate::state::AppState;
-
-/// Where the count came from.
-const SOURCE: &str = "x-switchboard-token-count";
 
 /// `POST /v1/messages/count_tokens`
 pub async fn handle(
@@ -40,7 +38,7 @@ pub async fn handle(
             let mut response = Json(json!({"input_tokens": count.tokens})).into_response();
             response
                 .headers_mut()
-                .insert(SOURCE, HeaderValue::from_static(count.source));
+                .insert(TOKEN_COUNT, HeaderValue::from_static(count.source));
             response
         }
         Err(error) => fail(&log, "-", error),

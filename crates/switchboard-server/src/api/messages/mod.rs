@@ -65,12 +65,19 @@ pub async fn handle(
             0
         },
     };
+    // The stream's head announces the prompt's size: counted by the backend's tokenizer
+    // while the backend works on the answer, so the head and the end agree.
+    let count = if parsed.stream {
+        pipeline::count_beside(caller.live(), &parsed.request)
+    } else {
+        None
+    };
     let response = match pipeline::start(&state, caller.live(), parsed.request) {
         Err(error) => fail(&log, "-", error),
         Ok(started) if parsed.stream => {
             sse::stream(
                 started,
-                EventRenderer::new(&presentation),
+                EventRenderer::new(&presentation, count),
                 error_response,
                 log,
             )

@@ -7,17 +7,21 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use switchboard_wire::anthropic::{MessageBuilder, SseEncoder, StreamPayload, push_sse_event};
 use switchboard_wire::ids::IdMap;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::api::sse::Renderer;
 use crate::error::ApiError;
-use crate::pipeline::Output;
 use crate::pipeline::tool_checks::ToolCallProblem;
+use crate::pipeline::{Output, TokenCount};
 
+/// Says where a prompt count came from: `backend` (its tokenizer) or `estimate`.
+pub const TOKEN_COUNT: &str = "x-switchboard-token-count";
 /// How long a stream may stay silent before a `ping` keeps the client's idle timer alive.
 const PING_EVERY: Duration = Duration::from_secs(5);
 /// Anthropic's `ping` event, written once rather than serialised for every wait.
@@ -30,7 +34,7 @@ pub struct Presentation {
     pub id: String,
     /// The model name the client asked for.
     pub model: String,
-    /// `message_start`'s input tokens, before the backend's count arrives at the end.
+    /// `message_start`'s input tokens where no count of the backend's arrives in time.
     pub input_estimate: u64,
 }
 
@@ -41,23 +45,51 @@ impl Presentation {
     }
 }
 
+/// How long the head of a stream waits, once the answer has begun, for a prompt count
+/// still on its way: a tokenizer answers well before a model's first token, so a count this
+/// late means a tokenizer in trouble, and the head goes out with the estimate instead.
+const COUNT_WAIT: Duration = Duration::from_millis(250);
+
 /// Outputs as Messages SSE events.
 #[derive(Debug)]
 pub struct EventRenderer {
     encoder: SseEncoder,
     problems: Vec<ToolCallProblem>,
+    /// The prompt's count, being taken beside the answer; `None` once used or where none
+    /// is taken.
+    count: Option<AbortOnDropHandle<TokenCount>>,
+    /// Where `message_start`'s `input_tokens` came from, for `x-switchboard-token-count`.
+    source: &'static str,
 }
 
 impl EventRenderer {
-    pub fn new(presentation: &Presentation) -> Self {
+    /// `count` is the prompt's count, taken beside the answer, for `message_start`, which
+    /// otherwise announces the presentation's estimate.
+    pub fn new(presentation: &Presentation, count: Option<BoxFuture<'static, TokenCount>>) -> Self {
         Self {
             encoder: presentation.encoder(),
             problems: Vec::new(),
+            count: count.map(|count| AbortOnDropHandle::new(tokio::spawn(count))),
+            source: "estimate",
         }
     }
 }
 
 impl Renderer for EventRenderer {
+    async fn before_start(&mut self) {
+        let Some(count) = self.count.take() else {
+            return;
+        };
+        if let Ok(Ok(count)) = tokio::time::timeout(COUNT_WAIT, count).await {
+            self.encoder.set_input_estimate(count.tokens);
+            self.source = count.source;
+        }
+    }
+
+    fn headers(&self, headers: &mut HeaderMap) {
+        headers.insert(TOKEN_COUNT, HeaderValue::from_static(self.source));
+    }
+
     fn output(&mut self, output: Output) -> String {
         // Messages has no place for what a character did on its own.
         if let Output::Character(_) = output {
