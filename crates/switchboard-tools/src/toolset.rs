@@ -2,6 +2,7 @@
 //! and the result it returns, turning every failure into the words the model will read.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use jsonschema::Validator;
 use jsonschema::error::ValidationErrorKind;
@@ -190,9 +191,15 @@ fn violations(validator: &Validator, value: &Value, arguments: bool) -> Result<(
     )
 }
 
-/// A validated tool list, looked up by name. Built once; shared by every call.
+/// A validated tool list, looked up by name. Built once; shared by every call. A clone
+/// shares the compiled list: a gateway keeps one list for the many requests that send it,
+/// and a copy per request would cost each of them the compiled schemas again (about 12 KB
+/// a tool).
 #[derive(Debug, Clone, Default)]
-pub struct Toolset {
+pub struct Toolset(Arc<Compiled>);
+
+#[derive(Debug, Default)]
+struct Compiled {
     tools: Vec<CompiledTool>,
     by_name: HashMap<String, usize>,
 }
@@ -218,27 +225,27 @@ impl Toolset {
             .enumerate()
             .map(|(index, tool)| (tool.name().to_owned(), index))
             .collect();
-        Self { tools, by_name }
+        Self(Arc::new(Compiled { tools, by_name }))
     }
 
     pub fn get(&self, name: &str) -> Option<&CompiledTool> {
-        self.by_name.get(name).map(|&index| &self.tools[index])
+        self.0.by_name.get(name).map(|&index| &self.0.tools[index])
     }
 
     pub fn tools(&self) -> &[CompiledTool] {
-        &self.tools
+        &self.0.tools
     }
 
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
-        self.tools.iter().map(CompiledTool::definition)
+        self.0.tools.iter().map(CompiledTool::definition)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.0.tools.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.0.tools.len()
     }
 
     /// Checks one call: the tool exists and its arguments are valid.
