@@ -62,7 +62,8 @@ fn request(stream: bool) -> ChatRequest {
         "get_weather",
         "Weather for a city",
         json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-    )];
+    )]
+    .into();
     request.stream = stream;
     request
 }

@@ -152,7 +152,7 @@ impl Conversation {
         self.history.push(Message::user(text));
         let started = Instant::now();
         let mut summary = TurnSummary::default();
-        let definitions = self.tools.definitions();
+        let definitions: std::sync::Arc<[_]> = self.tools.definitions().into();
         let mut received = 0;
         let outcome = loop {
             let budget = self

@@ -1,6 +1,8 @@
 //! Our request model: what the runtime and gateway ask of any backend, in one shape that
 //! each format's conversion translates to and from.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 use switchboard_tools::{Message, ToolDefinition};
 
@@ -9,7 +11,9 @@ use switchboard_tools::{Message, ToolDefinition};
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolDefinition>,
+    /// Shared: a request is copied for each backend attempt and kept while its answer
+    /// streams, and a coding agent's tool list is the largest part of it.
+    pub tools: Arc<[ToolDefinition]>,
     pub tool_choice: Option<ToolChoice>,
     pub parallel_tool_calls: Option<bool>,
     pub temperature: Option<f64>,

@@ -52,7 +52,8 @@ fn conversation() -> ChatRequest {
                 "Current time",
                 json!({"type": "object", "properties": {}}),
             ),
-        ],
+        ]
+        .into(),
         tool_choice: Some(ToolChoice::Required),
         parallel_tool_calls: Some(false),
         temperature: Some(0.5),

@@ -9,7 +9,7 @@
 //! each figure in MiB, the plateau's cost per stream in KiB, and what is kept after
 //! settling above the idle level.
 //!
-//! `cargo bench -p switchboard --bench stream_memory -- [--streams N] [--bursts B] [--settle S] [--chunks C] [--interval-ms MS] [--tools T]`
+//! `cargo bench -p switchboard --bench stream_memory -- [--streams N] [--bursts B] [--settle S] [--chunks C] [--interval-ms MS] [--tools T] [--ramp-ms MS]`
 #![allow(
     clippy::print_stdout,
     clippy::unwrap_used,
@@ -33,6 +33,8 @@ struct Options {
     chunks: usize,
     interval: Duration,
     tools: usize,
+    /// Time over which a burst's streams are opened, evenly.
+    ramp: Duration,
 }
 
 fn options() -> Options {
@@ -43,6 +45,7 @@ fn options() -> Options {
         chunks: 40,
         interval: Duration::from_millis(500),
         tools: 12,
+        ramp: Duration::ZERO,
     };
     let args: Vec<String> = std::env::args().collect();
     let value = |at: usize| -> u64 {
@@ -58,6 +61,7 @@ fn options() -> Options {
             "--chunks" => options.chunks = value(at) as usize,
             "--interval-ms" => options.interval = Duration::from_millis(value(at)),
             "--tools" => options.tools = value(at) as usize,
+            "--ramp-ms" => options.ramp = Duration::from_millis(value(at)),
             _ => {}
         }
     }
@@ -276,15 +280,16 @@ async fn main() {
     for burst in 1..=options.bursts {
         let started = Arc::new(AtomicUsize::new(0));
         let began = Instant::now();
-        let streams: Vec<_> = (0..options.streams)
-            .map(|_| {
-                tokio::spawn(stream(
-                    gateway.address.clone(),
-                    Arc::clone(&request),
-                    Arc::clone(&started),
-                ))
-            })
-            .collect();
+        let mut streams = Vec::with_capacity(options.streams);
+        for index in 0..options.streams {
+            let due = options.ramp.mul_f64(index as f64 / options.streams as f64);
+            tokio::time::sleep_until((began + due).into()).await;
+            streams.push(tokio::spawn(stream(
+                gateway.address.clone(),
+                Arc::clone(&request),
+                Arc::clone(&started),
+            )));
+        }
         let mut plateau: f64 = 0.0;
         let all = streams.len();
         let running = tokio::spawn(async move {

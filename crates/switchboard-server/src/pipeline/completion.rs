@@ -126,7 +126,7 @@ pub fn backend_request(
         request.top_k = None;
     }
     if !with_tools {
-        request.tools = Vec::new();
+        request.tools = Arc::default();
         request.tool_choice = None;
         request.parallel_tool_calls = None;
     }

@@ -147,7 +147,7 @@ pub fn estimate_tokens(request: &ChatRequest) -> u64 {
             }
         }
     }
-    for tool in &request.tools {
+    for tool in request.tools.iter() {
         let function = &tool.function;
         count(&function.name);
         if let Some(description) = &function.description {

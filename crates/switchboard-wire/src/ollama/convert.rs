@@ -146,7 +146,8 @@ pub fn build_request(request: &ChatRequest) -> Result<OllamaChatRequest, Convert
     Ok(OllamaChatRequest {
         model: request.model.clone(),
         messages,
-        tools: (send_tools && !request.tools.is_empty()).then(|| request.tools.clone()),
+        tools: (send_tools && !request.tools.is_empty())
+            .then(|| std::sync::Arc::clone(&request.tools)),
         stream: Some(request.stream),
         options: (!options.is_empty()).then_some(options),
         extra,

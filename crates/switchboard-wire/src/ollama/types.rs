@@ -1,6 +1,8 @@
 //! Ollama's JSON shapes as our own serde types. Tools use OpenAI's definition shape; a
 //! call's `arguments` is a JSON object, not text.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::ToolDefinition;
@@ -11,7 +13,7 @@ pub struct OllamaChatRequest {
     pub model: String,
     pub messages: Vec<OllamaMessage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<ToolDefinition>>,
+    pub tools: Option<Arc<[ToolDefinition]>>,
     /// Ollama streams unless told otherwise, so this is always sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,

@@ -70,7 +70,7 @@ pub fn build_request(request: &ChatRequest) -> ChatCompletionRequest {
     ChatCompletionRequest {
         model: request.model.clone(),
         messages: request.messages.clone(),
-        tools: (!request.tools.is_empty()).then(|| request.tools.clone()),
+        tools: (!request.tools.is_empty()).then(|| std::sync::Arc::clone(&request.tools)),
         tool_choice: request.tool_choice.as_ref().map(|choice| match choice {
             ToolChoice::Auto => WireToolChoice::Mode("auto".to_owned()),
             ToolChoice::None => WireToolChoice::Mode("none".to_owned()),

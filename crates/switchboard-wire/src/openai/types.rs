@@ -3,6 +3,8 @@
 //! `object`, `null` deltas and choices, arguments as an object) rather than what the
 //! specification promises.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::{Message, ToolDefinition};
@@ -13,7 +15,7 @@ pub struct ChatCompletionRequest {
     pub model: String,
     pub messages: Vec<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<ToolDefinition>>,
+    pub tools: Option<Arc<[ToolDefinition]>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<WireToolChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -201,7 +201,7 @@ pub fn to_chat<'a>(
         model,
         messages,
         // The definitions live in the request from here on; `tools` keeps how each maps back.
-        tools: std::mem::take(&mut tools.definitions),
+        tools: std::mem::take(&mut tools.definitions).into(),
         tool_choice,
         parallel_tool_calls,
         temperature,

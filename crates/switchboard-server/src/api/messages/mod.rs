@@ -14,7 +14,7 @@ use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use switchboard_tools::{Content, Message};
+use switchboard_tools::{Content, Message, ToolDefinition};
 use switchboard_wire::anthropic::{MessagesRequest, parse_request};
 use switchboard_wire::ids::IdMap;
 use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
@@ -158,10 +158,18 @@ async fn parse(
         Some(ToolChoice::Function(name)) => Some(name.clone()),
         _ => None,
     };
-    request.tools.retain(|tool| {
+    let deferred = |tool: &ToolDefinition| {
         let name = &tool.function.name;
-        !checked.deferred.contains(name) || forced.as_ref() == Some(name)
-    });
+        checked.deferred.contains(name) && forced.as_ref() != Some(name)
+    };
+    if request.tools.iter().any(deferred) {
+        request.tools = request
+            .tools
+            .iter()
+            .filter(|tool| !deferred(tool))
+            .cloned()
+            .collect();
+    }
     let anthropic_backend = !checked.model.starts_with(CHARACTER_PREFIX)
         && live
             .routes
