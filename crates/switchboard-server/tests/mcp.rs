@@ -486,3 +486,50 @@ async fn a_key_limited_to_the_narrator_sees_and_calls_only_its_tools() {
         .await;
     assert_eq!(limited.status, 429, "{}", limited.text);
 }
+
+/// What the official MCP Python SDK saw: one era's list and calls.
+fn check_sdk_run(seen: &Value, era: &str) {
+    assert_eq!(seen["protocol_version"], era, "{seen}");
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"narrator_log_story_event"), "{tools:?}");
+    assert!(
+        seen["schemas"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|schema| schema["type"] == "object")
+    );
+    let calls = &seen["calls"];
+    assert_eq!(calls["ok"]["text"], "Logged story event: the SDK called");
+    assert_eq!(calls["ok"]["is_error"], false);
+    assert_eq!(
+        calls["bad_argument"]["text"],
+        "Error: Invalid parameters - /event: expected string, got number 7"
+    );
+    assert_eq!(calls["bad_argument"]["is_error"], true);
+    assert_eq!(calls["throws"]["text"], "Error: OopsError - it went wrong");
+    assert_eq!(calls["throws"]["is_error"], true);
+    assert_eq!(
+        calls["past_deadline"]["text"],
+        "Error: Tool execution timed out (exceeded 100ms)"
+    );
+    assert_eq!(calls["past_deadline"]["is_error"], true);
+    // Answered within the toolbox's 100 ms deadline and a small margin.
+    let seconds = calls["past_deadline"]["seconds"].as_f64().unwrap();
+    assert!(seconds < 0.5, "{seconds}");
+}
+
+#[tokio::test]
+async fn the_official_python_sdk_lists_and_calls_in_both_eras() {
+    let (gateway, _dir) = gateway("").await;
+    let url = format!("{}/mcp", gateway.base_url());
+    for (mode, era) in [("legacy", LEGACY), ("auto", MODERN), (MODERN, MODERN)] {
+        let seen = python_client("mcp/client.py", &["http", mode, &url], "mcp", None).await;
+        check_sdk_run(&seen, era);
+    }
+}

@@ -1,14 +1,15 @@
 //! `switchboard mcp` as an MCP client spawns it: the protocol alone on stdout (logs on
 //! stderr), the characters' tools named as at the gateway's `/mcp`, calls answered as the
 //! gateway answers them, and a saved character file announced with
-//! `notifications/tools/list_changed`.
+//! `notifications/tools/list_changed`; and the official MCP Python SDK spawning it, in both
+//! eras, seeing the same `Error: …` results as over HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -135,4 +136,55 @@ fn stdio_serves_the_characters_tools_and_announces_a_saved_file() {
         listed["result"]["tools"][0]["name"],
         "game-master_roll_dice"
     );
+}
+
+#[test]
+fn the_official_python_sdk_spawns_it_and_lists_and_calls_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(
+        Path::new(&characters()).join("narrator.js"),
+        dir.path().join("narrator.js"),
+    )
+    .unwrap();
+    std::fs::copy(
+        here.join("../switchboard-characters/tests/fixtures/runtime/toolbox.js"),
+        dir.path().join("toolbox.js"),
+    )
+    .unwrap();
+    let script = here.join("../switchboard-server/tests/mcp/client.py");
+    for (mode, era) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
+        let output = Command::new("python3")
+            .arg(&script)
+            .args(["stdio", mode, env!("CARGO_BIN_EXE_switchboard")])
+            .arg(dir.path())
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run python3 ({error}); run scripts/test"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_ne!(
+            output.status.code(),
+            Some(3),
+            "the official mcp Python SDK is not installed; run scripts/test (it installs tests/requirements.txt)\n{stderr}"
+        );
+        assert!(output.status.success(), "{mode}: {stderr}");
+        let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(seen["protocol_version"], era, "{seen}");
+        let calls = &seen["calls"];
+        assert_eq!(calls["ok"]["text"], "Logged story event: the SDK called");
+        for case in ["bad_argument", "throws", "past_deadline"] {
+            assert_eq!(calls[case]["is_error"], true, "{case}: {seen}");
+            assert!(
+                calls[case]["text"].as_str().unwrap().starts_with("Error: "),
+                "{case}"
+            );
+        }
+        assert_eq!(
+            calls["past_deadline"]["text"],
+            "Error: Tool execution timed out (exceeded 100ms)"
+        );
+        assert!(
+            calls["past_deadline"]["seconds"].as_f64().unwrap() < 0.5,
+            "{seen}"
+        );
+    }
 }
