@@ -1,6 +1,7 @@
 //! The MCP server over a [`ToolCatalog`]: `tools/list` and `tools/call` as the protocol
 //! words them, and `notifications/tools/list_changed` to clients that listen, in either
-//! era. Everything else (initialize, discover, ping, versions) is the SDK's.
+//! era. Everything else (initialize, discover, ping, versions, the empty prompt and
+//! resource lists) is the SDK's.
 
 use std::sync::Arc;
 
@@ -127,9 +128,15 @@ fn wrapped(schema: Value) -> Map<String, Value> {
 impl<C: ToolCatalog> ServerHandler for McpServer<C> {
     fn get_info(&self) -> ServerConfig {
         let mut config = ServerConfig::new(
+            // Prompts and resources are declared, and their lists (the SDK's) are empty:
+            // clients that ask for them anyway, as some do at start-up, get what a server
+            // without any would say, with the caching hints every list carries, rather than
+            // an error they may take for the server failing.
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(Implementation::new(
