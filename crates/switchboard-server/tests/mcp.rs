@@ -533,3 +533,94 @@ async fn the_official_python_sdk_lists_and_calls_in_both_eras() {
         check_sdk_run(&seen, era);
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queued_call_whose_client_leaves_never_runs() {
+    let (gateway, dir) = gateway("").await;
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/queue.js"),
+        dir.path().join("queue.js"),
+    )
+    .unwrap();
+    let registry = std::sync::Arc::clone(&gateway.state.characters);
+    tokio::task::spawn_blocking(move || registry.reload())
+        .await
+        .unwrap();
+    // A character runs one call at a time: this one holds it for its 1 s deadline.
+    let mut first = Client::modern(&gateway, "/mcp");
+    let holding = tokio::spawn(async move { first.call("queue_hold", json!({})).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Queued behind it, a call whose client leaves while it waits.
+    let leaving = client()
+        .post(format!("{}/mcp", gateway.base_url()))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "queue_mark")
+        .timeout(Duration::from_millis(100))
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "queue_mark", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+        .send()
+        .await;
+    assert!(leaving.is_err(), "the client was to leave first");
+    let held = outcome(&holding.await.unwrap());
+    assert_eq!(
+        held,
+        (
+            "Error: Tool execution timed out (exceeded 1000ms)".to_owned(),
+            true
+        )
+    );
+    let mut next = Client::modern(&gateway, "/mcp");
+    let marked = outcome(&next.call("queue_was_marked", json!({})).await);
+    assert_eq!(marked.0, "marked: false", "the abandoned call ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_session_hears_of_a_reload_on_its_stream() {
+    let (gateway, dir) = gateway("").await;
+    let client = Client::legacy(&gateway, "/mcp").await;
+    let mut stream = reqwest::Client::new()
+        .get(&client.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", client.session.as_deref().unwrap())
+        .header("mcp-protocol-version", LEGACY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    std::fs::write(
+        dir.path().join("coin.js"),
+        concat!(
+            "export const CHARACTER_NAME = \"Coin\";\n",
+            "export const VOICE_SOURCE = { source_type: \"file\", path_on_server: \"v.wav\" };\n",
+            "export const INSTRUCTIONS = { instruction_prompt: \"Flip.\", language: \"en\" };\n",
+            "export const TOOLS = [{ type: \"function\", function: { name: \"flip\", ",
+            "description: \"Flips a coin\", parameters: { type: \"object\", properties: {} } } }];\n",
+            "export class PromptGenerator { makeSystemPrompt() { return \"Flip.\"; } ",
+            "handleToolCall() { return \"heads\"; } }\n",
+        ),
+    )
+    .unwrap();
+    let registry = std::sync::Arc::clone(&gateway.state.characters);
+    tokio::task::spawn_blocking(move || registry.reload())
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    while !seen.contains("notifications/tools/list_changed") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no list_changed on the stream: {seen}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let mut client = client;
+    let tools = client.tools().await;
+    assert!(names(&tools).contains(&"coin_flip"), "{:?}", names(&tools));
+}
