@@ -1,11 +1,11 @@
-//! Claude Code (the real CLI, headless) using a character's tool over the gateway's `/mcp`,
-//! with the gateway as its model backend too: a scripted model calls
-//! `mcp__switchboard__narrator_log_story_event`, Claude Code calls the tool over MCP with the
-//! key in its header, the narrator's tool runs in the gateway, and its result reaches the
-//! model.
+//! Claude Code (the real CLI, headless) using a character's tool over MCP, with the gateway
+//! as its model backend: a scripted model calls `mcp__switchboard__narrator_log_story_event`,
+//! Claude Code calls the tool, the narrator's tool runs, and its result reaches the model.
+//! Over the gateway's `/mcp` with a key in the header (`--mcp-config`,
+//! `--strict-mcp-config`, `--allowedTools`), and over `switchboard mcp` spawned on stdio.
 //!
 //! The CLI is installed with npm into `${SWITCHBOARD_CACHE:-$HOME/.cache/switchboard}/npm`
-//! on first use; where npm is missing the test says SKIP and passes.
+//! on first use; where npm is missing the tests say SKIP and pass.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -15,24 +15,23 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use common::characters;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
 
-/// The Claude Code release this test runs.
+/// The Claude Code release these tests run.
 const CLAUDE_CODE: &str = "2.1.330";
 const KEY: &str = "sk-sb-claude-mcp-7dQwK2mZp9LrX4vT8nB3cY6hJ1sF5g";
 const TOOL: &str = "mcp__switchboard__narrator_log_story_event";
 const EVENT: &str = "the MCP door opens";
-/// A hard bound on the run, so a stuck client fails instead of hanging.
+/// A hard bound on one run, so a stuck client fails instead of hanging.
 const TIMEOUT_SECS: &str = "180";
 
-/// The text of a message's content, whichever shape it has.
+/// The text of a chat message's content, whichever shape it has.
 fn content(message: &Value) -> String {
     match &message["content"] {
         Value::String(text) => text.clone(),
@@ -51,11 +50,13 @@ fn model(request: &Captured) -> Reply {
         return Reply::json(404, &json!({"error": {"message": "Not Found"}}));
     }
     let body = &request.body;
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let offers_tool = body["tools"]
         .as_array()
         .is_some_and(|tools| tools.iter().any(|tool| tool["function"]["name"] == TOOL));
-    let answered = messages.last().is_some_and(|last| last["role"] == "tool");
+    let answered = body["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .is_some_and(|last| last["role"] == "tool");
     let script = if !offers_tool {
         OpenAiScript::new()
             .text("Log an event")
@@ -74,8 +75,13 @@ fn model(request: &Captured) -> Reply {
     script.reply()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn claude_code_calls_a_characters_tool_over_mcp_with_a_key() {
+/// How Claude Code reaches the tools.
+enum Via {
+    Http,
+    Stdio,
+}
+
+async fn round_trip(via: Via) {
     let claude = match npm_package("@anthropic-ai/claude-code", CLAUDE_CODE) {
         Ok(prefix) => prefix.join("node_modules/.bin/claude"),
         Err(why) => {
@@ -84,33 +90,30 @@ async fn claude_code_calls_a_characters_tool_over_mcp_with_a_key() {
         }
     };
     let backend = ScriptedServer::responding(model).await;
-    let digest: String = Sha256::digest(KEY.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
     let settings = format!(
-        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\n[[key]]\nname = \"claude\"\nsha256 = \"{digest}\"\n{}",
-        route(
-            "local",
-            "openai",
-            &format!("{}/v1", backend.base),
-            "aliases = [\"claude-*\"]"
-        )
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n[[key]]\nname = \"claude\"\nkey_env = \"CLAUDE_KEY\"\n\n\
+         [[route]]\nname = \"local\"\nprovider = \"openai\"\nurl = \"{}/v1\"\nmodel = \"scripted\"\naliases = [\"claude-*\"]\n",
+        characters(),
+        backend.base
     );
-    let gateway = RunningGateway::start(&Config::from_toml(&settings).unwrap(), &|_| None)
+    let env = |name: &str| (name == "CLAUDE_KEY").then(|| KEY.to_owned());
+    let gateway = RunningGateway::start(&Config::from_toml(&settings).unwrap(), &env)
         .await
         .unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let (home, work) = (scratch.path().join("home"), scratch.path().join("work"));
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
+    let server = match via {
+        Via::Http => json!({"type": "http", "url": format!("{}/mcp", gateway.base_url()),
+            "headers": {"Authorization": format!("Bearer {KEY}")}}),
+        Via::Stdio => json!({"type": "stdio", "command": env!("CARGO_BIN_EXE_switchboard"),
+            "args": ["mcp", "--characters", characters()]}),
+    };
     let config = scratch.path().join("mcp.json");
     std::fs::write(
         &config,
-        json!({"mcpServers": {"switchboard": {"type": "http",
-            "url": format!("{}/mcp", gateway.base_url()),
-            "headers": {"Authorization": format!("Bearer {KEY}")}}}})
-        .to_string(),
+        json!({"mcpServers": {"switchboard": server}}).to_string(),
     )
     .unwrap();
     let output = run(claude, &gateway, &home, &work, &config).await;
@@ -121,28 +124,20 @@ async fn claude_code_calls_a_characters_tool_over_mcp_with_a_key() {
         "Claude Code failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
         output.status
     );
-    let offered: Vec<Vec<String>> = (0..backend.requests().len())
-        .map(|index| {
-            sent(&backend, index)["tools"]
-                .as_array()
-                .map(|tools| {
-                    tools
-                        .iter()
-                        .map(|tool| tool["function"]["name"].as_str().unwrap_or("?").to_owned())
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect();
     assert!(
         stdout.contains("The event is logged."),
-        "{stdout}\n{stderr}\nthe model was offered: {offered:?}"
+        "{stdout}\n{stderr}"
     );
-    // The result the model read is the one only the narrator's code, run in the gateway,
-    // writes.
-    let results: Vec<String> = (0..backend.requests().len())
-        .map(|index| sent(&backend, index))
-        .flat_map(|body| body["messages"].as_array().cloned().unwrap_or_default())
+    // The result the model read is the one only the narrator's code writes.
+    let results: Vec<String> = backend
+        .requests()
+        .iter()
+        .flat_map(|request| {
+            request.body["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .filter(|message| message["role"] == "tool")
         .map(|message| content(&message))
         .collect();
@@ -158,9 +153,9 @@ async fn claude_code_calls_a_characters_tool_over_mcp_with_a_key() {
 async fn run(
     claude: PathBuf,
     gateway: &RunningGateway,
-    home: &std::path::Path,
-    work: &std::path::Path,
-    config: &std::path::Path,
+    home: &Path,
+    work: &Path,
+    config: &Path,
 ) -> std::process::Output {
     let base = gateway.base_url();
     let (home, work, config) = (home.to_owned(), work.to_owned(), config.to_owned());
@@ -187,4 +182,14 @@ async fn run(
     })
     .await
     .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_calls_a_characters_tool_over_mcp_with_a_key() {
+    round_trip(Via::Http).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_calls_a_characters_tool_over_switchboard_mcp_on_stdio() {
+    round_trip(Via::Stdio).await;
 }
