@@ -624,3 +624,27 @@ async fn a_legacy_session_hears_of_a_reload_on_its_stream() {
     let tools = client.tools().await;
     assert!(names(&tools).contains(&"coin_flip"), "{:?}", names(&tools));
 }
+
+#[tokio::test]
+async fn a_character_whose_file_breaks_keeps_serving_its_last_good_tools() {
+    let (gateway, dir) = gateway("").await;
+    let mut client = Client::modern(&gateway, "/mcp");
+    let before = client.tools().await;
+    std::fs::write(
+        dir.path().join("narrator.js"),
+        "export const CHARACTER_NAME = ;\n",
+    )
+    .unwrap();
+    let registry = std::sync::Arc::clone(&gateway.state.characters);
+    tokio::task::spawn_blocking(move || registry.reload())
+        .await
+        .unwrap();
+    assert_eq!(client.tools().await, before);
+    let answer = client
+        .call("narrator_log_story_event", json!({"event": "still here"}))
+        .await;
+    assert_eq!(
+        outcome(&answer),
+        ("Logged story event: still here".to_owned(), false)
+    );
+}
