@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_tools::Toolset;
+use switchboard_tools::{ToolCall, ToolResult, Toolset};
 use tokio::sync::oneshot;
 
 use crate::engine::{EngineHandle, Job, LogScope};
@@ -124,6 +124,15 @@ impl Character {
                 character: self.name().to_owned(),
             }),
         }
+    }
+
+    /// Runs one tool call on a fresh conversation, through exactly the path a conversation's
+    /// calls take (validation with defaults, sandbox, deadline, result schema, truncation,
+    /// metrics and the `execute_tool` span). The one way a tool runs outside a
+    /// conversation: the characters API, `switchboard call` and MCP clients all come here.
+    pub async fn run_tool(self: &Arc<Self>, call: &ToolCall) -> Result<ToolResult, SessionError> {
+        let session = self.start_conversation().await?;
+        Ok(session.call_tool(call).await)
     }
 
     pub(crate) fn engine(&self) -> &EngineHandle {

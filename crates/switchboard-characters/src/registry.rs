@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
+use tokio::sync::watch;
 
 use crate::character::Character;
 use crate::load::{Change, Loaded, assemble, list, load_characters, load_files};
@@ -24,6 +25,8 @@ pub struct CharacterRegistry {
     /// Held while a reload reads and swaps, so that a save and a SIGHUP at the same moment
     /// cannot swap in sets that each miss the other's change.
     reloading: Mutex<()>,
+    /// Counts the sets swapped in, for those who follow the tool lists (MCP clients).
+    swapped: watch::Sender<u64>,
 }
 
 impl CharacterRegistry {
@@ -35,6 +38,7 @@ impl CharacterRegistry {
             options,
             current,
             reloading: Mutex::new(()),
+            swapped: watch::Sender::new(0),
         }
     }
 
@@ -45,6 +49,11 @@ impl CharacterRegistry {
     /// The set loaded last, with its rejections.
     pub fn current(&self) -> Arc<Loaded> {
         self.current.load_full()
+    }
+
+    /// Changes each time a reload swaps in a set (which may hold other tools).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.swapped.subscribe()
     }
 
     /// The character `query` names (its `CHARACTER_NAME` or file stem, ignoring case).
@@ -112,6 +121,7 @@ impl CharacterRegistry {
         };
         let loaded = Arc::new(loaded);
         self.current.store(Arc::clone(&loaded));
+        self.swapped.send_modify(|count| *count += 1);
         tracing::info!(
             target: "character",
             "characters: {} running, {} file(s) with problems",

@@ -48,8 +48,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/characters/{name}", get(api::characters::show))
         .route("/", get(api::playground::index))
         .route("/playground/{name}", get(api::playground::file))
+        .merge(crate::mcp::routes(&state))
         .fallback(|| async {
-            let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/models, /healthz and /metrics", None).with_code("not_found");
+            let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/models, /mcp, /healthz and /metrics", None).with_code("not_found");
             ApiError { status: axum::http::StatusCode::NOT_FOUND, ..error }.into_response()
         })
         .method_not_allowed_fallback(|| async {

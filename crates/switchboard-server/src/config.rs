@@ -23,6 +23,10 @@ pub struct Config {
     /// The route characters talk through; the first native route when absent.
     #[serde(default)]
     pub character_route: Option<String>,
+    /// The longest tool name served over MCP: 64 (what model APIs accept) less what clients
+    /// put in front (Claude Code's `mcp__{server}__`). Longer names are shortened with a hash.
+    #[serde(default = "default_mcp_name_chars")]
+    pub mcp_tool_name_max_chars: usize,
     /// Most tokens a character's reply may take, tool rounds included; a client's smaller
     /// `max_tokens` lowers it.
     #[serde(default = "default_character_max_tokens")]
@@ -261,6 +265,10 @@ impl Config {
     }
 }
 
+fn default_mcp_name_chars() -> usize {
+    switchboard_mcp::names::DEFAULT_MAX_CHARS
+}
+
 fn default_character_max_tokens() -> u32 {
     4096
 }
@@ -387,6 +395,7 @@ impl Config {
             characters: None,
             character_route: None,
             character_max_tokens: default_character_max_tokens(),
+            mcp_tool_name_max_chars: default_mcp_name_chars(),
             default_route: None,
             upstream_header: false,
             responses: ResponsesConfig::default(),
@@ -521,6 +530,12 @@ impl Config {
         }
         if self.character_max_tokens == 0 {
             problems.push("character_max_tokens must be at least 1".to_owned());
+        }
+        if !(switchboard_mcp::names::MIN_MAX_CHARS..=64).contains(&self.mcp_tool_name_max_chars) {
+            problems.push(format!(
+                "mcp_tool_name_max_chars must be between {} and 64",
+                switchboard_mcp::names::MIN_MAX_CHARS
+            ));
         }
         if let Some(name) = &self.default_route
             && !self.routes.iter().any(|route| &route.name == name)

@@ -6,6 +6,7 @@
 //! - `pipeline/`: the one path every request takes: route or character, tool calling,
 //!   checks on the model's calls;
 //! - `upstream/`: the backends (routes) and their health;
+//! - `mcp`: characters' tools served over MCP;
 //! - `access/`: client keys, the routes each may use, and rate limits;
 //! - `connections`: accepting and serving client connections under their limits;
 //! - `traces`: the spans exported over OpenTelemetry when the binary turns that on;
@@ -19,6 +20,7 @@ mod connections;
 pub mod error;
 mod h2c;
 mod ids;
+pub mod mcp;
 mod pipeline;
 mod redis_link;
 mod state;

@@ -55,10 +55,15 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             }
         }
     };
-    let limited = key
+    let mut limited = key
         .as_ref()
         .filter(|key| key.limits.any() && counted(request.method(), path))
         .cloned();
+    if limited.is_some() && is_mcp(request.uri().path()) {
+        let (read, call) = mcp_tool_call(request, live.config.max_body_bytes).await;
+        request = read;
+        limited = limited.filter(|_| call);
+    }
     let share = limited
         .as_ref()
         .filter(|key| key.limits.tokens_per_minute.is_some())
@@ -123,7 +128,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
 }
 
 /// Whether a request counts against its key's limits: every POST (the requests that ask for
-/// an answer or run a tool), and `GET /v1/characters/{name}` (and its `HEAD`, which runs the
+/// an answer or run a tool; of MCP's, only `tools/call`: see [`mcp_tool_call`]), and `GET /v1/characters/{name}` (and its `HEAD`, which runs the
 /// same handler), which runs the character's code to make its system prompt. Other reads
 /// (`/v1/models`, `/v1/characters`, stored responses) are not counted.
 fn counted(method: &Method, path: &str) -> bool {
@@ -132,6 +137,30 @@ fn counted(method: &Method, path: &str) -> bool {
             && path
                 .strip_prefix("/v1/characters/")
                 .is_some_and(|name| !name.is_empty() && !name.contains('/')))
+}
+
+fn is_mcp(path: &str) -> bool {
+    path == "/mcp" || path.starts_with("/mcp/")
+}
+
+/// Whether an MCP request is a `tools/call`, the one MCP request that counts against a
+/// key's limits (as a model request does): a client's handshake, lists and notifications
+/// do no work worth limiting. The body is read to tell, and handed on.
+async fn mcp_tool_call(request: Request, limit: usize) -> (Request, bool) {
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    let (parts, body) = request.into_parts();
+    // A body past the limit is refused by the endpoint itself: counted, to be safe.
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        return (Request::from_parts(parts, Body::empty()), true);
+    };
+    let call = serde_json::from_slice::<Message>(&bytes).map_or(true, |message| {
+        message.method.as_deref() == Some("tools/call")
+    });
+    (Request::from_parts(parts, Body::from(bytes)), call)
 }
 
 /// A 401 in the path's API shape.

@@ -109,8 +109,14 @@ pub async fn call_tool(
         Ok(arguments) => arguments,
         Err(error) => return fail(&log, &route, error),
     };
-    let session = match character.start_conversation().await {
-        Ok(session) => session,
+    let call = ToolCall {
+        id: "call_playground".to_owned(),
+        name: tool.clone(),
+        arguments,
+    };
+    let started = Instant::now();
+    let result = match character.run_tool(&call).await {
+        Ok(result) => result,
         Err(error) => {
             let error = ApiError::upstream(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -120,13 +126,6 @@ pub async fn call_tool(
             return fail(&log, &route, error);
         }
     };
-    let call = ToolCall {
-        id: "call_playground".to_owned(),
-        name: tool.clone(),
-        arguments,
-    };
-    let started = Instant::now();
-    let result = session.call_tool(&call).await;
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     log.finish(&route, StatusCode::OK, Tally::default(), false);
     Json(

@@ -8,7 +8,7 @@ mod body;
 pub mod characters;
 pub mod chat;
 mod fields;
-mod log;
+pub(crate) mod log;
 pub mod messages;
 pub mod ops;
 pub mod playground;

@@ -27,10 +27,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         name: args.tool,
         arguments: args.arguments.unwrap_or_default(),
     };
-    let result = runtime()?.block_on(async {
-        let session = character.start_conversation().await?;
-        anyhow::Ok(session.call_tool(&call).await)
-    })?;
+    let result = runtime()?.block_on(character.run_tool(&call))?;
     println!("{}", result.content);
     Ok(if result.is_error {
         ExitCode::FAILURE

@@ -11,6 +11,7 @@ pub mod check_config;
 pub mod decode;
 pub mod input;
 pub mod key;
+pub mod mcp;
 pub mod parse;
 pub mod prompt;
 pub mod serve;
