@@ -425,7 +425,7 @@ impl Config {
     }
 
     /// Gives the settings a running gateway cannot change (its listener, connection limits,
-    /// shared state, stores and characters directory) the running values, and names those
+    /// shared state, stores, characters directory and MCP name length) the running values, and names those
     /// that differed.
     pub fn keep_restart_settings(&mut self, running: &Config) -> Vec<&'static str> {
         fn keep<T: PartialEq + Clone>(
@@ -441,6 +441,13 @@ impl Config {
         }
         let mut changed = Vec::new();
         keep("listen", &mut self.listen, &running.listen, &mut changed);
+        // The MCP endpoint's names are fixed when its router is built.
+        keep(
+            "mcp_tool_name_max_chars",
+            &mut self.mcp_tool_name_max_chars,
+            &running.mcp_tool_name_max_chars,
+            &mut changed,
+        );
         keep(
             "characters",
             &mut self.characters,
