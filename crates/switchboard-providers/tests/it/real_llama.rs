@@ -1,5 +1,5 @@
 //! The OpenAI client against a real llama.cpp server (crates/switchboard-testkit/src/llama.rs;
-//! SKIP without it, failure under `SWITCHBOARD_REQUIRE_REAL_BACKEND=1`). That server announces
+//! SKIP without it, failure under `SWITCHBOARD_REQUIRE_PEERS=1`). That server announces
 //! keep-alive and closes the connection after every streamed answer; a request sent at once
 //! can go out on the closing connection. Straight from the client, with nothing between two
 //! requests, that happened to about one request in ten before such a request was retried on a

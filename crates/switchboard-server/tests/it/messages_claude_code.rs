@@ -6,7 +6,8 @@
 //! (title generation, token counts, …) by looking at each request, never by its position.
 //!
 //! The CLI is installed with npm into `${SWITCHBOARD_CACHE:-$HOME/.cache/switchboard}/npm`
-//! on first use; where npm is missing the tests say SKIP and pass.
+//! on first use; where npm is missing the tests say SKIP and pass, and fail under
+//! `SWITCHBOARD_REQUIRE_PEERS=1` (`switchboard_testkit::peers`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -23,6 +24,7 @@ use std::sync::OnceLock;
 use common::{route, sent};
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
+use switchboard_testkit::peers::peer;
 use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
 
 /// The Claude Code release these tests run.
@@ -33,20 +35,17 @@ const FILE: &str = "created.txt";
 /// A hard bound on one Claude Code run, so a stuck client fails instead of hanging.
 const TIMEOUT_SECS: &str = "180";
 
-/// The `claude` executable, installing it first if needed; `None` when npm is missing.
-fn claude() -> Option<&'static Path> {
-    static CLAUDE: OnceLock<Option<PathBuf>> = OnceLock::new();
-    CLAUDE.get_or_init(install).as_deref()
-}
-
-fn install() -> Option<PathBuf> {
-    match npm_package("@anthropic-ai/claude-code", CLAUDE_CODE) {
-        Ok(prefix) => Some(prefix.join("node_modules/.bin/claude")),
-        Err(why) => {
-            eprintln!("SKIP: {why}");
-            None
-        }
-    }
+/// The `claude` executable, installing it first if needed; `Err` says why it cannot be had
+/// (npm is missing).
+fn claude() -> Result<&'static Path, String> {
+    static CLAUDE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    CLAUDE
+        .get_or_init(|| {
+            npm_package("@anthropic-ai/claude-code", CLAUDE_CODE)
+                .map(|prefix| prefix.join("node_modules/.bin/claude"))
+        })
+        .as_deref()
+        .map_err(Clone::clone)
 }
 
 /// How the scripted model writes its tool call.
@@ -170,8 +169,7 @@ async fn run_claude_code(
 }
 
 async fn round_trip(name: &str, calls: Calls, route_extra: &str) {
-    let Some(claude) = claude() else {
-        eprintln!("SKIP: Claude Code round trip ({name})");
+    let Some(claude) = peer("Claude Code", claude) else {
         return;
     };
     let backend = ScriptedServer::responding(model(calls)).await;

@@ -5,7 +5,7 @@
 //! never the model's wording; at temperature 0, with the server's fixed seed, one slot and no
 //! prompt cache, a request gets the same answer every run, so streamed and whole answers are
 //! compared exactly. Without the server these tests print SKIP and pass, and fail under
-//! `SWITCHBOARD_REQUIRE_REAL_BACKEND=1` (CI). Chat Completions, Messages and Responses are
+//! `SWITCHBOARD_REQUIRE_PEERS=1` (CI). Chat Completions, Messages and Responses are
 //! each asked here: every API the gateway serves meets the real server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

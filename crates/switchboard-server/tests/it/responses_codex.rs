@@ -7,7 +7,8 @@
 //! in Hermes markup, and with a closing text once it sees the tool's result.
 //!
 //! The CLI is installed with npm into `${SWITCHBOARD_CACHE:-$HOME/.cache/switchboard}/npm`
-//! when missing (`switchboard_testkit::npm_package`). Without npm these tests say so and pass.
+//! when missing (`switchboard_testkit::npm_package`). Without npm these tests say SKIP and pass,
+//! and fail under `SWITCHBOARD_REQUIRE_PEERS=1` (`switchboard_testkit::peers`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -22,6 +23,7 @@ use std::process::{Command, Stdio};
 
 use common::*;
 use serde_json::{Value, json};
+use switchboard_testkit::peers::peer;
 use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
 
 const CODEX_VERSION: &str = "0.169.0";
@@ -31,15 +33,13 @@ const SHELL_FILE: &str = "shell.txt";
 const PATCH_FILE: &str = "patched.txt";
 const JS_FILE: &str = "from-js.txt";
 
-/// The `codex` launcher, installed when missing; `None` when npm is not there.
+/// The `codex` launcher, installed when missing; `None` when npm is not there (or in a quick
+/// run), after a SKIP line (see `switchboard_testkit::peers`).
 fn codex() -> Option<PathBuf> {
-    match npm_package("@openai/codex", CODEX_VERSION) {
-        Ok(prefix) => Some(prefix.join("node_modules/.bin/codex")),
-        Err(why) => {
-            eprintln!("SKIPPED: {why}");
-            None
-        }
-    }
+    peer("Codex", || {
+        npm_package("@openai/codex", CODEX_VERSION)
+            .map(|prefix| prefix.join("node_modules/.bin/codex"))
+    })
 }
 
 /// The text of a chat message's content.

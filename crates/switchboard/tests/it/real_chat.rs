@@ -1,6 +1,6 @@
 //! `switchboard chat narrator` against a real model server for several turns: llama.cpp's
 //! server with SmolLM2 (crates/switchboard-testkit/src/llama.rs; SKIP without it, failure
-//! under `SWITCHBOARD_REQUIRE_REAL_BACKEND=1`). Its second line used to fail: the server
+//! under `SWITCHBOARD_REQUIRE_PEERS=1`). Its second line used to fail: the server
 //! closes its connection after each stream and the chat reused it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
