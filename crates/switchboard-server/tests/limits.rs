@@ -1,9 +1,16 @@
 //! The gateway's bounds, each replayed as the attack that found it: answers that never end,
 //! one enormous event from a backend, metric labels from client strings, and clients that
-//! leave. (Connection-level attacks: `connections.rs`; whole processes under a lowered
-//! descriptor limit, RSS and signals: the `switchboard` crate's `reliability.rs`.)
+//! leave. (Connection-level attacks: `tests/it/connections.rs`; whole processes under a
+//! lowered descriptor limit, RSS and signals: the `switchboard` crate's
+//! `tests/it/reliability.rs`.)
+//!
+//! A binary of its own, not a module of `tests/it`: the metrics recorder is the process's, and
+//! `client_spellings_of_a_model_do_not_grow_the_metrics` compares the whole of `/metrics`
+//! before and after, so a test of another file adding a series in between (a route, a key, a
+//! status) would fail it. Here only this file's tests share the process.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

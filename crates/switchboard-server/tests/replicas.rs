@@ -2,8 +2,14 @@
 //! replica dies, rate-limits or breaks a stream, and when every replica of a route is down.
 //! Each replica is a small OpenAI-compatible server of the test's own that can be slowed,
 //! made to fail, stopped and started again on the same port.
+//!
+//! A binary of its own, not a module of `tests/it`: the metrics recorder is the process's, and
+//! `the_gateways_own_time_and_the_backends_first_byte_are_measured` reads the count of
+//! `gateway_overhead_seconds{endpoint="messages",kind="native"}` as exactly its one request,
+//! which the Messages tests of `tests/it` would add to.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;

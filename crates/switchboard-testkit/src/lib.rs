@@ -2,7 +2,8 @@
 //! connection with the next scripted reply, byte for byte, in a chosen chunking, and records
 //! every request. Also, for the real-backend suite, the launcher of the real model server it
 //! runs against ([`LlamaServer`]) and a relay that shows what reached it ([`Tap`]); and a
-//! real Redis server for shared-state tests. Only tests depend on this crate.
+//! real Redis server for shared-state tests; and [`peers`], which decides what a test does
+//! when a program it drives is missing. Only tests depend on this crate.
 // A test double fails loudly: a panic here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,6 +12,7 @@ mod llama;
 mod npm;
 mod ollama;
 mod openai;
+pub mod peers;
 mod redis;
 mod server;
 mod tap;

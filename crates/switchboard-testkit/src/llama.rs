@@ -2,7 +2,8 @@
 //! running SmolLM2-135M-Instruct, as `scripts/llama-server setup` builds it. The binary, the
 //! weights and the chat template come from `LLAMA_SERVER_BIN`, `LLAMA_MODEL` and
 //! `LLAMA_TEMPLATE`; without them the suite's tests print a SKIP line and pass, unless
-//! `SWITCHBOARD_REQUIRE_REAL_BACKEND=1` (as CI sets it), where they fail.
+//! `SWITCHBOARD_REQUIRE_PEERS=1` (as CI sets it), where they fail (see [`crate::peers`]); a
+//! quick run (`SWITCHBOARD_QUICK=1`) leaves the server out.
 //!
 //! The server runs with a fixed seed, without prompt-cache reuse (which changes sampling) and
 //! with one slot (requests in a batch change each other's numerics), so the same request
@@ -17,7 +18,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// What `scripts/llama-server setup` prints, to `eval` before running the suite.
-const SETUP_HINT: &str = "eval \"$(scripts/llama-server setup)\" (builds llama.cpp's server once per machine, about 10 minutes)";
+const SETUP_HINT: &str = "scripts/test, or eval \"$(scripts/llama-server setup)\" and export the three (builds llama.cpp's server once per machine, about 10 minutes)";
 /// Loading the 98 MB model takes about a second; a slow disk or a busy machine more.
 const STARTUP_LIMIT: Duration = Duration::from_secs(180);
 
@@ -92,26 +93,11 @@ impl LlamaServer {
     pub const MODEL: &'static str = "SmolLM2-135M-Instruct";
 
     /// Starts a server and waits until `/health` answers. `None` when the variables are not
-    /// set: a SKIP line naming the running test goes to standard error (past the test
-    /// harness's capture, so it shows). Panics when `SWITCHBOARD_REQUIRE_REAL_BACKEND=1` is set
-    /// and the variables are not, or when the server does not come up (with its log).
+    /// set, or in a quick run: a SKIP line naming the running test goes to standard error
+    /// (see [`crate::peers`]). Panics when `SWITCHBOARD_REQUIRE_PEERS=1` is set and the
+    /// variables are not, or when the server does not come up (with its log).
     pub fn start() -> Option<Self> {
-        let Some(files) = Files::from_env() else {
-            if std::env::var("SWITCHBOARD_REQUIRE_REAL_BACKEND").as_deref() == Ok("1") {
-                panic!(
-                    "SWITCHBOARD_REQUIRE_REAL_BACKEND=1 but LLAMA_SERVER_BIN, LLAMA_MODEL and LLAMA_TEMPLATE are not set; {SETUP_HINT}"
-                );
-            }
-            let test = std::thread::current()
-                .name()
-                .unwrap_or("real-backend test")
-                .to_owned();
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIP {test}: no llama-server (LLAMA_SERVER_BIN, LLAMA_MODEL, LLAMA_TEMPLATE unset); to run it: {SETUP_HINT}"
-            );
-            return None;
-        };
+        let files = Self::files()?;
         Some(Self::launch(&files, Cache::Off))
     }
 
@@ -120,19 +106,37 @@ impl LlamaServer {
     /// it evaluated, `timings.prompt_n`). `None`, with the same SKIP line, when the
     /// variables are not set.
     pub fn start_caching(slots: u32) -> Option<Self> {
-        let files = Files::from_env()?;
+        let files = Self::files()?;
         Some(Self::launch(&files, Cache::On { slots }))
+    }
+
+    /// The server's files, or `None` after a SKIP line (a panic when peers are required).
+    fn files() -> Option<Files> {
+        crate::peers::peer("llama-server", || {
+            Files::from_env().ok_or_else(|| {
+                format!(
+                    "LLAMA_SERVER_BIN, LLAMA_MODEL and LLAMA_TEMPLATE are not set; to run it: {SETUP_HINT}"
+                )
+            })
+        })
     }
 
     /// One server for the whole test process, started by the first test that asks; the
     /// tests then queue on its single slot. It stops when the process ends.
     pub fn shared() -> Option<&'static Self> {
         static SHARED: OnceLock<Option<LlamaServer>> = OnceLock::new();
-        match SHARED.get_or_init(Self::start) {
+        let mut first = false;
+        let shared = SHARED.get_or_init(|| {
+            first = true;
+            Self::start()
+        });
+        match shared {
             Some(server) => Some(server),
-            // The first caller printed why; later ones say it for their own test.
+            // The first caller said why; later ones say it for their own test.
             None => {
-                let _ = Self::start();
+                if !first {
+                    let _ = Self::start();
+                }
                 None
             }
         }

@@ -1,5 +1,5 @@
 // The playground in a real browser (Debian's Chromium, headless, driven by playwright-core)
-// against a gateway in front of a scripted backend; tests/browser.rs starts both and runs
+// against a gateway in front of a scripted backend; tests/it/browser.rs starts both and runs
 // this script. Each step names what it checks; the first failure stops the run with a
 // screenshot of the page as it was. Screenshots of every view are left for a person to look at.
 //

@@ -1,6 +1,6 @@
 """The official anthropic Python SDK as a client of the gateway's Messages API.
 
-Run by tests/messages_sdk.rs as `python3 client.py BASE_URL CASE`; prints one JSON object on
+Run by tests/it/messages_sdk.rs as `python3 client.py BASE_URL CASE`; prints one JSON object on
 stdout for the Rust test to assert on. What the SDK makes of the gateway's answers is the
 point, so this script only asks and reports: every judgement is made in the Rust test.
 

@@ -1,6 +1,6 @@
 """The official openai Python SDK as a client of the gateway.
 
-Run by tests/sdk.rs as `python3 client.py BASE_URL CASE`; prints one JSON object on stdout
+Run by tests/it/sdk.rs as `python3 client.py BASE_URL CASE`; prints one JSON object on stdout
 for the Rust test to assert on. What the SDK makes of the gateway's answers is the point, so
 this script only asks and reports: every judgement is made in the Rust test.
 

@@ -1,7 +1,7 @@
 """The official openai Python SDK and the OpenAI Agents SDK as clients of the gateway's
 Responses API.
 
-Run by tests/responses_sdk.rs as `python3 responses_client.py BASE_URL CASE [MODEL]`; prints
+Run by tests/it/responses_sdk.rs as `python3 responses_client.py BASE_URL CASE [MODEL]`; prints
 one JSON object for the Rust test to assert on. This script only asks and reports: every
 judgement is made in the Rust test.
 

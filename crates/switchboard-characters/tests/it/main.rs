@@ -1,0 +1,9 @@
+//! The integration tests of `switchboard-characters` as one test binary, so the crate and its
+//! dependencies are linked once rather than once per file. Each module was a file of its own
+//! under `tests/`; run one with `cargo test -p switchboard-characters --test it demo_characters::`.
+//! Fixtures and other data stay beside this folder, under `tests/`.
+
+mod demo_characters;
+mod execution;
+mod loading;
+mod reload;

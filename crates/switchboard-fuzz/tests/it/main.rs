@@ -1,0 +1,6 @@
+//! The integration tests of `switchboard-fuzz` as one test binary, so the crate and its
+//! dependencies are linked once rather than once per file. Each module was a file of its own
+//! under `tests/`; run one with `cargo test -p switchboard-fuzz --test it replay::`.
+//! Fixtures and other data stay beside this folder, under `tests/`.
+
+mod replay;

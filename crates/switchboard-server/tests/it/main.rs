@@ -1,0 +1,27 @@
+//! The integration tests of `switchboard-server` as one test binary, so the crate and its
+//! dependencies are linked once rather than once per file. Each module was a file of its own
+//! under `tests/`; run one with `cargo test -p switchboard-server --test it access::`.
+//! Fixtures and other data stay beside this folder, under `tests/`.
+//!
+//! `tests/limits.rs` and `tests/replicas.rs` stay binaries of their own: each has a test that
+//! reads the process's metrics as its own (see their first lines).
+
+mod access;
+mod browser;
+mod characters;
+mod characters_api;
+mod common;
+mod connections;
+mod errors;
+mod messages;
+mod messages_claude_code;
+mod messages_sdk;
+mod native;
+mod operations;
+mod prompted;
+mod real_backend;
+mod responses;
+mod responses_codex;
+mod responses_sdk;
+mod sdk;
+mod validation;

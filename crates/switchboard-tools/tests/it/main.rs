@@ -1,0 +1,7 @@
+//! The integration tests of `switchboard-tools` as one test binary, so the crate and its
+//! dependencies are linked once rather than once per file. Each module was a file of its own
+//! under `tests/`; run one with `cargo test -p switchboard-tools --test it tool_macro::`.
+//! Fixtures and other data stay beside this folder, under `tests/`.
+
+mod tool_macro;
+mod validation;
