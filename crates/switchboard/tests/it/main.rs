@@ -8,6 +8,8 @@ mod cli_characters;
 mod cli_chat;
 mod cli_config;
 mod cli_decode;
+mod cli_mcp;
+mod cli_mcp_claude_code;
 mod cli_parse;
 mod cli_tools;
 mod cli_traces;

@@ -5,7 +5,7 @@
 //! eras, seeing the same `Error: …` results as over HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

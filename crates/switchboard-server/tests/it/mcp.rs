@@ -6,7 +6,7 @@
 //! with `WWW-Authenticate`, a key's characters only, a call counted against its limits).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

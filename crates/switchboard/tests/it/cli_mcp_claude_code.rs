@@ -5,7 +5,7 @@
 //! `--strict-mcp-config`, `--allowedTools`), and over `switchboard mcp` spawned on stdio.
 //!
 //! The CLI is installed with npm into `${SWITCHBOARD_CACHE:-$HOME/.cache/switchboard}/npm`
-//! on first use; where npm is missing the tests say SKIP and pass.
+//! on first use; where npm is missing the tests say SKIP and pass (fail under SWITCHBOARD_REQUIRE_PEERS=1).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -13,7 +13,7 @@
     clippy::print_stderr
 )]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,6 +21,7 @@ use std::process::Command;
 use common::characters;
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
+use switchboard_testkit::peers::peer;
 use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
 
 /// The Claude Code release these tests run.
@@ -82,12 +83,11 @@ enum Via {
 }
 
 async fn round_trip(via: Via) {
-    let claude = match npm_package("@anthropic-ai/claude-code", CLAUDE_CODE) {
-        Ok(prefix) => prefix.join("node_modules/.bin/claude"),
-        Err(why) => {
-            eprintln!("SKIP: Claude Code over MCP: {why}");
-            return;
-        }
+    let Some(claude) = peer("Claude Code", || {
+        npm_package("@anthropic-ai/claude-code", CLAUDE_CODE)
+            .map(|prefix| prefix.join("node_modules/.bin/claude"))
+    }) else {
+        return;
     };
     let backend = ScriptedServer::responding(model).await;
     let settings = format!(
