@@ -14,7 +14,8 @@ use switchboard_server::{AppState, Config, ConfigError, Live, shutdown_signal};
 use super::check::CharactersDir;
 
 /// Serve the gateway: OpenAI Chat Completions, Anthropic Messages and OpenAI Responses over
-/// any backend, with complete tool calling, keys and limits, and the characters.
+/// any backend, with complete tool calling, keys and limits, and the characters (their
+/// tools also over MCP at /mcp).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Configuration file (default: ./switchboard.toml when it exists).
