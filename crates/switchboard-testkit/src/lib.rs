@@ -21,7 +21,7 @@ pub use anthropic::AnthropicScript;
 pub use llama::LlamaServer;
 pub use npm::{cache_dir, npm_package};
 pub use ollama::OllamaScript;
-pub use openai::{OpenAiScript, sse_body};
+pub use openai::{OpenAiScript, message_text, sse_body};
 pub use redis::RedisServer;
 pub use server::{Captured, Chunking, Reply, ScriptedServer};
 pub use tap::Tap;

@@ -100,3 +100,16 @@ pub fn sse_body(chunks: &[Value], done: bool) -> String {
     }
     body
 }
+
+/// The text of a Chat Completions message's content, whichever shape it has (a string, or
+/// parts of which the text ones count): how a scripted model reads what an agent sent it.
+pub fn message_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part["text"].as_str())
+            .collect(),
+        _ => String::new(),
+    }
+}

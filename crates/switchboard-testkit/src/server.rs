@@ -109,8 +109,8 @@ pub struct ScriptedServer {
 }
 
 impl ScriptedServer {
-    /// Starts a server that answers the `n`th request with `replies[n]`, one request per
-    /// connection, and stops accepting once its replies are used up. Like a model server
+    /// Starts a server that answers the `n`th connection with `replies[n]`, and stops
+    /// accepting once its replies are used up. Like a model server
     /// without a tokenizer, it answers tokenizer probes (`/tokenize`, `/apply-template`,
     /// which the gateway sends beside a streamed Messages answer) with a 404 that uses no
     /// reply and is not recorded; [`Self::responding`] scripts them.
@@ -121,36 +121,42 @@ impl ScriptedServer {
         let log = Arc::clone(&captured);
         let hung_up = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let hangups = Arc::clone(&hung_up);
-        // A connection takes a slot until its request shows it is a probe; with no slot
-        // free the server accepts nothing, as it did before probes existed.
-        let slots = Arc::new(std::sync::atomic::AtomicUsize::new(replies.len()));
+        // Each connection takes the next reply when it is accepted, as it always did; one
+        // that turns out to be a tokenizer probe puts its reply back for the next.
         let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
-        let changed = Arc::new(tokio::sync::Notify::new());
+        let probing = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let returned = Arc::new(tokio::sync::Notify::new());
         tokio::spawn(async move {
-            while !replies.lock().unwrap().is_empty() {
-                if slots.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                    changed.notified().await;
+            loop {
+                let next = replies.lock().unwrap().pop_front();
+                let Some(reply) = next else {
+                    // A connection still being read may yet give its reply back.
+                    if probing.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                        return;
+                    }
+                    returned.notified().await;
                     continue;
-                }
+                };
                 let Ok((socket, _)) = listener.accept().await else {
                     return;
                 };
-                slots.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                let (replies, slots, changed) = (
+                probing.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let (replies, probing, returned) = (
                     Arc::clone(&replies),
-                    Arc::clone(&slots),
-                    Arc::clone(&changed),
+                    Arc::clone(&probing),
+                    Arc::clone(&returned),
                 );
                 tokio::spawn(answer(
                     socket,
                     Box::new(move |request| {
-                        let reply = if is_tokenizer_probe(request) {
-                            slots.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let reply = if request.is_some_and(is_tokenizer_probe) {
+                            replies.lock().unwrap().push_front(reply);
                             None
                         } else {
-                            replies.lock().unwrap().pop_front()
+                            Some(reply)
                         };
-                        changed.notify_one();
+                        probing.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        returned.notify_one();
                         reply
                     }),
                     Arc::clone(&log),
@@ -181,7 +187,7 @@ impl ScriptedServer {
                 let respond = Arc::clone(&respond);
                 tokio::spawn(answer(
                     socket,
-                    Box::new(move |request| Some(respond(request))),
+                    Box::new(move |request| request.map(|request| respond(request))),
                     Arc::clone(&log),
                     Arc::clone(&hangups),
                 ));
@@ -206,9 +212,9 @@ impl ScriptedServer {
     }
 }
 
-/// Chooses the reply once the request is read; `None` for a tokenizer probe, answered 404
-/// and not recorded.
-type Choose = Box<dyn FnOnce(&Captured) -> Option<Reply> + Send>;
+/// Chooses the reply once the request is read (`None` when the client closed first);
+/// `None` for a tokenizer probe, answered 404 and not recorded.
+type Choose = Box<dyn FnOnce(Option<&Captured>) -> Option<Reply> + Send>;
 
 /// A request for a tokenizer endpoint of vLLM or llama.cpp.
 fn is_tokenizer_probe(request: &Captured) -> bool {
@@ -223,10 +229,12 @@ async fn answer(
     hung_up: Arc<std::sync::atomic::AtomicUsize>,
 ) {
     socket.set_nodelay(true).unwrap();
-    let Some(request) = read_request(&mut socket).await else {
+    let request = read_request(&mut socket).await;
+    let reply = choose(request.as_ref());
+    let Some(request) = request else {
         return;
     };
-    let Some(reply) = choose(&request) else {
+    let Some(reply) = reply else {
         let _ = socket
             .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
             .await;

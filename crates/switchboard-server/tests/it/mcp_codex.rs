@@ -24,23 +24,14 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::peers::peer;
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
+use switchboard_testkit::{
+    Captured, OpenAiScript, Reply, ScriptedServer, message_text, npm_package,
+};
 
 const CODEX_VERSION: &str = "0.169.0";
 const KEY: &str = "sk-sb-codex-mcp-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0P";
 const TOOL: &str = "narrator_log_story_event";
 const EVENT: &str = "the MCP door opens";
-
-fn content(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|part| part["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
-}
 
 /// The model Codex talks to: a conversation offering the narrator's tool (under whatever
 /// name Codex gives MCP tools) gets a call to it, and closing words once its result is in.
@@ -141,7 +132,7 @@ async fn codex_calls_a_characters_tool_over_mcp_with_a_bearer_token() {
                 .unwrap_or_default()
         })
         .filter(|message| message["role"] == "tool")
-        .map(|message| content(&message))
+        .map(|message| message_text(&message))
         .collect();
     assert!(
         results

@@ -22,7 +22,9 @@ use common::characters;
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::peers::peer;
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
+use switchboard_testkit::{
+    Captured, OpenAiScript, Reply, ScriptedServer, message_text, npm_package,
+};
 
 /// The Claude Code release these tests run.
 const CLAUDE_CODE: &str = "2.1.330";
@@ -31,18 +33,6 @@ const TOOL: &str = "mcp__switchboard__narrator_log_story_event";
 const EVENT: &str = "the MCP door opens";
 /// A hard bound on one run, so a stuck client fails instead of hanging.
 const TIMEOUT_SECS: &str = "180";
-
-/// The text of a chat message's content, whichever shape it has.
-fn content(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|part| part["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
-}
 
 /// The model Claude Code talks to: a conversation offering the narrator's MCP tool gets a
 /// call to it, and once the tool's result is in, closing words; side requests get a title.
@@ -139,7 +129,7 @@ async fn round_trip(via: Via) {
                 .unwrap_or_default()
         })
         .filter(|message| message["role"] == "tool")
-        .map(|message| content(&message))
+        .map(|message| message_text(&message))
         .collect();
     assert!(
         results
