@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::characters;
-use serde_json::{Value, json};
+use serde_json::json;
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::peers::peer;
 use switchboard_testkit::{
