@@ -60,7 +60,11 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         .filter(|key| key.limits.any() && counted(request.method(), path))
         .cloned();
     if limited.is_some() && is_mcp(request.uri().path()) {
-        let (read, call) = mcp_tool_call(request, live.config.max_body_bytes).await;
+        let limit = live.config.max_body_bytes;
+        let path = path.to_owned();
+        let Some((read, call)) = mcp_tool_call(request, limit).await else {
+            return error_response(&path, ApiError::payload_too_large(limit));
+        };
         request = read;
         limited = limited.filter(|_| call);
     }
@@ -145,22 +149,20 @@ fn is_mcp(path: &str) -> bool {
 
 /// Whether an MCP request is a `tools/call`, the one MCP request that counts against a
 /// key's limits (as a model request does): a client's handshake, lists and notifications
-/// do no work worth limiting. The body is read to tell, and handed on.
-async fn mcp_tool_call(request: Request, limit: usize) -> (Request, bool) {
+/// do no work worth limiting. The body is read to tell, and handed on; `None` when it is
+/// larger than `limit` (or breaks off), which the endpoint would refuse anyway.
+async fn mcp_tool_call(request: Request, limit: usize) -> Option<(Request, bool)> {
     #[derive(serde::Deserialize)]
     struct Message<'a> {
         #[serde(borrow)]
         method: Option<std::borrow::Cow<'a, str>>,
     }
     let (parts, body) = request.into_parts();
-    // A body past the limit is refused by the endpoint itself: counted, to be safe.
-    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-        return (Request::from_parts(parts, Body::empty()), true);
-    };
+    let bytes = axum::body::to_bytes(body, limit).await.ok()?;
     let call = serde_json::from_slice::<Message>(&bytes).map_or(true, |message| {
         message.method.as_deref() == Some("tools/call")
     });
-    (Request::from_parts(parts, Body::from(bytes)), call)
+    Some((Request::from_parts(parts, Body::from(bytes)), call))
 }
 
 /// A 401 in the path's API shape.

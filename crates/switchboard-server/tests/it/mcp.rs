@@ -442,8 +442,9 @@ async fn without_a_key_mcp_is_401_with_www_authenticate() {
 #[tokio::test]
 async fn a_key_limited_to_the_narrator_sees_and_calls_only_its_tools() {
     let keys = [
-        key("all", KEY, ""),
-        key(
+        "max_body_bytes = 4096\n",
+        &key("all", KEY, ""),
+        &key(
             "narrator-only",
             NARRATOR_KEY,
             "routes = [\"character/narrator\"]\nrequests_per_minute = 3",
@@ -485,6 +486,23 @@ async fn a_key_limited_to_the_narrator_sees_and_calls_only_its_tools() {
             "params": {"name": "narrator_log_story_event", "arguments": {"event": "x"}}}))
         .await;
     assert_eq!(limited.status, 429, "{}", limited.text);
+    // A body past the limit is a 413, whether the key's calls are counted (the gate reads
+    // the body to tell) or not (the endpoint refuses it).
+    for secret in [NARRATOR_KEY, KEY] {
+        let large = client()
+            .post(format!("{}/mcp", gateway.base_url()))
+            .bearer_auth(secret)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(format!(
+                r#"{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {{"name": "narrator_log_story_event", "arguments": {{"event": "{}"}}}}}}"#,
+                "x".repeat(8192)
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(large.status(), 413, "{}", large.text().await.unwrap());
+    }
 }
 
 /// What the official MCP Python SDK saw: one era's list and calls.
