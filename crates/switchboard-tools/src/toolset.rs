@@ -202,8 +202,6 @@ pub struct Toolset(Arc<Compiled>);
 struct Compiled {
     tools: Vec<CompiledTool>,
     by_name: HashMap<String, usize>,
-    /// The definitions again, in the shape a request carries them, for requests to share.
-    definitions: Arc<[ToolDefinition]>,
 }
 
 impl Toolset {
@@ -227,21 +225,7 @@ impl Toolset {
             .enumerate()
             .map(|(index, tool)| (tool.name().to_owned(), index))
             .collect();
-        let definitions = tools.iter().map(|tool| tool.definition.clone()).collect();
-        Self(Arc::new(Compiled {
-            tools,
-            by_name,
-            definitions,
-        }))
-    }
-
-    /// `definitions` as this list's shared copy when they are the same tools, so that the
-    /// many requests sending one list hold it once; otherwise `definitions` unchanged.
-    pub fn share(&self, definitions: Arc<[ToolDefinition]>) -> Arc<[ToolDefinition]> {
-        if !Arc::ptr_eq(&definitions, &self.0.definitions) && *definitions == *self.0.definitions {
-            return Arc::clone(&self.0.definitions);
-        }
-        definitions
+        Self(Arc::new(Compiled { tools, by_name }))
     }
 
     pub fn get(&self, name: &str) -> Option<&CompiledTool> {

@@ -90,13 +90,10 @@ pub struct Started {
 pub fn start(state: &AppState, live: &Live, request: GatewayRequest) -> Result<Started, ApiError> {
     let GatewayRequest {
         model,
-        mut request,
+        request,
         tools,
         call_ids,
     } = request;
-    // The request is kept while its answer streams; its tools, the same list every turn of
-    // a conversation sends, are then held once for all of them.
-    request.tools = tools.share(std::mem::take(&mut request.tools));
     let trail = Arc::new(Trail::new(live.config.upstream_header));
     let limits = Limits {
         timeout: live.config.request_timeout(),
