@@ -8,20 +8,24 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod anthropic;
+mod claude;
 mod llama;
 mod npm;
 mod ollama;
 mod openai;
 pub mod peers;
+mod process;
 mod redis;
 mod server;
 mod tap;
 
 pub use anthropic::AnthropicScript;
+pub use claude::claude_code;
 pub use llama::LlamaServer;
 pub use npm::{cache_dir, npm_package};
 pub use ollama::OllamaScript;
 pub use openai::{OpenAiScript, message_text, sse_body};
+pub use process::rss_mib;
 pub use redis::RedisServer;
 pub use server::{Captured, Chunking, Reply, ScriptedServer};
 pub use tap::Tap;

@@ -195,13 +195,7 @@ impl Gateway {
     }
 
     fn rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: f64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        kib / 1024.0
+        switchboard_testkit::rss_mib(self.child.id()).expect("the gateway exited")
     }
 }
 

@@ -18,14 +18,15 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use common::{route, sent};
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::peers::peer;
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
+use switchboard_testkit::{
+    Captured, OpenAiScript, Reply, ScriptedServer, claude_code, npm_package,
+};
 
 /// The Claude Code release these tests run.
 const CLAUDE_CODE: &str = "2.1.330";
@@ -148,19 +149,8 @@ async fn run_claude_code(
     let home = scratch.0.join("home");
     let work = scratch.0.join("work");
     tokio::task::spawn_blocking(move || {
-        Command::new("timeout")
-            .args(["-k", "5", TIMEOUT_SECS])
-            .arg(claude)
+        claude_code(claude, TIMEOUT_SECS, &home, &work, &base, "sk-ant-dummy")
             .args(["-p", PROMPT, "--allowedTools", "Bash"])
-            .current_dir(&work)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("ANTHROPIC_BASE_URL", base)
-            .env("ANTHROPIC_API_KEY", "sk-ant-dummy")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .output()
             .expect("timeout or claude did not run")
     })

@@ -16,14 +16,13 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::characters;
 use serde_json::json;
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::peers::peer;
 use switchboard_testkit::{
-    Captured, OpenAiScript, Reply, ScriptedServer, message_text, npm_package,
+    Captured, OpenAiScript, Reply, ScriptedServer, claude_code, message_text, npm_package,
 };
 
 /// The Claude Code release these tests run.
@@ -150,23 +149,12 @@ async fn run(
     let base = gateway.base_url();
     let (home, work, config) = (home.to_owned(), work.to_owned(), config.to_owned());
     tokio::task::spawn_blocking(move || {
-        Command::new("timeout")
-            .args(["-k", "5", TIMEOUT_SECS])
-            .arg(claude)
+        claude_code(&claude, TIMEOUT_SECS, &home, &work, &base, KEY)
             .args(["-p", "Log that the door opens.", "--mcp-config"])
             .arg(&config)
             .args(["--strict-mcp-config", "--allowedTools", TOOL])
-            .current_dir(&work)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("ANTHROPIC_BASE_URL", base)
-            .env("ANTHROPIC_API_KEY", KEY)
             // Offers MCP tools to the model itself rather than behind its ToolSearch tool.
             .env("ENABLE_TOOL_SEARCH", "false")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .output()
             .expect("timeout or claude did not run")
     })

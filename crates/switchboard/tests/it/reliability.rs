@@ -106,13 +106,7 @@ impl Served {
 
     /// Resident memory, in MiB.
     fn rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: f64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        kib / 1024.0
+        switchboard_testkit::rss_mib(self.child.id()).expect("serve exited")
     }
 
     fn open_descriptors(&self) -> usize {
@@ -706,20 +700,8 @@ async fn peak_rss_during<T>(
     let sampler = std::thread::spawn(move || {
         let mut peak: f64 = 0.0;
         while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-            if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-                && let Some(kib) = status
-                    .lines()
-                    .find_map(|line| line.strip_prefix("VmRSS:"))
-                    .and_then(|value| {
-                        value
-                            .trim()
-                            .trim_end_matches("kB")
-                            .trim()
-                            .parse::<f64>()
-                            .ok()
-                    })
-            {
-                peak = peak.max(kib / 1024.0);
+            if let Some(rss) = switchboard_testkit::rss_mib(pid) {
+                peak = peak.max(rss);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
