@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
 use crate::api::responses::store::{MemoryStore, RedisStore, ResponseStore};
-use crate::config::{Config, Problems, ToolCalling};
+use crate::config::{Config, Problems};
+use crate::upstream::ToolCalling;
 use crate::connections::ConnectionLimits;
 use crate::telemetry;
 use crate::upstream::{Health, Route, RouteTable};
@@ -102,7 +103,8 @@ impl Live {
         let Some(access) = access.filter(|_| problems.is_empty()) else {
             return Err(Problems(problems));
         };
-        let routes = RouteTable::new(&config, routes).map_err(|problem| Problems(vec![problem]))?;
+        let routes = RouteTable::new(&config.routes, config.default_route.as_deref(), routes)
+            .map_err(|problem| Problems(vec![problem]))?;
         let character_route = match &config.character_route {
             Some(name) => routes.named(name).cloned(),
             // Characters need native tool calling: a prompted first route must not stop

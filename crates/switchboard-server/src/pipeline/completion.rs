@@ -23,7 +23,7 @@ use super::prompted::{
     satisfies,
 };
 use super::repair::retry_messages;
-use crate::config::ToolCallPolicy;
+use crate::upstream::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
 use crate::upstream::{Ask, PoolError, RetryReason, Route};

@@ -15,7 +15,7 @@ use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
 use super::character::CharacterEvent;
 use super::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
-use crate::config::ToolCallPolicy;
+use crate::upstream::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::CallIds;
 

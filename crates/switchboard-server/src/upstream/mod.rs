@@ -5,9 +5,11 @@
 mod health;
 mod pool;
 mod route;
+mod settings;
 mod table;
 
 pub use health::Health;
 pub use pool::{Ask, PoolBackend, PoolError, RetryReason, Trail};
 pub use route::Route;
+pub use settings::{Balance, RouteConfig, ToolCallPolicy, ToolCalling, check_routes};
 pub use table::RouteTable;

@@ -19,7 +19,7 @@ use switchboard_providers::{Backend, BackendError, ConnectionFailure, EventStrea
 use switchboard_tools::Message;
 use switchboard_wire::{ChatRequest, DecodeErrorKind};
 
-use crate::config::Balance;
+use super::settings::Balance;
 
 /// How a failed attempt is retried and how replicas are ejected, from the route's settings.
 #[derive(Debug, Clone, Copy)]

@@ -9,7 +9,7 @@ use switchboard_providers::{Backend, BackendConfig, config_from_env, connect, sh
 use switchboard_wire::Format;
 
 use super::pool::{Pool, PoolSettings};
-use crate::config::{RouteConfig, ToolCallPolicy, ToolCalling};
+use super::settings::{RouteConfig, ToolCallPolicy, ToolCalling};
 use crate::traces;
 
 /// A configured backend model, ready to serve.

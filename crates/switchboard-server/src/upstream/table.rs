@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use globset::{Glob, GlobMatcher};
 
-use super::Route;
-use crate::config::Config;
+use super::{Route, RouteConfig};
 
 #[derive(Debug)]
 pub struct RouteTable {
@@ -21,22 +20,27 @@ pub struct RouteTable {
 }
 
 impl RouteTable {
-    /// Builds the table from the configured routes (built in the same order).
-    pub fn new(config: &Config, routes: Vec<Arc<Route>>) -> Result<Self, String> {
+    /// Builds the table from the configured routes (`routes` built from `configs`, in the
+    /// same order) and the route that answers names nothing else does.
+    pub fn new(
+        configs: &[RouteConfig],
+        default_route: Option<&str>,
+        routes: Vec<Arc<Route>>,
+    ) -> Result<Self, String> {
         let by_name: HashMap<String, usize> = routes
             .iter()
             .enumerate()
             .map(|(index, route)| (route.name.clone(), index))
             .collect();
         let mut aliases = Vec::new();
-        for (index, route) in config.routes.iter().enumerate() {
+        for (index, route) in configs.iter().enumerate() {
             for pattern in &route.aliases {
                 let glob = Glob::new(pattern)
                     .map_err(|error| format!("route \"{}\": alias {error}", route.name))?;
                 aliases.push((glob.compile_matcher(), index));
             }
         }
-        let default = match &config.default_route {
+        let default = match default_route {
             Some(name) => Some(
                 *by_name
                     .get(name)
@@ -79,16 +83,22 @@ impl RouteTable {
 mod tests {
     use super::*;
 
+    /// The `[[route]]` entries and `default_route` of a configuration file.
+    #[derive(serde::Deserialize)]
+    struct Routes {
+        default_route: Option<String>,
+        route: Vec<RouteConfig>,
+    }
+
     fn table(text: &str) -> RouteTable {
-        let config = Config::from_toml(text).unwrap();
-        let routes = config
-            .routes
+        let file: Routes = toml::from_str(text).unwrap();
+        let timeout = std::time::Duration::from_secs(300);
+        let routes = file
+            .route
             .iter()
-            .map(|route| {
-                Arc::new(Route::from_config(route, config.request_timeout(), &|_| None).unwrap())
-            })
+            .map(|route| Arc::new(Route::from_config(route, timeout, &|_| None).unwrap()))
             .collect();
-        RouteTable::new(&config, routes).unwrap()
+        RouteTable::new(&file.route, file.default_route.as_deref(), routes).unwrap()
     }
 
     const ROUTES: &str = r#"
@@ -132,21 +142,6 @@ aliases = ["claude-*", "*"]
                 .resolve("llama")
                 .map(|route| route.name.as_str()),
             Some("claude-haiku")
-        );
-    }
-
-    #[test]
-    fn a_bad_pattern_or_default_is_named() {
-        let error = Config::from_toml(&ROUTES.replace("gpt-5*", "gpt-[5"))
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("route[0] (\"local\").aliases[1]"), "{error}");
-        let error = Config::from_toml(&format!("default_route = \"nope\"\n{ROUTES}"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("default_route: no route is named \"nope\""),
-            "{error}"
         );
     }
 }
