@@ -10,6 +10,7 @@ use serde::Deserialize;
 use switchboard_wire::Format;
 
 use crate::access::{KeyConfig, SecretConfig};
+pub use crate::store::StoreSettings;
 pub use crate::upstream::{Balance, RouteConfig, ToolCallPolicy, ToolCalling};
 
 /// Everything `serve` needs to start.
@@ -71,7 +72,7 @@ pub struct Config {
     pub upstream_header: bool,
     /// The Responses API's store (`store: true`, `previous_response_id`).
     #[serde(default)]
-    pub responses: ResponsesConfig,
+    pub responses: StoreSettings,
     #[serde(default, rename = "route")]
     pub routes: Vec<RouteConfig>,
     /// Client keys; without any, the gateway is open (and then only on a loopback address
@@ -91,44 +92,6 @@ pub struct Config {
     /// cannot be reached.
     #[serde(default = "default_fail_open")]
     pub rate_limit_fail_open: bool,
-}
-
-/// `[responses]`: bounds of the store that keeps responses made with `store: true`, in this
-/// process's memory.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResponsesConfig {
-    /// Most responses kept; the least recently used goes first.
-    #[serde(default = "default_store_entries")]
-    pub store_max_entries: usize,
-    /// Most bytes kept (each response with the conversation it continues, as JSON).
-    #[serde(default = "default_store_bytes")]
-    pub store_max_bytes: usize,
-    /// How long a response is kept after it was made, in seconds.
-    #[serde(default = "default_store_ttl")]
-    pub store_ttl_secs: u64,
-}
-
-impl Default for ResponsesConfig {
-    fn default() -> Self {
-        Self {
-            store_max_entries: default_store_entries(),
-            store_max_bytes: default_store_bytes(),
-            store_ttl_secs: default_store_ttl(),
-        }
-    }
-}
-
-fn default_store_entries() -> usize {
-    1000
-}
-
-fn default_store_bytes() -> usize {
-    64 * 1024 * 1024
-}
-
-fn default_store_ttl() -> u64 {
-    3600
 }
 
 fn default_listen() -> SocketAddr {
@@ -277,7 +240,7 @@ impl Config {
             mcp_tool_name_max_chars: default_mcp_name_chars(),
             default_route: None,
             upstream_header: false,
-            responses: ResponsesConfig::default(),
+            responses: StoreSettings::default(),
             max_body_bytes: default_body_limit(),
             request_timeout_secs: default_request_timeout(),
             max_answer_bytes: default_answer_limit(),

@@ -8,6 +8,7 @@
 //! - `upstream/`: the backends (routes) and their health;
 //! - `mcp`: characters' tools served over MCP;
 //! - `access/`: client keys, the routes each may use, and rate limits;
+//! - `store`: responses kept for `previous_response_id`, in memory or in Redis;
 //! - `connections`: accepting and serving client connections under their limits;
 //! - `traces`: the spans exported over OpenTelemetry when the binary turns that on;
 //! - `redis_link`: the Redis connection replicas share state through.
@@ -24,6 +25,7 @@ pub mod mcp;
 mod pipeline;
 mod redis_link;
 mod state;
+mod store;
 mod telemetry;
 pub mod traces;
 mod upstream;

@@ -12,7 +12,7 @@ use switchboard_characters::{CharacterRegistry, LoadOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
-use crate::api::responses::store::{MemoryStore, RedisStore, ResponseStore};
+use crate::store::{self, ResponseStore};
 use crate::config::{Config, Problems};
 use crate::upstream::ToolCalling;
 use crate::connections::ConnectionLimits;
@@ -227,7 +227,7 @@ impl AppState {
         // First: the routes register their replicas' series, which need the recorder.
         let metrics = telemetry::prometheus();
         let live = Live::build(config.clone(), env, None)?;
-        let responses = response_store(config).map_err(|problem| Problems(vec![problem]))?;
+        let responses = store::open(&config.responses, config.state.as_deref()).map_err(|problem| Problems(vec![problem]))?;
         // A folder nobody configured may be absent: a gateway without characters.
         let characters = Arc::new(CharacterRegistry::load(
             config.characters_dir(),
@@ -295,22 +295,6 @@ impl AppState {
             }
         });
     }
-}
-
-/// Stored responses live in Redis when replicas share state there, so that any replica
-/// continues any conversation; in this process otherwise.
-fn response_store(config: &Config) -> Result<Arc<dyn ResponseStore>, String> {
-    let settings = &config.responses;
-    let ttl = Duration::from_secs(settings.store_ttl_secs);
-    Ok(match &config.state {
-        Some(url) => Arc::new(RedisStore::new(url, settings.store_max_bytes, ttl)?),
-        None => Arc::new(MemoryStore::new(
-            std::num::NonZeroUsize::new(settings.store_max_entries)
-                .unwrap_or(std::num::NonZeroUsize::MIN),
-            settings.store_max_bytes,
-            ttl,
-        )),
-    })
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 //! response object, calls mapped back to the kinds of tool the client offered.
 
 mod render;
-pub mod store;
 mod validate;
 
 use std::collections::HashMap;
@@ -34,7 +33,7 @@ use crate::ids::{CallIdShape, response_id};
 use crate::pipeline::{self, GatewayRequest, compile_converted};
 use crate::state::AppState;
 use render::{Keep, ResponseRenderer};
-use store::{Conversation, StoredResponse};
+use crate::store::{self, Conversation, StoredResponse};
 use validate::check_request;
 
 /// The header naming the hosted tools left out of the backend's request.

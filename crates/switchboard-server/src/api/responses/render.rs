@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_wire::responses::{Encoder, Event, Response, Sequenced, sse, write_sse};
 
-use super::store::{Conversation, ResponseStore, StoredResponse};
+use crate::store::{Conversation, ResponseStore, StoredResponse};
 use crate::api::sse::Renderer;
 use crate::error::ApiError;
 use crate::pipeline::Output;

@@ -22,6 +22,59 @@ use switchboard_wire::responses::{Item, Response, value_slot_bytes};
 
 use crate::redis_link::RedisLink;
 
+/// `[responses]`: bounds of the store that keeps responses made with `store: true`, in this
+/// process's memory.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSettings {
+    /// Most responses kept; the least recently used goes first.
+    #[serde(default = "default_store_entries")]
+    pub store_max_entries: usize,
+    /// Most bytes kept (each response with the conversation it continues, as JSON).
+    #[serde(default = "default_store_bytes")]
+    pub store_max_bytes: usize,
+    /// How long a response is kept after it was made, in seconds.
+    #[serde(default = "default_store_ttl")]
+    pub store_ttl_secs: u64,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            store_max_entries: default_store_entries(),
+            store_max_bytes: default_store_bytes(),
+            store_ttl_secs: default_store_ttl(),
+        }
+    }
+}
+
+fn default_store_entries() -> usize {
+    1000
+}
+
+fn default_store_bytes() -> usize {
+    64 * 1024 * 1024
+}
+
+fn default_store_ttl() -> u64 {
+    3600
+}
+
+/// The store: in Redis (`shared`, the `state` URL) when replicas share state there, so that any replica
+/// continues any conversation; in this process otherwise.
+pub fn open(settings: &StoreSettings, shared: Option<&str>) -> Result<Arc<dyn ResponseStore>, String> {
+    let ttl = Duration::from_secs(settings.store_ttl_secs);
+    Ok(match shared {
+        Some(url) => Arc::new(RedisStore::new(url, settings.store_max_bytes, ttl)?),
+        None => Arc::new(MemoryStore::new(
+            NonZeroUsize::new(settings.store_max_entries)
+                .unwrap_or(NonZeroUsize::MIN),
+            settings.store_max_bytes,
+            ttl,
+        )),
+    })
+}
+
 const REDIS_PREFIX: &str = "switchboard:responses:";
 
 /// A conversation as the shared pieces it was built from: a continuation holds the pieces of
