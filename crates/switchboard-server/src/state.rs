@@ -226,6 +226,8 @@ impl AppState {
     pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, Problems> {
         // First: the routes register their replicas' series, which need the recorder.
         let metrics = telemetry::prometheus();
+        // The tool-list cache's gauges exist from the start, not from the first list.
+        crate::pipeline::report_kept_tools();
         let live = Live::build(config.clone(), env, None)?;
         let responses = store::open(&config.responses, config.state.as_deref()).map_err(|problem| Problems(vec![problem]))?;
         // A folder nobody configured may be absent: a gateway without characters.

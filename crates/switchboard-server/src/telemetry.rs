@@ -37,7 +37,6 @@ pub fn prometheus() -> PrometheusHandle {
             if metrics::set_global_recorder(recorder).is_err() {
                 tracing::warn!("a metrics recorder was already installed; /metrics will not show this process's metrics");
             }
-            crate::pipeline::report_kept_tools();
             handle
         })
         .clone()

@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
 use switchboard_characters::Character;
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
 use switchboard_tools::{Content, Message};
@@ -17,8 +16,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::Limits;
-use super::completion::{Outputs, backend_error};
-use super::finisher::Output;
+use super::output::{CharacterEvent, Output, Outputs, backend_error};
 use crate::error::ApiError;
 use crate::upstream::{Ask, PoolBackend, Route};
 
@@ -32,28 +30,6 @@ pub fn id(character: &Character) -> Option<String> {
         .file()
         .file_stem()
         .map(|stem| format!("{PREFIX}{}", stem.to_string_lossy()))
-}
-
-/// Something a character did during a turn besides speaking, in the order it happened.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum CharacterEvent {
-    /// The system prompt the character built for this turn's conversation.
-    SystemPrompt { content: String },
-    /// A complete tool call the model made, about to run.
-    ToolStarted {
-        id: String,
-        name: String,
-        arguments: String,
-    },
-    /// The call's result as the model reads it (an `Error: …` string when it failed).
-    ToolFinished {
-        id: String,
-        name: String,
-        content: String,
-        is_error: bool,
-        duration_ms: f64,
-    },
 }
 
 /// Checks what a character route cannot take; returns the new user message and the history.

@@ -5,9 +5,7 @@
 use axum::http::StatusCode;
 use switchboard_wire::{ChatResponse, Collector};
 
-use super::Outputs;
-use super::character::CharacterEvent;
-use super::finisher::Output;
+use super::output::{CharacterEvent, Output, Outputs};
 use super::tool_checks::ToolCallProblem;
 use crate::error::ApiError;
 

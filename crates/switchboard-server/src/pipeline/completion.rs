@@ -10,14 +10,14 @@ use futures::StreamExt;
 use switchboard_parsers::{
     Family, Markup, ParseEvent, ToolCallParser, ToolRequirement, markup_parser,
 };
-use switchboard_providers::{BackendError, ConnectionFailure};
 use switchboard_tools::{Message, Toolset};
-use switchboard_wire::{ChatRequest, DecodeErrorKind, Format, StreamEvent};
+use switchboard_wire::{ChatRequest, Format, StreamEvent};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::Limits;
-use super::finisher::{Finisher, Output};
+use super::finisher::Finisher;
+use super::output::{Output, Outputs, Sender, backend_error, send};
 use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
     satisfies,
@@ -27,9 +27,6 @@ use crate::upstream::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
 use crate::upstream::{Ask, PoolError, RetryReason, Route};
-
-pub type Outputs = mpsc::UnboundedReceiver<Result<Output, ApiError>>;
-pub type Sender = mpsc::UnboundedSender<Result<Output, ApiError>>;
 
 /// What one completion needs.
 #[derive(Debug)]
@@ -173,15 +170,6 @@ fn call_ids(completion: &Completion) -> CallIds {
                 _ => Vec::new(),
             }),
     )
-}
-
-pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError> {
-    for output in outputs {
-        if sender.send(Ok(output)).is_err() {
-            return Err(ApiError::invalid_request("the client went away", None));
-        }
-    }
-    Ok(())
 }
 
 /// Why an answer failed.
@@ -492,45 +480,3 @@ impl Gate {
     }
 }
 
-/// A backend failure in OpenAI's error shape, with the status the provider layer chose.
-/// Each `BackendError` variant gets its own code here: a new variant gets its line below.
-pub fn backend_error(error: BackendError) -> ApiError {
-    // A backend refusing the route's key tends to quote the key back (masked or not): that
-    // text is the operator's business, never the client's.
-    if let BackendError::Http {
-        status: status @ (401 | 403),
-        ..
-    } = &error
-    {
-        return ApiError::upstream(
-            StatusCode::BAD_GATEWAY,
-            format!(
-                "the backend refused the gateway's credentials for this route (HTTP {status}); the route's api_key_env needs attention"
-            ),
-            "backend_auth_failed",
-        );
-    }
-    let code = match &error {
-        BackendError::Decode(decode) if matches!(decode.kind, DecodeErrorKind::TooLarge { .. }) => {
-            return ApiError::answer_too_large(decode);
-        }
-        BackendError::Http { status: 429, .. } => "rate_limited",
-        // Busy rather than broken: clients that know the difference retry (Anthropic's 529).
-        BackendError::Http {
-            status: 503 | 529, ..
-        } => "backend_overloaded",
-        BackendError::Http { .. } => "backend_error",
-        BackendError::Connect {
-            failure: ConnectionFailure::ClosedBeforeAnswer,
-            ..
-        } => "backend_closed_connection",
-        BackendError::Connect { .. } => "backend_unreachable",
-        BackendError::Timeout { .. } => "backend_timeout",
-        BackendError::StreamCut { .. } => "backend_stream_cut",
-        BackendError::Decode(_) | BackendError::Incomplete(_) => "backend_bad_answer",
-        BackendError::Unsupported(_) => "unsupported_by_backend",
-        BackendError::Config(_) => "backend_config",
-    };
-    let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::BAD_GATEWAY);
-    ApiError::upstream(status, error.to_string(), code)
-}

@@ -13,22 +13,11 @@ use std::collections::BTreeMap;
 use switchboard_tools::{ToolCall, Toolset};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
-use super::character::CharacterEvent;
+use super::output::Output;
 use super::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
 use crate::upstream::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::CallIds;
-
-/// What the pipeline hands the responder.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Output {
-    Event(StreamEvent),
-    /// Problems with the model's calls; sent just before the finish.
-    Problems(Vec<ToolCallProblem>),
-    /// What a character did besides speaking (its prompt, its own tool calls); front-ends
-    /// show it only to clients that ask.
-    Character(CharacterEvent),
-}
 
 /// A call on its way through.
 #[derive(Debug)]

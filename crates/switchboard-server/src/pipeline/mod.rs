@@ -9,6 +9,7 @@ mod collect;
 mod completion;
 mod count;
 mod finisher;
+mod output;
 mod prompted;
 mod repair;
 pub mod tool_checks;
@@ -25,11 +26,10 @@ use crate::ids::CallIdShape;
 use crate::state::{AppState, Live};
 use crate::upstream::{Route, Trail};
 
-pub use character::{CharacterEvent, PREFIX as CHARACTER_PREFIX, id as character_id};
+pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
-pub use completion::Outputs;
 pub use count::{TokenCount, count_beside, count_tokens, estimate_text, estimate_tokens};
-pub use finisher::Output;
+pub use output::{CharacterEvent, Output, Outputs};
 pub use tools::{compile_converted, compile_tools, report_kept as report_kept_tools};
 
 /// A request in the gateway's own model, whatever API it arrived through.

@@ -97,7 +97,7 @@ pub fn compile_converted(
     }
 }
 
-/// Sets the cache's gauges to what it holds now: called when the metrics recorder is
+/// Sets the cache's gauges to what it holds now: called once the metrics recorder is
 /// installed, so the series exist from the start instead of appearing with the first list.
 pub fn report_kept() {
     if let Ok(kept) = KEPT.lock() {
