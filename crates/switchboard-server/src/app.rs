@@ -18,7 +18,7 @@ use crate::ids::request_id;
 use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
-    let access = middleware::from_fn_with_state(state.clone(), crate::access::gate);
+    let access = middleware::from_fn_with_state(state.clone(), crate::api::gate::gate);
     Router::new()
         .route("/v1/chat/completions", post(api::chat::handle))
         .route("/v1/messages", post(api::messages::handle))

@@ -262,6 +262,29 @@ impl Config {
         Duration::from_secs(self.request_timeout_secs)
     }
 
+    /// The keys and the rules around them, as the access part takes them.
+    pub fn access_settings(&self) -> crate::access::Settings {
+        crate::access::Settings {
+            keys: self.keys.clone(),
+            metrics_key: self.metrics_key.clone(),
+            shared: self.state.clone(),
+            fail_open: self.rate_limit_fail_open,
+            listen: self.listen,
+            allow_unauthenticated: self.allow_unauthenticated,
+            request_timeout: self.request_timeout(),
+        }
+    }
+
+    /// What bounds every answer, as the pipeline takes it.
+    pub fn pipeline_settings(&self) -> crate::pipeline::Settings {
+        crate::pipeline::Settings {
+            request_timeout: self.request_timeout(),
+            max_answer_bytes: self.max_answer_bytes,
+            character_max_tokens: self.character_max_tokens,
+            upstream_header: self.upstream_header,
+        }
+    }
+
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
     }
@@ -338,7 +361,10 @@ impl Config {
 
     fn check(&self) -> Result<(), Problems> {
         let mut problems = Vec::new();
-        problems.extend(crate::upstream::check_routes(&self.routes, self.request_timeout_secs));
+        problems.extend(crate::upstream::check_routes(
+            &self.routes,
+            self.request_timeout_secs,
+        ));
         if self.character_max_tokens == 0 {
             problems.push("character_max_tokens must be at least 1".to_owned());
         }
@@ -356,7 +382,11 @@ impl Config {
         if self.responses.store_max_entries == 0 {
             problems.push("responses.store_max_entries must be at least 1".to_owned());
         }
-        crate::access::check_config(self, &mut problems);
+        problems.extend(crate::access::check(
+            &self.keys,
+            self.metrics_key.as_ref(),
+            self.state.as_deref(),
+        ));
         if problems.is_empty() {
             Ok(())
         } else {
@@ -650,4 +680,32 @@ url = "http://127.0.0.1:1/v1"
 model = "m"
 aliases = ["claude-*", "gpt-5*"]
 "#;
+    #[test]
+    fn access_settings_are_checked_with_the_rest_of_the_file() {
+        let error = Config::from_toml(
+            "state = \"http://127.0.0.1:6379\"\n[[key]]\nname = \"a\"\nkey_env = \"A\"\nmax_concurrent = 0\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("state: expected redis://HOST:PORT/DB"),
+            "{error}"
+        );
+        assert!(
+            error.contains("key[0] (\"a\").max_concurrent must be at least 1"),
+            "{error}"
+        );
+        let error = Config::from_toml("[[key]]\nname = \"a\"\nkey_env = \"A\"\nroute = [\"x\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("unknown field `route`"), "{error}");
+        let config = Config::from_toml("state = \"redis://:secret@127.0.0.1:6390/2\"\n").unwrap();
+        let access =
+            crate::access::Access::build(&config.access_settings(), &|_| None, None).unwrap();
+        let shown = format!("{access:?}");
+        assert!(
+            shown.contains("127.0.0.1:6390") && !shown.contains("secret"),
+            "{shown}"
+        );
+    }
 }

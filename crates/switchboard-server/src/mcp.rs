@@ -23,8 +23,8 @@ use switchboard_mcp::{
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
 
-use crate::access::Caller;
 use crate::api::RequestId;
+use crate::api::caller::Caller;
 use crate::api::log::{RequestLog, Tally};
 use crate::pipeline::{CHARACTER_PREFIX, character_id};
 use crate::state::AppState;

@@ -12,11 +12,12 @@ use switchboard_characters::{CharacterRegistry, LoadOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
-use crate::store::{self, ResponseStore};
 use crate::config::{Config, Problems};
-use crate::upstream::ToolCalling;
 use crate::connections::ConnectionLimits;
+use crate::pipeline::Pipeline;
+use crate::store::{self, ResponseStore};
 use crate::telemetry;
+use crate::upstream::ToolCalling;
 use crate::upstream::{Health, Route, RouteTable};
 
 /// Shared state of a running gateway.
@@ -49,8 +50,8 @@ pub struct Live {
     /// also the source of the request limits: `max_body_bytes`, `request_timeout_secs`,
     /// `max_answer_bytes`, `character_max_tokens`.
     pub config: Config,
-    pub routes: RouteTable,
-    pub character_route: Option<Arc<Route>>,
+    /// The routes, the characters and the bounds of an answer, as the pipeline takes them.
+    pub pipeline: Pipeline,
     /// Whether each of these routes' backends answers.
     pub health: Health,
     /// The keys and their limits.
@@ -61,8 +62,8 @@ impl fmt::Debug for Live {
     // The configuration may hold a Redis password; the access layer shows only the address.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Live")
-            .field("routes", &self.routes)
-            .field("character_route", &self.character_route)
+            .field("routes", &self.pipeline.routes)
+            .field("character_route", &self.pipeline.character_route)
             .field("access", &self.access)
             .finish_non_exhaustive()
     }
@@ -76,11 +77,17 @@ impl Live {
         config: Config,
         env: &dyn Fn(&str) -> Option<String>,
         previous: Option<&Live>,
+        characters: &Arc<CharacterRegistry>,
+        cut: &CancellationToken,
     ) -> Result<Self, Problems> {
         let mut problems = Vec::new();
-        let access = Access::build(&config, env, previous.map(|live| &*live.access))
-            .map_err(|found| problems.extend(found))
-            .ok();
+        let access = Access::build(
+            &config.access_settings(),
+            env,
+            previous.map(|live| &*live.access),
+        )
+        .map_err(|found| problems.extend(found))
+        .ok();
         // Checked here rather than with the file: a flag may name another route.
         if let Some(name) = &config.character_route {
             match config.routes.iter().find(|route| &route.name == name) {
@@ -117,9 +124,14 @@ impl Live {
         };
         Ok(Self {
             health: Health::new(routes.all()),
+            pipeline: Pipeline {
+                routes,
+                character_route,
+                characters: Arc::clone(characters),
+                settings: config.pipeline_settings(),
+                cut: cut.clone(),
+            },
             config,
-            routes,
-            character_route,
             access: Arc::new(access),
         })
     }
@@ -228,8 +240,6 @@ impl AppState {
         let metrics = telemetry::prometheus();
         // The tool-list cache's gauges exist from the start, not from the first list.
         crate::pipeline::report_kept_tools();
-        let live = Live::build(config.clone(), env, None)?;
-        let responses = store::open(&config.responses, config.state.as_deref()).map_err(|problem| Problems(vec![problem]))?;
         // A folder nobody configured may be absent: a gateway without characters.
         let characters = Arc::new(CharacterRegistry::load(
             config.characters_dir(),
@@ -238,6 +248,10 @@ impl AppState {
                 ..LoadOptions::default()
             },
         ));
+        let cut = CancellationToken::new();
+        let live = Live::build(config.clone(), env, None, &characters, &cut)?;
+        let responses = store::open(&config.responses, config.state.as_deref())
+            .map_err(|problem| Problems(vec![problem]))?;
         Ok(Self {
             live: Arc::new(Reloadable {
                 current: ArcSwap::from_pointee(live),
@@ -252,7 +266,7 @@ impl AppState {
                 idle_timeout: Duration::from_secs(config.idle_timeout_secs),
                 max_connections: config.max_connections,
             },
-            cut: CancellationToken::new(),
+            cut,
             responses,
         })
     }
@@ -279,7 +293,7 @@ impl AppState {
             .unwrap_or_else(PoisonError::into_inner);
         let previous = self.live();
         let needs_restart = config.keep_restart_settings(&previous.config);
-        let live = Live::build(config, env, Some(&previous))?;
+        let live = Live::build(config, env, Some(&previous), &self.characters, &self.cut)?;
         let reloaded = Reloaded::between(&previous.config, &live.config, needs_restart);
         live.health.check_routes();
         self.live.current.store(Arc::new(live));
@@ -406,6 +420,7 @@ mod tests {
         assert_eq!(after.config.max_body_bytes, 1000);
         assert_eq!(
             after
+                .pipeline
                 .routes
                 .resolve("gpt-5")
                 .map(|route| route.name.as_str()),
@@ -421,7 +436,7 @@ mod tests {
         };
         assert_eq!(names(&after), ["a", "b"], "health follows the routes");
         // A request that took its snapshot before still sees the old configuration whole.
-        assert!(before.routes.named("b").is_none());
+        assert!(before.pipeline.routes.named("b").is_none());
         assert_eq!(names(&before), ["a"]);
     }
 }

@@ -62,13 +62,15 @@ fn default_store_ttl() -> u64 {
 
 /// The store: in Redis (`shared`, the `state` URL) when replicas share state there, so that any replica
 /// continues any conversation; in this process otherwise.
-pub fn open(settings: &StoreSettings, shared: Option<&str>) -> Result<Arc<dyn ResponseStore>, String> {
+pub fn open(
+    settings: &StoreSettings,
+    shared: Option<&str>,
+) -> Result<Arc<dyn ResponseStore>, String> {
     let ttl = Duration::from_secs(settings.store_ttl_secs);
     Ok(match shared {
         Some(url) => Arc::new(RedisStore::new(url, settings.store_max_bytes, ttl)?),
         None => Arc::new(MemoryStore::new(
-            NonZeroUsize::new(settings.store_max_entries)
-                .unwrap_or(NonZeroUsize::MIN),
+            NonZeroUsize::new(settings.store_max_entries).unwrap_or(NonZeroUsize::MIN),
             settings.store_max_bytes,
             ttl,
         )),

@@ -20,7 +20,7 @@ use switchboard_tools::ToolCall;
 use super::RequestId;
 use super::body::read_json;
 use super::log::{RequestLog, Tally};
-use crate::access::{self, Caller};
+use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::pipeline::{CHARACTER_PREFIX, character_id};
 use crate::state::AppState;
@@ -72,7 +72,7 @@ pub async fn show(
     let Some(character) = loaded.get(&name).cloned() else {
         return not_found(&caller, &name, &loaded).into_response();
     };
-    if let Err(error) = access::authorize(&state, &caller, &format!("{CHARACTER_PREFIX}{name}")) {
+    if let Err(error) = caller::authorize(&caller, &format!("{CHARACTER_PREFIX}{name}")) {
         return error.into_response();
     }
     let mut body = describe(&character, &loaded);
@@ -98,7 +98,7 @@ pub async fn call_tool(
     let Some(character) = loaded.get(&name).cloned() else {
         return fail(&log, "-", not_found(&caller, &name, &loaded));
     };
-    if let Err(error) = access::authorize(&state, &caller, &format!("{CHARACTER_PREFIX}{name}")) {
+    if let Err(error) = caller::authorize(&caller, &format!("{CHARACTER_PREFIX}{name}")) {
         return fail(&log, "-", error);
     }
     let route = format!("{CHARACTER_PREFIX}{}", character.name());

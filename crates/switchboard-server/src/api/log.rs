@@ -14,7 +14,7 @@ use switchboard_wire::{FinishReason, StreamEvent};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::access::Caller;
+use crate::api::caller::Caller;
 use crate::pipeline::{Answer, Output, Started};
 use crate::traces;
 use crate::upstream::Trail;

@@ -5,9 +5,12 @@
 //! the request log.
 
 mod body;
+pub mod caller;
 pub mod characters;
 pub mod chat;
+mod error_shape;
 mod fields;
+pub mod gate;
 pub(crate) mod log;
 pub mod messages;
 pub mod ops;

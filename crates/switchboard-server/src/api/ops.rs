@@ -6,7 +6,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::access::Caller;
+use crate::api::caller::Caller;
 use crate::pipeline::character_id;
 use crate::state::{AppState, Live};
 use crate::upstream::Health;
@@ -44,7 +44,12 @@ pub async fn models(
 
 /// Every model name a client can send: route names, then the listed characters' ids.
 pub fn model_ids(state: &AppState, live: &Live) -> Vec<String> {
-    let routes = live.routes.all().iter().map(|route| route.name.clone());
+    let routes = live
+        .pipeline
+        .routes
+        .all()
+        .iter()
+        .map(|route| route.name.clone());
     let characters = state
         .characters
         .current()

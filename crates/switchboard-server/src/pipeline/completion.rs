@@ -23,9 +23,9 @@ use super::prompted::{
     satisfies,
 };
 use super::repair::retry_messages;
-use crate::upstream::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
+use crate::upstream::ToolCallPolicy;
 use crate::upstream::{Ask, PoolError, RetryReason, Route};
 
 /// What one completion needs.
@@ -479,4 +479,3 @@ impl Gate {
         }
     }
 }
-

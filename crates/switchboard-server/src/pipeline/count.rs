@@ -10,9 +10,8 @@ use switchboard_tools::{Content, Message};
 use switchboard_wire::{ChatRequest, Format};
 
 use super::completion::{backend_messages, backend_request, tool_requirement};
-use super::{GatewayRequest, character, route};
+use super::{GatewayRequest, Pipeline, character};
 use crate::error::ApiError;
-use crate::state::{AppState, Live};
 use crate::upstream::Route;
 
 /// A prompt's size and where the figure came from.
@@ -25,46 +24,44 @@ pub struct TokenCount {
 
 /// Counts the prompt `request` would send; returns the label of the route or character
 /// that would answer, for the log line, and the count.
-pub async fn count_tokens(
-    state: &AppState,
-    live: &Live,
-    request: GatewayRequest,
-) -> Result<(String, TokenCount), ApiError> {
-    if let Some(name) = request.model.strip_prefix(character::PREFIX) {
-        let character = state.characters.get(name).ok_or_else(|| {
-            ApiError::not_found(format!(
-                "no character named \"{name}\" is loaded; GET /v1/models lists them"
-            ))
-        })?;
-        let label = format!("{}{}", character::PREFIX, character.name());
-        return Ok((label, estimate(&request.request)));
+impl Pipeline {
+    pub async fn count_tokens(
+        &self,
+        request: GatewayRequest,
+    ) -> Result<(String, TokenCount), ApiError> {
+        if let Some(name) = request.model.strip_prefix(character::PREFIX) {
+            let character = self.characters.get(name).ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "no character named \"{name}\" is loaded; GET /v1/models lists them"
+                ))
+            })?;
+            let label = format!("{}{}", character::PREFIX, character.name());
+            return Ok((label, estimate(&request.request)));
+        }
+        let route = self.route(&request.model)?;
+        let count = count_on(&route, &request.request, self.settings.request_timeout).await;
+        Ok((route.name.clone(), count))
     }
-    let route = route(live, &request.model)?;
-    let count = count_on(&route, &request.request, live.config.request_timeout()).await;
-    Ok((route.name.clone(), count))
-}
 
-/// The prompt's count for the head of a streamed answer, taken beside the answer itself so
-/// that it costs no wait: by the tokenizer of the route's backend, on OpenAI-compatible
-/// routes only. `None` where the answer's own usage is the only count (characters, whose
-/// prompt grows each round; Anthropic and Ollama routes, where a count would be a second
-/// billed or slow request): the head then carries the estimate.
-pub fn count_beside(
-    live: &Live,
-    request: &GatewayRequest,
-) -> Option<BoxFuture<'static, TokenCount>> {
-    if request.model.starts_with(character::PREFIX) {
-        return None;
+    /// The prompt's count for the head of a streamed answer, taken beside the answer itself so
+    /// that it costs no wait: by the tokenizer of the route's backend, on OpenAI-compatible
+    /// routes only. `None` where the answer's own usage is the only count (characters, whose
+    /// prompt grows each round; Anthropic and Ollama routes, where a count would be a second
+    /// billed or slow request): the head then carries the estimate.
+    pub fn count_beside(&self, request: &GatewayRequest) -> Option<BoxFuture<'static, TokenCount>> {
+        if request.model.starts_with(character::PREFIX) {
+            return None;
+        }
+        let route = self.route(&request.model).ok()?;
+        if route.format != Format::OpenAi {
+            return None;
+        }
+        let chat = request.request.clone();
+        let timeout = self.settings.request_timeout;
+        Some(Box::pin(
+            async move { count_on(&route, &chat, timeout).await },
+        ))
     }
-    let route = route(live, &request.model).ok()?;
-    if route.format != Format::OpenAi {
-        return None;
-    }
-    let chat = request.request.clone();
-    let timeout = live.config.request_timeout();
-    Some(Box::pin(
-        async move { count_on(&route, &chat, timeout).await },
-    ))
 }
 
 /// Counts the prompt the route would send for `request` with its backend's tokenizer,

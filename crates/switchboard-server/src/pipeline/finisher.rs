@@ -15,9 +15,9 @@ use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
 use super::output::Output;
 use super::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
-use crate::upstream::ToolCallPolicy;
 use crate::error::ApiError;
 use crate::ids::CallIds;
+use crate::upstream::ToolCallPolicy;
 
 /// A call on its way through.
 #[derive(Debug)]

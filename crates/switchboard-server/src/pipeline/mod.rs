@@ -16,21 +16,51 @@ pub mod tool_checks;
 mod tools;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::StatusCode;
+use switchboard_characters::CharacterRegistry;
 use switchboard_tools::{Toolset, quote};
 use switchboard_wire::ChatRequest;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::ApiError;
 use crate::ids::CallIdShape;
-use crate::state::{AppState, Live};
-use crate::upstream::{Route, Trail};
+use crate::upstream::{Route, RouteTable, Trail};
 
 pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
-pub use count::{TokenCount, count_beside, count_tokens, estimate_text, estimate_tokens};
+pub use count::{TokenCount, estimate_text, estimate_tokens};
 pub use output::{CharacterEvent, Output, Outputs};
 pub use tools::{compile_converted, compile_tools, report_kept as report_kept_tools};
+
+/// The pipeline as one configuration sets it up: the models a request may name (routes,
+/// and characters through the route they talk through) and the bounds of an answer. The
+/// state builds one per configuration snapshot; the pipeline knows nothing else of the
+/// configuration.
+#[derive(Debug)]
+pub struct Pipeline {
+    pub routes: RouteTable,
+    /// The route characters talk through.
+    pub character_route: Option<Arc<Route>>,
+    pub characters: Arc<CharacterRegistry>,
+    pub settings: Settings,
+    /// Cancelled when the gateway stops waiting for answers at shutdown.
+    pub cut: CancellationToken,
+}
+
+/// What bounds every answer, as the configuration sets it.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The whole request's deadline.
+    pub request_timeout: Duration,
+    /// Bytes of words, reasoning and calls one answer may receive from its backend.
+    pub max_answer_bytes: usize,
+    /// Most tokens a character's reply may take, tool rounds included.
+    pub character_max_tokens: u32,
+    /// Whether answers name the replica that served them.
+    pub upstream_header: bool,
+}
 
 /// A request in the gateway's own model, whatever API it arrived through.
 #[derive(Debug)]
@@ -62,13 +92,15 @@ pub struct Limits {
 
 /// The route or character that answers a model name, by the id `/v1/models` lists it
 /// under: a route's name (whichever alias was asked for) or `character/<file stem>`.
-pub fn model_id(state: &AppState, live: &Live, model: &str) -> Option<String> {
-    match model.strip_prefix(character::PREFIX) {
-        Some(name) => state
-            .characters
-            .get(name)
-            .and_then(|character| character::id(&character)),
-        None => live.routes.resolve(model).map(|route| route.name.clone()),
+impl Pipeline {
+    pub fn model_id(&self, model: &str) -> Option<String> {
+        match model.strip_prefix(character::PREFIX) {
+            Some(name) => self
+                .characters
+                .get(name)
+                .and_then(|character| character::id(&character)),
+            None => self.routes.resolve(model).map(|route| route.name.clone()),
+        }
     }
 }
 
@@ -87,93 +119,95 @@ pub struct Started {
 
 /// Resolves the model name under the request's configuration and starts the answer.
 /// Dropping the outputs (the client went away) cancels the work.
-pub fn start(state: &AppState, live: &Live, request: GatewayRequest) -> Result<Started, ApiError> {
-    let GatewayRequest {
-        model,
-        request,
-        tools,
-        call_ids,
-    } = request;
-    let trail = Arc::new(Trail::new(live.config.upstream_header));
-    let limits = Limits {
-        timeout: live.config.request_timeout(),
-        deadline: std::time::Instant::now() + live.config.request_timeout(),
-        trail: Arc::clone(&trail),
-        max_answer_bytes: live.config.max_answer_bytes,
-        cut: state.cut.clone(),
-    };
-    if let Some(name) = model.strip_prefix(character::PREFIX) {
-        let character = state.characters.get(name).ok_or_else(|| {
-            ApiError::not_found(format!(
-                "no character named {} is loaded; GET /v1/models lists them",
-                quote(name)
-            ))
-        })?;
-        let route = live.character_route.clone().ok_or_else(|| {
-            ApiError::upstream(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "no route is configured for characters to talk through",
-                "no_character_route",
-            )
-        })?;
-        let (text, history) = character::split_request(&request)?;
-        let label = format!("{}{}", character::PREFIX, character.name());
-        let turn = character::Turn {
-            text,
-            history,
-            max_tokens: request
-                .max_tokens
-                .map_or(live.config.character_max_tokens, |asked| {
-                    asked.min(live.config.character_max_tokens)
-                }),
-            limits,
-        };
-        let outputs = character::start(character, route, turn);
-        return Ok(Started {
-            label,
-            kind: "character",
-            outputs,
-            trail,
-        });
-    }
-    let route = route(live, &model)?;
-    let fallbacks = route
-        .fallbacks
-        .iter()
-        .filter_map(|name| live.routes.named(name).cloned())
-        .collect();
-    Ok(Started {
-        label: route.name.clone(),
-        kind: if route.prompted.is_some() {
-            "prompted"
-        } else {
-            "native"
-        },
-        outputs: completion::start(completion::Completion {
-            route,
-            fallbacks,
+impl Pipeline {
+    pub fn start(&self, request: GatewayRequest) -> Result<Started, ApiError> {
+        let GatewayRequest {
+            model,
             request,
             tools,
             call_ids,
-            limits,
-        }),
-        trail,
-    })
-}
-
-/// The route a model name resolves to, or the 404 naming the routes there are.
-pub fn route(live: &Live, model: &str) -> Result<Arc<Route>, ApiError> {
-    live.routes.resolve(model).cloned().ok_or_else(|| {
-        let known: Vec<&str> = live
-            .routes
-            .all()
+        } = request;
+        let trail = Arc::new(Trail::new(self.settings.upstream_header));
+        let limits = Limits {
+            timeout: self.settings.request_timeout,
+            deadline: std::time::Instant::now() + self.settings.request_timeout,
+            trail: Arc::clone(&trail),
+            max_answer_bytes: self.settings.max_answer_bytes,
+            cut: self.cut.clone(),
+        };
+        if let Some(name) = model.strip_prefix(character::PREFIX) {
+            let character = self.characters.get(name).ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "no character named {} is loaded; GET /v1/models lists them",
+                    quote(name)
+                ))
+            })?;
+            let route = self.character_route.clone().ok_or_else(|| {
+                ApiError::upstream(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "no route is configured for characters to talk through",
+                    "no_character_route",
+                )
+            })?;
+            let (text, history) = character::split_request(&request)?;
+            let label = format!("{}{}", character::PREFIX, character.name());
+            let turn = character::Turn {
+                text,
+                history,
+                max_tokens: request
+                    .max_tokens
+                    .map_or(self.settings.character_max_tokens, |asked| {
+                        asked.min(self.settings.character_max_tokens)
+                    }),
+                limits,
+            };
+            let outputs = character::start(character, route, turn);
+            return Ok(Started {
+                label,
+                kind: "character",
+                outputs,
+                trail,
+            });
+        }
+        let route = self.route(&model)?;
+        let fallbacks = route
+            .fallbacks
             .iter()
-            .map(|route| route.name.as_str())
+            .filter_map(|name| self.routes.named(name).cloned())
             .collect();
-        ApiError::not_found(format!(
-            "no route is named {}; configured routes: {}",
-            quote(model),
-            known.join(", ")
-        ))
-    })
+        Ok(Started {
+            label: route.name.clone(),
+            kind: if route.prompted.is_some() {
+                "prompted"
+            } else {
+                "native"
+            },
+            outputs: completion::start(completion::Completion {
+                route,
+                fallbacks,
+                request,
+                tools,
+                call_ids,
+                limits,
+            }),
+            trail,
+        })
+    }
+
+    /// The route a model name resolves to, or the 404 naming the routes there are.
+    pub fn route(&self, model: &str) -> Result<Arc<Route>, ApiError> {
+        self.routes.resolve(model).cloned().ok_or_else(|| {
+            let known: Vec<&str> = self
+                .routes
+                .all()
+                .iter()
+                .map(|route| route.name.as_str())
+                .collect();
+            ApiError::not_found(format!(
+                "no route is named {}; configured routes: {}",
+                quote(model),
+                known.join(", ")
+            ))
+        })
+    }
 }

@@ -27,7 +27,6 @@ pub type Outputs = mpsc::UnboundedReceiver<Result<Output, ApiError>>;
 /// The stages' end of [`Outputs`].
 pub type Sender = mpsc::UnboundedSender<Result<Output, ApiError>>;
 
-
 /// Sends outputs in order; an error once the receiver (the client) is gone.
 pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError> {
     for output in outputs {

@@ -129,12 +129,11 @@ pub enum ToolCallPolicy {
     Repair,
 }
 
-
 /// Every problem of the configured routes, each starting with its key path
 /// (`route[2] ("local").url: …`). `request_timeout_secs` bounds their first-byte waits.
 pub fn check_routes(routes: &[RouteConfig], request_timeout_secs: u64) -> Vec<String> {
     let mut problems = Vec::new();
-for (index, route) in routes.iter().enumerate() {
+    for (index, route) in routes.iter().enumerate() {
         let place = format!("route[{index}] (\"{}\")", route.name);
         if route.name.trim().is_empty() {
             problems.push(format!("route[{index}].name must not be empty"));
@@ -144,10 +143,7 @@ for (index, route) in routes.iter().enumerate() {
                 "{place}.name: \"character/\" names are reserved for characters"
             ));
         }
-        if routes[..index]
-            .iter()
-            .any(|other| other.name == route.name)
-        {
+        if routes[..index].iter().any(|other| other.name == route.name) {
             problems.push(format!(
                 "{place}.name: a route with this name already exists"
             ));
@@ -249,7 +245,6 @@ fn check_replicas(
     }
 }
 
-
 impl RouteConfig {
     /// The replicas' root URLs, `url` or `urls`.
     pub fn replica_urls(&self) -> Vec<&str> {
@@ -272,7 +267,13 @@ impl RouteConfig {
         Format::from_name(&self.provider).unwrap_or(Format::OpenAi)
     }
 
-    pub(crate) fn new(name: &str, provider: Format, url: String, model: String, api_key_env: &str) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        provider: Format,
+        url: String,
+        model: String,
+        api_key_env: &str,
+    ) -> Self {
         Self {
             name: name.into(),
             aliases: Vec::new(),
@@ -296,4 +297,3 @@ impl RouteConfig {
         }
     }
 }
-

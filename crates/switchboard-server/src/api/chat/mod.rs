@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::Extension;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
@@ -18,17 +18,16 @@ use super::RequestId;
 use super::body::read_json;
 use super::log::{RequestLog, Tally};
 use super::sse;
-use crate::access::{self, Caller};
+use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
-use crate::pipeline::{self, GatewayRequest, collect};
-use crate::state::{AppState, Live};
+use crate::pipeline::{GatewayRequest, collect};
+use crate::state::Live;
 use render::{CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, completion_body};
 use validate::check_request;
 
 /// `POST /v1/chat/completions`
 pub async fn handle(
-    State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
@@ -44,13 +43,13 @@ pub async fn handle(
         Err(error) => return fail(&log, "-", error),
     };
     log.requested(&request.model);
-    if let Err(error) = access::authorize(&state, &caller, &request.model) {
+    if let Err(error) = caller::authorize(&caller, &request.model) {
         return fail(&log, "-", error);
     }
-    if let Err(error) = access::reserve(&caller, &request) {
+    if let Err(error) = caller::reserve(&caller, &request) {
         return fail(&log, "-", error);
     }
-    let started = match pipeline::start(&state, live, request) {
+    let started = match live.pipeline.start(request) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),
     };

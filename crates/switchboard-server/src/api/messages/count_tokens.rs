@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::Extension;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -12,26 +12,23 @@ use serde_json::json;
 use super::render::TOKEN_COUNT;
 use super::validate::Endpoint;
 use super::{fail, parse, with_headers};
-use crate::access::Caller;
 use crate::api::RequestId;
+use crate::api::caller::Caller;
 use crate::api::log::{RequestLog, Tally};
-use crate::pipeline;
-use crate::state::AppState;
 
 /// `POST /v1/messages/count_tokens`
 pub async fn handle(
-    State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
     Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Response {
     let log = RequestLog::new(request_id.clone(), "count_tokens").with_caller(&caller);
-    let parsed = match parse(&state, &caller, body, Endpoint::CountTokens).await {
+    let parsed = match parse(&caller, body, Endpoint::CountTokens).await {
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
     log.requested(&parsed.request.model);
-    let response = match pipeline::count_tokens(&state, caller.live(), parsed.request).await {
+    let response = match caller.live().pipeline.count_tokens(parsed.request).await {
         Ok((label, count)) => {
             // A count consumes nothing: no tokens are tallied.
             log.finish(&label, StatusCode::OK, Tally::default(), false);

@@ -11,7 +11,7 @@ mod validate;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::Extension;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use switchboard_tools::{Content, Message, ToolDefinition};
@@ -23,11 +23,10 @@ use super::RequestId;
 use super::body::read_json;
 use super::log::{RequestLog, Tally};
 use super::sse;
-use crate::access::{self, Caller};
+use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, message_id};
-use crate::pipeline::{self, CHARACTER_PREFIX, GatewayRequest, collect_with, estimate_tokens};
-use crate::state::AppState;
+use crate::pipeline::{CHARACTER_PREFIX, GatewayRequest, collect_with, estimate_tokens};
 pub use render::error_response;
 use render::{EventRenderer, Presentation, WholeMessage};
 use validate::{Endpoint, check_request};
@@ -41,18 +40,17 @@ const BILLING_HEADER: &str = "x-anthropic-billing-header:";
 
 /// `POST /v1/messages`
 pub async fn handle(
-    State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
     Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Response {
     let log = RequestLog::new(request_id.clone(), "messages").with_caller(&caller);
-    let parsed = match parse(&state, &caller, body, Endpoint::Messages).await {
+    let parsed = match parse(&caller, body, Endpoint::Messages).await {
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
     log.requested(&parsed.request.model);
-    if let Err(error) = access::reserve(&caller, &parsed.request) {
+    if let Err(error) = caller::reserve(&caller, &parsed.request) {
         return with_headers(fail(&log, "-", error), &request_id, &[]);
     }
     let presentation = Presentation {
@@ -68,11 +66,11 @@ pub async fn handle(
     // The stream's head announces the prompt's size: counted by the backend's tokenizer
     // while the backend works on the answer, so the head and the end agree.
     let count = if parsed.stream {
-        pipeline::count_beside(caller.live(), &parsed.request)
+        caller.live().pipeline.count_beside(&parsed.request)
     } else {
         None
     };
-    let response = match pipeline::start(&state, caller.live(), parsed.request) {
+    let response = match caller.live().pipeline.start(parsed.request) {
         Err(error) => fail(&log, "-", error),
         Ok(started) if parsed.stream => {
             sse::stream(
@@ -131,17 +129,12 @@ struct Parsed {
 }
 
 /// The request in the pipeline's model, prepared for the kind of backend that will answer.
-async fn parse(
-    state: &AppState,
-    caller: &Caller,
-    body: Body,
-    endpoint: Endpoint,
-) -> Result<Parsed, ApiError> {
+async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed, ApiError> {
     let live = caller.live();
     let mut value = read_json(body, live.config.max_body_bytes).await?;
     let checked = check_request(&value, endpoint)?;
     if let Some(model) = value.get("model").and_then(serde_json::Value::as_str) {
-        access::authorize(state, caller, model)?;
+        caller::authorize(caller, model)?;
     }
     if endpoint == Endpoint::CountTokens {
         // Counting takes no limit, but the request model has one.
@@ -172,6 +165,7 @@ async fn parse(
     }
     let anthropic_backend = !checked.model.starts_with(CHARACTER_PREFIX)
         && live
+            .pipeline
             .routes
             .resolve(&checked.model)
             .is_some_and(|route| route.format == Format::Anthropic);

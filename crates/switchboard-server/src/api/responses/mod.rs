@@ -27,13 +27,13 @@ use super::body::read_json_sized;
 use super::chat::validate::pointer_to_param;
 use super::log::{RequestLog, Tally};
 use super::sse;
-use crate::access::{self, Caller};
+use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, response_id};
-use crate::pipeline::{self, GatewayRequest, compile_converted};
+use crate::pipeline::{GatewayRequest, compile_converted};
 use crate::state::AppState;
-use render::{Keep, ResponseRenderer};
 use crate::store::{self, Conversation, StoredResponse};
+use render::{Keep, ResponseRenderer};
 use validate::check_request;
 
 /// The header naming the hosted tools left out of the backend's request.
@@ -74,10 +74,10 @@ pub async fn create(
         dropped,
     } = prepared;
     log.requested(&gateway.model);
-    if let Err(error) = access::reserve(&caller, &gateway) {
+    if let Err(error) = caller::reserve(&caller, &gateway) {
         return fail(&log, "-", error);
     }
-    let started = match pipeline::start(&state, caller.live(), gateway) {
+    let started = match caller.live().pipeline.start(gateway) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),
     };
@@ -223,7 +223,7 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
     let limit = caller.live().config.max_body_bytes;
     let (value, body_bytes) = read_json_sized(body, limit).await?;
     let request = check_request(value)?;
-    access::authorize(state, caller, &request.model)?;
+    caller::authorize(caller, &request.model)?;
     let input = parse_input(&request.input).map_err(convert_error)?;
     let history = match &request.previous_response_id {
         None => Conversation::default(),

@@ -10,11 +10,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_wire::responses::{Encoder, Event, Response, Sequenced, sse, write_sse};
 
-use crate::store::{Conversation, ResponseStore, StoredResponse};
 use crate::api::sse::Renderer;
 use crate::error::ApiError;
 use crate::pipeline::Output;
 use crate::pipeline::tool_checks::ToolCallProblem;
+use crate::store::{Conversation, ResponseStore, StoredResponse};
 
 /// Where a stored response goes, and the conversation it answers.
 #[derive(Debug)]

@@ -14,10 +14,10 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http_body::{Frame, SizeHint};
 
-use super::keys::Presented;
-use super::limits::{Exceeded, Verdict};
-use super::{Admission, Caller, Lease, Share, error_response, unavailable};
-use crate::api::RequestId;
+use super::RequestId;
+use super::caller::{Caller, Share};
+use super::error_shape::error_response;
+use crate::access::{Admission, Exceeded, Lease, Presented, StoreError, Verdict};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -40,10 +40,10 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             denied(&request, &path, "metrics_key_needed")
         };
     }
-    let key = if access.keys.is_empty() {
+    let key = if !access.has_keys() {
         None
     } else {
-        match access.keys.identify(request.headers()) {
+        match access.identify(request.headers()) {
             Presented::Key(key) => Some(Arc::clone(key)),
             Presented::Nothing => {
                 let path = path.to_owned();
@@ -254,4 +254,13 @@ impl HttpBody for Held {
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
     }
+}
+
+/// The 503 of a request whose limits cannot be checked (`rate_limit_fail_open = false`).
+fn unavailable(error: &StoreError) -> ApiError {
+    ApiError::upstream(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("rate limits cannot be checked, so the request was not served: {error}"),
+        "rate_limit_state_unavailable",
+    )
 }

@@ -4,7 +4,7 @@
 
 use axum::response::{IntoResponse, Response};
 
-use crate::api::messages::error_response as anthropic_error;
+use super::messages::error_response as anthropic_error;
 use crate::error::ApiError;
 
 /// `error` as the API at `path` writes its errors.
