@@ -8,7 +8,6 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
 use crate::api::{self, RequestId};
@@ -19,36 +18,11 @@ use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
     let access = middleware::from_fn_with_state(state.clone(), crate::api::gate::gate);
-    Router::new()
-        .route("/v1/chat/completions", post(api::chat::handle))
-        .route("/v1/messages", post(api::messages::handle))
-        .route(
-            "/v1/messages/count_tokens",
-            post(api::messages::count_tokens::handle),
-        )
-        .route("/v1/responses", post(api::responses::create))
-        .route("/v1/characters/{name}/tools/{tool}", post(api::characters::call_tool))
-        // A span for each request a model or a character's tool answers (the routes above),
-        // while spans are exported; otherwise not even the middleware is in the way.
-        .route_layer(tower::util::option_layer(
-            crate::traces::enabled().then(|| middleware::from_fn(crate::traces::request)),
-        ))
-        .route(
-            "/v1/responses/{id}",
-            get(api::responses::retrieve).delete(api::responses::delete),
-        )
-        .route(
-            "/v1/responses/{id}/input_items",
-            get(api::responses::input_items),
-        )
-        .route("/v1/models", get(api::ops::models))
-        .route("/healthz", get(api::ops::healthz))
-        .route("/metrics", get(api::ops::metrics))
-        .route("/v1/characters", get(api::characters::list))
-        .route("/v1/characters/{name}", get(api::characters::show))
-        .route("/", get(api::playground::index))
-        .route("/playground/{name}", get(api::playground::file))
-        .merge(crate::mcp::routes(&state))
+    api::FRONT_ENDS
+        .iter()
+        .fold(Router::new(), |router, front_end| {
+            router.merge((front_end.routes)(&state))
+        })
         .fallback(|| async {
             let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/models, /mcp, /healthz and /metrics", None).with_code("not_found");
             ApiError { status: axum::http::StatusCode::NOT_FOUND, ..error }.into_response()

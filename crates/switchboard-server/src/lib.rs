@@ -1,17 +1,21 @@
-//! The gateway: Chat Completions with complete tool calling in front of any backend
-//! (native or prompted tool calling), and characters over HTTP.
+//! The gateway: Chat Completions, Anthropic Messages and OpenAI Responses with complete
+//! tool calling in front of any backend (native or prompted tool calling), characters over
+//! HTTP, and their tools over MCP.
 //!
-//! - `api/`: one front-end per served API; each parses its request into the pipeline's
-//!   request model and renders the pipeline's outputs in its own format;
+//! Layers, each importing only those below it (`docs/architecture.md` draws them):
+//! - `app`: the router and serving;
+//! - `api/`: the front-ends, listed in `api::FRONT_ENDS`, with the access gate and the
+//!   caller they share;
+//! - `state`: what the handlers share; one configuration snapshot swapped whole on reload;
+//! - `config`: the file's schema, which converts into each part's settings;
 //! - `pipeline/`: the one path every request takes: route or character, tool calling,
 //!   checks on the model's calls;
-//! - `upstream/`: the backends (routes) and their health;
-//! - `mcp`: characters' tools served over MCP;
-//! - `access/`: client keys, the routes each may use, and rate limits;
-//! - `store`: responses kept for `previous_response_id`, in memory or in Redis;
-//! - `connections`: accepting and serving client connections under their limits;
-//! - `traces`: the spans exported over OpenTelemetry when the binary turns that on;
-//! - `redis_link`: the Redis connection replicas share state through.
+//! - the parts, which know neither the file nor the front-ends: `upstream/` (routes,
+//!   replica pools, health), `access/` (keys and limits), `store` (stored responses),
+//!   `connections` (client connections under their limits);
+//! - the leaves: `error`, `ids`, `traces`, `telemetry`, `redis_link`, `h2c`.
+//!
+//! It must not know how the binary parses its command line or prints.
 
 pub mod access;
 mod api;
@@ -21,7 +25,6 @@ mod connections;
 pub mod error;
 mod h2c;
 mod ids;
-pub mod mcp;
 mod pipeline;
 mod redis_link;
 mod state;
@@ -30,6 +33,7 @@ mod telemetry;
 pub mod traces;
 mod upstream;
 
+pub use api::mcp;
 pub use app::{RunningGateway, router, run, shutdown_signal};
 pub use config::{Config, ConfigError, Problems};
 pub use pipeline::tool_checks;

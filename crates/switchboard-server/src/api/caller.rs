@@ -6,6 +6,8 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::access::{Exceeded, Key, Limits, Verdict, decide};
+use axum::http::StatusCode;
+
 use crate::error::ApiError;
 use crate::pipeline::{CHARACTER_PREFIX, GatewayRequest, estimate_text, estimate_tokens};
 use crate::state::Live;
@@ -133,7 +135,7 @@ pub fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), ApiError
     metrics::counter!("gateway_rate_limited_total", "key" => key.name.clone(), "limit" => Exceeded::Tokens.label())
         .increment(1);
     share.lock().refused = Some(verdict);
-    Err(super::gate::too_many(&key.name, &verdict, Exceeded::Tokens))
+    Err(too_many(&key.name, &verdict, Exceeded::Tokens))
 }
 
 /// Checks that the caller may use the model a request names (a route, an alias of one, or
@@ -177,5 +179,24 @@ impl Caller {
             Some(key) if !key.may_use(model) => hidden(key, model),
             _ => found,
         }
+    }
+}
+
+/// The 429 of a key past one of its limits, saying which and when to come back.
+pub(super) fn too_many(name: &str, verdict: &Verdict, exceeded: Exceeded) -> ApiError {
+    let wait = verdict
+        .refused
+        .map_or(0, |(_, wait)| wait.as_millis().div_ceil(1000).max(1));
+    let what = match (exceeded, verdict.requests, verdict.tokens) {
+        (Exceeded::Requests, Some(budget), _) => format!("{} requests per minute", budget.limit),
+        (Exceeded::Tokens, _, Some(budget)) => format!("{} tokens per minute", budget.limit),
+        _ => "its limit of open requests".to_owned(),
+    };
+    ApiError {
+        status: StatusCode::TOO_MANY_REQUESTS,
+        message: format!("the API key \"{name}\" has reached {what}; try again in {wait} s"),
+        kind: "rate_limit_error",
+        param: None,
+        code: Some("rate_limit_exceeded".into()),
     }
 }

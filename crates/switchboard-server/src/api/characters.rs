@@ -8,11 +8,12 @@
 use std::path::Path as FilePath;
 use std::time::Instant;
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde_json::{Value, json};
 use switchboard_characters::{Character, Loaded, Rejection};
 use switchboard_tools::ToolCall;
@@ -24,6 +25,17 @@ use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::pipeline::{CHARACTER_PREFIX, character_id};
 use crate::state::AppState;
+
+/// The characters over HTTP: listed, shown, and their tools called.
+pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+    routes: |_| {
+        super::traced(Router::new().route("/v1/characters/{name}/tools/{tool}", post(call_tool)))
+            .route("/v1/characters", get(list))
+            .route("/v1/characters/{name}", get(show))
+    },
+    owns: |path| path == "/v1/characters" || path.starts_with("/v1/characters/"),
+    error: IntoResponse::into_response,
+};
 
 /// `GET /v1/characters`
 pub async fn list(

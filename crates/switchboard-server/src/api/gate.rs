@@ -15,8 +15,8 @@ use axum::response::Response;
 use http_body::{Frame, SizeHint};
 
 use super::RequestId;
-use super::caller::{Caller, Share};
-use super::error_shape::error_response;
+use super::caller::{Caller, Share, too_many};
+use super::error_response;
 use crate::access::{Admission, Exceeded, Lease, Presented, StoreError, Verdict};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -192,24 +192,6 @@ fn denied(request: &Request, path: &str, code: &'static str) -> Response {
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
-}
-
-pub(super) fn too_many(name: &str, verdict: &Verdict, exceeded: Exceeded) -> ApiError {
-    let wait = verdict
-        .refused
-        .map_or(0, |(_, wait)| wait.as_millis().div_ceil(1000).max(1));
-    let what = match (exceeded, verdict.requests, verdict.tokens) {
-        (Exceeded::Requests, Some(budget), _) => format!("{} requests per minute", budget.limit),
-        (Exceeded::Tokens, _, Some(budget)) => format!("{} tokens per minute", budget.limit),
-        _ => "its limit of open requests".to_owned(),
-    };
-    ApiError {
-        status: StatusCode::TOO_MANY_REQUESTS,
-        message: format!("the API key \"{name}\" has reached {what}; try again in {wait} s"),
-        kind: "rate_limit_error",
-        param: None,
-        code: Some("rate_limit_exceeded".into()),
-    }
 }
 
 /// The log line of a request refused here (endpoints write their own for the rest).

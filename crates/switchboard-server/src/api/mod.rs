@@ -1,22 +1,67 @@
-//! The APIs the gateway serves, one front-end per folder. Each parses its own request
-//! format into the pipeline's [`GatewayRequest`](crate::pipeline::GatewayRequest), and
-//! renders the pipeline's outputs and errors in its own format, whole or streamed. What
-//! every front-end needs the same way lives beside them: reading the body, the SSE driver,
-//! the request log.
+//! The APIs the gateway serves, one front-end per folder, each listed once in
+//! [`FRONT_ENDS`]. Each parses its own request format into the pipeline's
+//! [`GatewayRequest`](crate::pipeline::GatewayRequest), and renders the pipeline's outputs
+//! and errors in its own format, whole or streamed. What every front-end needs the same way
+//! lives beside them: the access gate and the caller, reading the body, the SSE driver, the
+//! request log.
 
 mod body;
 pub mod caller;
 pub mod characters;
 pub mod chat;
-mod error_shape;
 mod fields;
 pub mod gate;
 pub(crate) mod log;
+pub mod mcp;
 pub mod messages;
 pub mod ops;
 pub mod playground;
 pub mod responses;
 mod sse;
+
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// One served API: its routes, the paths it owns, and how it writes an error.
+#[derive(Debug)]
+pub struct FrontEnd {
+    pub routes: fn(&AppState) -> Router<AppState>,
+    /// Whether a path is its own: the errors answered before any endpoint runs (401, 429)
+    /// take its shape there.
+    pub owns: fn(&str) -> bool,
+    pub error: fn(ApiError) -> Response,
+}
+
+/// Every API the gateway serves. A new one is a folder beside these and a line here.
+pub const FRONT_ENDS: &[FrontEnd] = &[
+    chat::FRONT_END,
+    messages::FRONT_END,
+    responses::FRONT_END,
+    characters::FRONT_END,
+    mcp::FRONT_END,
+    ops::FRONT_END,
+    playground::FRONT_END,
+];
+
+/// `error` as the API at `path` writes its errors: OpenAI's shape where no front-end
+/// claims the path (the fallback's 404, say).
+pub fn error_response(path: &str, error: ApiError) -> Response {
+    match FRONT_ENDS.iter().find(|front_end| (front_end.owns)(path)) {
+        Some(front_end) => (front_end.error)(error),
+        None => error.into_response(),
+    }
+}
+
+/// Spans for the routes a model or a character's tool answers, while spans are exported;
+/// otherwise not even the middleware is in the way.
+fn traced(router: Router<AppState>) -> Router<AppState> {
+    router.route_layer(tower::util::option_layer(
+        crate::traces::enabled().then(|| axum::middleware::from_fn(crate::traces::request)),
+    ))
+}
 
 /// The id the request-id middleware gave this request.
 #[derive(Debug, Clone)]
@@ -39,6 +84,50 @@ pub(crate) fn upstream_headers(
     ] {
         if let Some(Ok(value)) = value.map(axum::http::HeaderValue::from_str) {
             headers.insert(name, value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+    use serde_json::json;
+
+    use super::*;
+
+    async fn body(response: Response) -> serde_json::Value {
+        let bytes = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn anthropic_paths_get_anthropic_errors_and_the_rest_openai_errors() {
+        let error = ApiError {
+            status: StatusCode::FORBIDDEN,
+            message: "no".into(),
+            kind: "permission_error",
+            param: None,
+            code: Some("model_not_allowed".into()),
+        };
+        for path in ["/v1/messages", "/v1/messages/count_tokens"] {
+            let response = error_response(path, error.clone());
+            assert_eq!(response.status(), 403);
+            assert_eq!(
+                body(response).await,
+                json!({"type": "error", "error": {"type": "permission_error", "message": "no"}})
+            );
+        }
+        for path in [
+            "/v1/chat/completions",
+            "/v1/responses",
+            "/v1/messagesx",
+            "/v1/models",
+        ] {
+            let response = error_response(path, error.clone());
+            assert_eq!(response.status(), 403);
+            assert_eq!(body(response).await, error.body(), "{path}");
         }
     }
 }

@@ -1,15 +1,28 @@
 //! The operational endpoints: `/v1/models`, `/healthz` and `/metrics`.
 
-use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use crate::api::caller::Caller;
 use crate::pipeline::character_id;
 use crate::state::{AppState, Live};
 use crate::upstream::Health;
+
+/// What operators and clients ask of the gateway itself: the model list, health, metrics.
+pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+    routes: |_| {
+        Router::new()
+            .route("/v1/models", get(models))
+            .route("/healthz", get(healthz))
+            .route("/metrics", get(metrics))
+    },
+    owns: |path| matches!(path, "/v1/models" | "/healthz" | "/metrics"),
+    error: IntoResponse::into_response,
+};
 
 /// `GET /v1/models`: the routes, then the listed characters, that the caller may use; in
 /// Anthropic's list shape when the request carries `anthropic-version` (Anthropic's clients

@@ -4,9 +4,11 @@
 //! APIs only (`/v1/characters`, `/v1/models`, `/v1/chat/completions`), so it costs nothing
 //! while nobody has it open.
 
+use axum::Router;
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 
 use crate::error::ApiError;
 
@@ -58,6 +60,17 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../assets/favicon.svg"),
     ),
 ];
+
+/// The playground's page and assets.
+pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+    routes: |_| {
+        Router::new()
+            .route("/", get(index))
+            .route("/playground/{name}", get(file))
+    },
+    owns: |path| path == "/" || path.starts_with("/playground/"),
+    error: IntoResponse::into_response,
+};
 
 /// `GET /`: the page.
 pub async fn index() -> Response {

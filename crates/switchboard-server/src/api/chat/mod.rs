@@ -7,11 +7,12 @@ pub(crate) mod validate;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::Extension;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
 use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
 
 use super::RequestId;
@@ -25,6 +26,13 @@ use crate::pipeline::{GatewayRequest, collect};
 use crate::state::Live;
 use render::{CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, completion_body};
 use validate::check_request;
+
+/// Chat Completions, in OpenAI's error shape.
+pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+    routes: |_| super::traced(Router::new().route("/v1/chat/completions", post(handle))),
+    owns: |path| path == "/v1/chat/completions",
+    error: IntoResponse::into_response,
+};
 
 /// `POST /v1/chat/completions`
 pub async fn handle(

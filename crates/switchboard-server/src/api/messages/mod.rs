@@ -9,11 +9,12 @@ pub mod count_tokens;
 mod render;
 mod validate;
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::Extension;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
 use switchboard_tools::{Content, Message, ToolDefinition};
 use switchboard_wire::anthropic::{MessagesRequest, parse_request};
 use switchboard_wire::ids::IdMap;
@@ -37,6 +38,19 @@ const DROPPED_TOOLS: &str = "x-switchboard-dropped-tools";
 /// What Claude Code puts first in its system prompt: a version stamp that changes with
 /// every release.
 const BILLING_HEADER: &str = "x-anthropic-billing-header:";
+
+/// Anthropic's Messages and its token count, in Anthropic's error shape.
+pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+    routes: |_| {
+        super::traced(
+            Router::new()
+                .route("/v1/messages", post(handle))
+                .route("/v1/messages/count_tokens", post(count_tokens::handle)),
+        )
+    },
+    owns: |path| path == "/v1/messages" || path.starts_with("/v1/messages/"),
+    error: error_response,
+};
 
 /// `POST /v1/messages`
 pub async fn handle(

@@ -10,11 +10,12 @@ mod validate;
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde_json::{Map, Value, json};
 use switchboard_tools::{ToolDefinition, Toolset};
 use switchboard_wire::responses::{
@@ -52,6 +53,17 @@ struct Prepared {
     keep: Option<Keep>,
     dropped: Vec<String>,
 }
+
+/// OpenAI's Responses and its stored responses.
+pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+    routes: |_| {
+        super::traced(Router::new().route("/v1/responses", post(create)))
+            .route("/v1/responses/{id}", get(retrieve).delete(delete))
+            .route("/v1/responses/{id}/input_items", get(input_items))
+    },
+    owns: |path| path == "/v1/responses" || path.starts_with("/v1/responses/"),
+    error: IntoResponse::into_response,
+};
 
 /// `POST /v1/responses`
 pub async fn create(

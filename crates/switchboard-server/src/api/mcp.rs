@@ -23,9 +23,9 @@ use switchboard_mcp::{
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
 
-use crate::api::RequestId;
+use super::RequestId;
+use super::log::{RequestLog, Tally};
 use crate::api::caller::Caller;
-use crate::api::log::{RequestLog, Tally};
 use crate::pipeline::{CHARACTER_PREFIX, character_id};
 use crate::state::AppState;
 
@@ -189,6 +189,14 @@ pub fn server_options(max_name_chars: usize) -> ServerOptions {
         max_name_chars,
     }
 }
+
+/// Characters' tools over MCP. Errors answered before the MCP endpoint runs (401, 429)
+/// keep OpenAI's HTTP shape: MCP clients read the status and `WWW-Authenticate`.
+pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+    routes,
+    owns: |path| path == "/mcp" || path.starts_with("/mcp/"),
+    error: axum::response::IntoResponse::into_response,
+};
 
 /// `/mcp` and `/mcp/characters/{name}`, for the gateway's router (behind its access layer,
 /// which puts the caller in the request).
