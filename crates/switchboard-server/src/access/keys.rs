@@ -178,7 +178,11 @@ impl Keyring {
                 name: config.name.clone(),
                 digest,
                 routes,
-                limits: Limits::of(config),
+                limits: Limits {
+                    requests_per_minute: config.requests_per_minute,
+                    tokens_per_minute: config.tokens_per_minute,
+                    max_concurrent: config.max_concurrent,
+                },
                 slot: keys.len(),
                 counters: OnceLock::new(),
             }));

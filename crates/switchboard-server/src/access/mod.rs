@@ -6,6 +6,7 @@
 
 mod keys;
 mod limits;
+mod memory;
 mod redis;
 
 use std::net::SocketAddr;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 
 use keys::{Keyring, Secret};
-use limits::Memory;
+use memory::Memory;
 use redis::Remote;
 
 pub use keys::{Key, KeyConfig, NewKeyError, Presented, SecretConfig, new_key};
