@@ -1,7 +1,7 @@
 //! Backend failures, typed so a caller can tell its own mistake from the backend's, and so
 //! the gateway can answer each with the right status.
 
-use switchboard_wire::{CollectError, ConvertError, DecodeError};
+use switchboard_wire::{CollectError, ConvertError, DecodeError, DecodeErrorKind};
 
 /// Which wait ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +90,91 @@ impl BackendError {
     }
 
     /// A decoder's verdict: a truncation is a cut stream, anything else a decode error.
+    /// The code a client is answered with (`error.code`): what went wrong, in words a
+    /// dashboard can count. Each variant gets its own; a new variant gets its line here.
+    pub fn code(&self) -> &'static str {
+        match self {
+            // A backend refusing the gateway's key: the operator's business, not the client's.
+            BackendError::Http {
+                status: 401 | 403, ..
+            } => "backend_auth_failed",
+            BackendError::Decode(decode)
+                if matches!(decode.kind, DecodeErrorKind::TooLarge { .. }) =>
+            {
+                "backend_answer_too_large"
+            }
+            BackendError::Http { status: 429, .. } => "rate_limited",
+            // Busy rather than broken: clients that know the difference retry (Anthropic's 529).
+            BackendError::Http {
+                status: 503 | 529, ..
+            } => "backend_overloaded",
+            BackendError::Http { .. } => "backend_error",
+            BackendError::Connect {
+                failure: ConnectionFailure::ClosedBeforeAnswer,
+                ..
+            } => "backend_closed_connection",
+            BackendError::Connect { .. } => "backend_unreachable",
+            BackendError::Timeout { .. } => "backend_timeout",
+            BackendError::StreamCut { .. } => "backend_stream_cut",
+            BackendError::Decode(_) | BackendError::Incomplete(_) => "backend_bad_answer",
+            BackendError::Unsupported(_) => "unsupported_by_backend",
+            BackendError::Config(_) => "backend_config",
+        }
+    }
+
+    /// A short, bounded name for the failure, as a span's `error.type` asks.
+    pub fn kind(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            BackendError::Http { status, .. } => status.to_string().into(),
+            BackendError::Connect { .. } => "connect".into(),
+            BackendError::Timeout { .. } => "timeout".into(),
+            BackendError::StreamCut { .. } => "stream_cut".into(),
+            BackendError::Decode(_) | BackendError::Incomplete(_) => "bad_answer".into(),
+            BackendError::Unsupported(_) => "unsupported".into(),
+            BackendError::Config(_) => "config".into(),
+        }
+    }
+
+    /// Whether an attempt failing this way before its first event may be made again; `None`
+    /// when not: the request's own fault (400, 401, 422, a request the format cannot
+    /// express), an error the backend explained in its answer, an answer too large. Of an
+    /// error after the first event, whether the replica is to blame.
+    pub fn retry_class(&self) -> Option<RetryClass> {
+        match self {
+            BackendError::Connect {
+                failure: ConnectionFailure::ClosedBeforeAnswer,
+                ..
+            } => Some(RetryClass::Reset),
+            BackendError::Connect { .. }
+            | BackendError::Timeout {
+                phase: TimeoutPhase::Connect,
+            } => Some(RetryClass::Connect),
+            BackendError::Timeout { .. } => Some(RetryClass::Timeout),
+            // Headers came, then the connection died before a byte of the body.
+            BackendError::StreamCut { offset: 0, .. } => Some(RetryClass::Reset),
+            BackendError::StreamCut { .. } | BackendError::Incomplete(_) => {
+                Some(RetryClass::BadAnswer)
+            }
+            BackendError::Decode(decode)
+                if !matches!(
+                    decode.kind,
+                    DecodeErrorKind::Backend(_) | DecodeErrorKind::TooLarge { .. }
+                ) =>
+            {
+                Some(RetryClass::BadAnswer)
+            }
+            BackendError::Http {
+                status: 404 | 501, ..
+            } => Some(RetryClass::NotServed),
+            BackendError::Http { status: 429, .. } => Some(RetryClass::RateLimited),
+            BackendError::Http {
+                status: 500 | 502 | 503 | 504 | 529,
+                ..
+            } => Some(RetryClass::ServerError),
+            _ => None,
+        }
+    }
+
     pub(crate) fn from_decode(error: DecodeError) -> Self {
         if error.is_truncation() {
             BackendError::StreamCut {
@@ -99,6 +184,53 @@ impl BackendError {
         } else {
             BackendError::Decode(error)
         }
+    }
+}
+
+/// How a failure before an answer began may be retried, as the replica pool reads it: each
+/// variant is also a metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryClass {
+    Connect,
+    Reset,
+    RateLimited,
+    ServerError,
+    /// No first event in time.
+    Timeout,
+    /// A success status with something that is not an answer (a web page, JSON without
+    /// `choices`, a body cut before its first event).
+    BadAnswer,
+    /// 404 or 501: the server does not serve the model or endpoint asked for, which the
+    /// other replicas of a route may.
+    NotServed,
+}
+
+impl RetryClass {
+    pub fn label(self) -> &'static str {
+        match self {
+            RetryClass::Connect => "connect_error",
+            RetryClass::Reset => "connection_reset",
+            RetryClass::RateLimited => "rate_limited",
+            RetryClass::ServerError => "server_error",
+            RetryClass::Timeout => "first_byte_timeout",
+            RetryClass::BadAnswer => "bad_answer",
+            RetryClass::NotServed => "not_served",
+        }
+    }
+
+    /// Failures the same replica would most likely repeat (or that took a long wait to
+    /// show): tried again only on another replica.
+    pub fn elsewhere_only(self) -> bool {
+        matches!(
+            self,
+            RetryClass::Timeout | RetryClass::BadAnswer | RetryClass::NotServed
+        )
+    }
+
+    /// A failure the request could have hit on any healthy server counts for nothing
+    /// against this one: a 429 is the server protecting itself.
+    pub fn blames_replica(self) -> bool {
+        self != RetryClass::RateLimited
     }
 }
 
@@ -146,6 +278,55 @@ pub(crate) fn error_message(body: &[u8], status: u16) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn retry(error: &BackendError) -> Option<RetryClass> {
+        error.retry_class()
+    }
+
+    #[test]
+    fn what_is_retried() {
+        let http = |status| BackendError::Http {
+            status,
+            message: String::new(),
+            retry_after: None,
+        };
+        assert_eq!(retry(&http(429)), Some(RetryClass::RateLimited));
+        for status in [500, 502, 503, 504] {
+            assert_eq!(retry(&http(status)), Some(RetryClass::ServerError));
+        }
+        for status in [400, 401, 422] {
+            assert_eq!(retry(&http(status)), None, "{status}");
+        }
+        for status in [404, 501] {
+            assert_eq!(retry(&http(status)), Some(RetryClass::NotServed));
+        }
+        let cut = |offset| BackendError::StreamCut {
+            offset,
+            detail: String::new(),
+        };
+        assert_eq!(retry(&cut(0)), Some(RetryClass::Reset));
+        assert_eq!(
+            retry(&cut(10)),
+            Some(RetryClass::BadAnswer),
+            "bytes, but no event"
+        );
+        let decode = |kind| BackendError::Decode(DecodeError { offset: 0, kind });
+        assert_eq!(
+            retry(&decode(DecodeErrorKind::Json("<html>".into()))),
+            Some(RetryClass::BadAnswer)
+        );
+        assert_eq!(
+            retry(&decode(DecodeErrorKind::Backend("prompt too long".into()))),
+            None,
+            "the backend explained itself"
+        );
+        assert_eq!(
+            retry(&BackendError::Timeout {
+                phase: TimeoutPhase::FirstByte
+            }),
+            Some(RetryClass::Timeout)
+        );
+    }
 
     #[test]
     fn messages_come_from_each_providers_error_shape() {

@@ -18,7 +18,7 @@ pub use anthropic::AnthropicBackend;
 pub use backend::{Backend, EventStream, complete};
 pub use config::{BackendConfig, HeaderHook};
 pub use connect::{config_from_env, connect};
-pub use error::{BackendError, ConnectionFailure, TimeoutPhase};
+pub use error::{BackendError, ConnectionFailure, RetryClass, TimeoutPhase};
 pub use ollama::OllamaBackend;
 pub use openai::OpenAiBackend;
 pub use secrets::shown_url;

@@ -6,6 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::json;
+use switchboard_providers::BackendError;
+use switchboard_wire::DecodeErrorKind;
 
 /// The code of an answer stopped for its size.
 pub const ANSWER_TOO_LARGE: &str = "backend_answer_too_large";
@@ -18,6 +20,34 @@ pub struct ApiError {
     pub kind: &'static str,
     pub param: Option<String>,
     pub code: Option<String>,
+}
+
+/// A backend's failure as a client is answered: the status and code the failure classifies
+/// itself with, and its text, except where the text is the operator's business.
+impl From<BackendError> for ApiError {
+    fn from(error: BackendError) -> Self {
+        let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::BAD_GATEWAY);
+        match &error {
+            // A backend refusing the route's key tends to quote the key back (masked or
+            // not): that text is never the client's.
+            BackendError::Http {
+                status: refused @ (401 | 403),
+                ..
+            } => Self::upstream(
+                status,
+                format!(
+                    "the backend refused the gateway's credentials for this route (HTTP {refused}); the route's api_key_env needs attention"
+                ),
+                error.code(),
+            ),
+            BackendError::Decode(decode)
+                if matches!(decode.kind, DecodeErrorKind::TooLarge { .. }) =>
+            {
+                Self::answer_too_large(decode)
+            }
+            _ => Self::upstream(status, error.to_string(), error.code()),
+        }
+    }
 }
 
 impl ApiError {

@@ -211,19 +211,6 @@ fn watched(events: EventStream, span: Span) -> EventStream {
 }
 
 fn failed(span: &Span, error: &BackendError) {
-    span.record("error.type", error_type(error));
+    span.record("error.type", error.kind().as_ref());
     span.set_status(Status::error(error.to_string()));
-}
-
-/// A short, bounded name for the failure, as `error.type` asks.
-fn error_type(error: &BackendError) -> String {
-    match error {
-        BackendError::Http { status, .. } => status.to_string(),
-        BackendError::Connect { .. } => "connect".to_owned(),
-        BackendError::Timeout { .. } => "timeout".to_owned(),
-        BackendError::StreamCut { .. } => "stream_cut".to_owned(),
-        BackendError::Decode(_) | BackendError::Incomplete(_) => "bad_answer".to_owned(),
-        BackendError::Unsupported(_) => "unsupported".to_owned(),
-        BackendError::Config(_) => "config".to_owned(),
-    }
 }

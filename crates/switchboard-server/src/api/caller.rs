@@ -9,7 +9,7 @@ use crate::access::{Exceeded, Key, Limits, Verdict, decide};
 use axum::http::StatusCode;
 
 use crate::error::ApiError;
-use crate::pipeline::{CHARACTER_PREFIX, GatewayRequest, estimate_text, estimate_tokens};
+use crate::pipeline::{GatewayRequest, Target, estimate_text, estimate_tokens};
 use crate::state::Live;
 
 /// What a request without `max_tokens` reserves for its answer (a character's reserves
@@ -112,11 +112,11 @@ pub fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), ApiError
     };
     let prompt = estimate_tokens(&request.request);
     let asked = request.request.max_tokens.map(u64::from);
-    let answer = if request.model.starts_with(CHARACTER_PREFIX) {
-        let cap = u64::from(caller.live.pipeline.settings.character_max_tokens);
-        asked.map_or(cap, |asked| asked.min(cap))
-    } else {
-        asked.unwrap_or(DEFAULT_ANSWER_TOKENS)
+    let answer = match request.target {
+        Target::Character(_) => {
+            u64::from(caller.live.pipeline.character_max_tokens(&request.request))
+        }
+        Target::Route(_) => asked.unwrap_or(DEFAULT_ANSWER_TOKENS),
     };
     let tokens = prompt.saturating_add(answer).min(limit);
     share.lock().prompt = prompt;
@@ -138,19 +138,34 @@ pub fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), ApiError
     Err(too_many(&key.name, &verdict, Exceeded::Tokens))
 }
 
-/// Checks that the caller may use the model a request names (a route, an alias of one, or
-/// `character/<name>`): a key's `routes` globs are matched against the route or character
-/// that answers, so an alias cannot reach a route the key may not use. Every API front-end
-/// calls this once it has parsed the request's body.
-pub fn authorize(caller: &Caller, model: &str) -> Result<(), ApiError> {
+/// The route or character a request's model name resolves to (a route, an alias of one, the
+/// default route, or `character/<name>`), once the caller may use it: every API front-end
+/// calls this once it has parsed the request's body, and the value it returns is the one
+/// the request runs on.
+pub fn resolve(caller: &Caller, model: &str) -> Result<Target, ApiError> {
+    let resolved = caller.live.pipeline.resolve(model);
+    match caller.key.as_deref().filter(|key| key.is_restricted()) {
+        None => resolved,
+        // A name nothing answers is told to a restricted key exactly like a name beyond its
+        // reach: the pipeline's own 404 lists every route; this key sees only its own.
+        Some(key) => {
+            let target = resolved.map_err(|_| hidden(key, model))?;
+            authorize(caller, &target, model)?;
+            Ok(target)
+        }
+    }
+}
+
+/// Checks that the caller may use a resolved route or character: a key's `routes` globs
+/// are matched against the route or character that answers, so an alias cannot reach a
+/// route the key may not use. A 404 when it may not, worded as for a name that does not
+/// exist: a 403 would tell the key which names exist beyond its reach.
+pub fn authorize(caller: &Caller, target: &Target, model: &str) -> Result<(), ApiError> {
     let Some(key) = caller.key.as_deref().filter(|key| key.is_restricted()) else {
         return Ok(());
     };
-    match caller.live.pipeline.model_id(model) {
+    match target.id() {
         Some(id) if key.may_use(&id) => Ok(()),
-        // A name the key may not use is answered exactly like a name that does not exist:
-        // a 403 would tell the key which names exist beyond its reach. (The pipeline's own
-        // 404 lists every route; this key sees only its own.)
         found => {
             if found.is_some() {
                 metrics::counter!("gateway_access_denied_total", "reason" => "route_not_allowed", "key" => key.name.clone())
@@ -173,7 +188,7 @@ fn hidden(key: &Key, model: &str) -> ApiError {
 impl Caller {
     /// The 404 for a model name nothing answers: what the pipeline says (`found`, which
     /// may name what exists) to a caller that may use the name, and to a restricted key
-    /// that may not, exactly what [`authorize`] says for names beyond its reach.
+    /// that may not, exactly what [`resolve`] says for names beyond its reach.
     pub fn not_found(&self, model: &str, found: ApiError) -> ApiError {
         match self.key.as_deref() {
             Some(key) if !key.may_use(model) => hidden(key, model),

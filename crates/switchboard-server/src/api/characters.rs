@@ -12,6 +12,8 @@ use axum::body::Body;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
@@ -23,7 +25,7 @@ use super::body::read_json;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
-use crate::pipeline::{CHARACTER_PREFIX, character_id};
+use crate::pipeline::{CHARACTER_PREFIX, Target, character_id};
 use crate::state::AppState;
 
 /// The characters over HTTP: listed, shown, and their tools called.
@@ -84,7 +86,9 @@ pub async fn show(
     let Some(character) = loaded.get(&name).cloned() else {
         return not_found(&caller, &name, &loaded).into_response();
     };
-    if let Err(error) = caller::authorize(&caller, &format!("{CHARACTER_PREFIX}{name}")) {
+    let model = format!("{CHARACTER_PREFIX}{name}");
+    let target = Target::Character(Arc::clone(&character));
+    if let Err(error) = caller::authorize(&caller, &target, &model) {
         return error.into_response();
     }
     let mut body = describe(&character, &loaded);
@@ -110,7 +114,9 @@ pub async fn call_tool(
     let Some(character) = loaded.get(&name).cloned() else {
         return fail(&log, "-", not_found(&caller, &name, &loaded));
     };
-    if let Err(error) = caller::authorize(&caller, &format!("{CHARACTER_PREFIX}{name}")) {
+    let model = format!("{CHARACTER_PREFIX}{name}");
+    let target = Target::Character(Arc::clone(&character));
+    if let Err(error) = caller::authorize(&caller, &target, &model) {
         return fail(&log, "-", error);
     }
     let route = format!("{CHARACTER_PREFIX}{}", character.name());

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::Limits;
-use super::output::{CharacterEvent, Output, Outputs, backend_error};
+use super::output::{CharacterEvent, Output, Outputs};
 use crate::error::ApiError;
 use crate::upstream::{Ask, PoolBackend, Route};
 
@@ -152,7 +152,7 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
                     .send(text, &mut forward)
                     .await
                     .map_err(|error| match error {
-                        switchboard_runtime::TurnError::Backend(error) => backend_error(error),
+                        switchboard_runtime::TurnError::Backend(error) => ApiError::from(error),
                         switchboard_runtime::TurnError::TooLarge { limit } => {
                             ApiError::answer_too_large(format_args!(
                                 "more than max_answer_bytes ({limit} bytes)"

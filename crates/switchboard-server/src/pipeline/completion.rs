@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use super::Limits;
 use super::finisher::Finisher;
-use super::output::{Output, Outputs, Sender, backend_error, send};
+use super::output::{Output, Outputs, Sender, send};
 use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
     satisfies,
@@ -345,14 +345,14 @@ impl Round<'_> {
             Ok(events) => events,
             Err(PoolError::Exhausted { error, reason }) if first => {
                 return Err(Failure::Unanswered {
-                    error: backend_error(error),
+                    error: ApiError::from(error),
                     reason,
                 });
             }
-            Err(error) => return Err(backend_error(error.into_backend_error()).into()),
+            Err(error) => return Err(ApiError::from(error.into_backend_error()).into()),
         };
         while let Some(event) = events.next().await {
-            let event = event.map_err(backend_error)?;
+            let event = event.map_err(ApiError::from)?;
             self.received += event.text_len();
             let limit = self.completion.limits.max_answer_bytes;
             if self.received > limit {

@@ -2,6 +2,7 @@
 //! by the backend's own tokenizer where it offers one (the prompt exactly as the route
 //! would send it, tool prompt of a prompted route included), otherwise estimated.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -10,8 +11,7 @@ use switchboard_tools::{Content, Message};
 use switchboard_wire::{ChatRequest, Format};
 
 use super::completion::{backend_messages, backend_request, tool_requirement};
-use super::{GatewayRequest, Pipeline, character};
-use crate::error::ApiError;
+use super::{GatewayRequest, Pipeline, Target};
 use crate::upstream::Route;
 
 /// A prompt's size and where the figure came from.
@@ -22,25 +22,15 @@ pub struct TokenCount {
     pub source: &'static str,
 }
 
-/// Counts the prompt `request` would send; returns the label of the route or character
-/// that would answer, for the log line, and the count.
 impl Pipeline {
-    pub async fn count_tokens(
-        &self,
-        request: GatewayRequest,
-    ) -> Result<(String, TokenCount), ApiError> {
-        if let Some(name) = request.model.strip_prefix(character::PREFIX) {
-            let character = self.characters.get(name).ok_or_else(|| {
-                ApiError::not_found(format!(
-                    "no character named \"{name}\" is loaded; GET /v1/models lists them"
-                ))
-            })?;
-            let label = format!("{}{}", character::PREFIX, character.name());
-            return Ok((label, estimate(&request.request)));
+    /// Counts the prompt `request` would send.
+    pub async fn count_tokens(&self, request: &GatewayRequest) -> TokenCount {
+        match &request.target {
+            Target::Character(_) => estimate(&request.request),
+            Target::Route(route) => {
+                count_on(route, &request.request, self.settings.request_timeout).await
+            }
         }
-        let route = self.route(&request.model)?;
-        let count = count_on(&route, &request.request, self.settings.request_timeout).await;
-        Ok((route.name.clone(), count))
     }
 
     /// The prompt's count for the head of a streamed answer, taken beside the answer itself so
@@ -49,13 +39,13 @@ impl Pipeline {
     /// prompt grows each round; Anthropic and Ollama routes, where a count would be a second
     /// billed or slow request): the head then carries the estimate.
     pub fn count_beside(&self, request: &GatewayRequest) -> Option<BoxFuture<'static, TokenCount>> {
-        if request.model.starts_with(character::PREFIX) {
+        let Target::Route(route) = &request.target else {
             return None;
-        }
-        let route = self.route(&request.model).ok()?;
+        };
         if route.format != Format::OpenAi {
             return None;
         }
+        let route = Arc::clone(route);
         let chat = request.request.clone();
         let timeout = self.settings.request_timeout;
         Some(Box::pin(

@@ -12,6 +12,7 @@ mod finisher;
 mod output;
 mod prompted;
 mod repair;
+mod target;
 pub mod tool_checks;
 mod tools;
 
@@ -20,7 +21,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use switchboard_characters::CharacterRegistry;
-use switchboard_tools::{Toolset, quote};
+use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +33,7 @@ pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
 pub use count::{TokenCount, estimate_text, estimate_tokens};
 pub use output::{CharacterEvent, Output, Outputs};
+pub use target::Target;
 pub use tools::{compile_converted, compile_tools, report_kept as report_kept_tools};
 
 /// The pipeline as one configuration sets it up: the models a request may name (routes,
@@ -65,8 +67,8 @@ pub struct Settings {
 /// A request in the gateway's own model, whatever API it arrived through.
 #[derive(Debug)]
 pub struct GatewayRequest {
-    /// The model name the client sent: a route, or `character/<name>`.
-    pub model: String,
+    /// The route or character the model name resolved to.
+    pub target: Target,
     /// The request; its tools are plain function tools whatever the API offered.
     pub request: ChatRequest,
     /// The same tools compiled, to check the model's calls against.
@@ -90,20 +92,6 @@ pub struct Limits {
     pub cut: tokio_util::sync::CancellationToken,
 }
 
-/// The route or character that answers a model name, by the id `/v1/models` lists it
-/// under: a route's name (whichever alias was asked for) or `character/<file stem>`.
-impl Pipeline {
-    pub fn model_id(&self, model: &str) -> Option<String> {
-        match model.strip_prefix(character::PREFIX) {
-            Some(name) => self
-                .characters
-                .get(name)
-                .and_then(|character| character::id(&character)),
-            None => self.routes.resolve(model).map(|route| route.name.clone()),
-        }
-    }
-}
-
 /// An answer under way.
 #[derive(Debug)]
 pub struct Started {
@@ -117,12 +105,12 @@ pub struct Started {
     pub trail: Arc<Trail>,
 }
 
-/// Resolves the model name under the request's configuration and starts the answer.
-/// Dropping the outputs (the client went away) cancels the work.
 impl Pipeline {
+    /// Starts the answer from the route or character the request resolved to. Dropping the
+    /// outputs (the client went away) cancels the work.
     pub fn start(&self, request: GatewayRequest) -> Result<Started, ApiError> {
         let GatewayRequest {
-            model,
+            target,
             request,
             tools,
             call_ids,
@@ -135,48 +123,39 @@ impl Pipeline {
             max_answer_bytes: self.settings.max_answer_bytes,
             cut: self.cut.clone(),
         };
-        if let Some(name) = model.strip_prefix(character::PREFIX) {
-            let character = self.characters.get(name).ok_or_else(|| {
-                ApiError::not_found(format!(
-                    "no character named {} is loaded; GET /v1/models lists them",
-                    quote(name)
-                ))
-            })?;
-            let route = self.character_route.clone().ok_or_else(|| {
-                ApiError::upstream(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "no route is configured for characters to talk through",
-                    "no_character_route",
-                )
-            })?;
-            let (text, history) = character::split_request(&request)?;
-            let label = format!("{}{}", character::PREFIX, character.name());
-            let turn = character::Turn {
-                text,
-                history,
-                max_tokens: request
-                    .max_tokens
-                    .map_or(self.settings.character_max_tokens, |asked| {
-                        asked.min(self.settings.character_max_tokens)
-                    }),
-                limits,
-            };
-            let outputs = character::start(character, route, turn);
-            return Ok(Started {
-                label,
-                kind: "character",
-                outputs,
-                trail,
-            });
-        }
-        let route = self.route(&model)?;
+        let label = target.label();
+        let route = match target {
+            Target::Character(character) => {
+                let route = self.character_route.clone().ok_or_else(|| {
+                    ApiError::upstream(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "no route is configured for characters to talk through",
+                        "no_character_route",
+                    )
+                })?;
+                let (text, history) = character::split_request(&request)?;
+                let turn = character::Turn {
+                    text,
+                    history,
+                    max_tokens: self.character_max_tokens(&request),
+                    limits,
+                };
+                return Ok(Started {
+                    label,
+                    kind: "character",
+                    outputs: character::start(character, route, turn),
+                    trail,
+                });
+            }
+            Target::Route(route) => route,
+        };
         let fallbacks = route
             .fallbacks
             .iter()
             .filter_map(|name| self.routes.named(name).cloned())
             .collect();
         Ok(Started {
-            label: route.name.clone(),
+            label,
             kind: if route.prompted.is_some() {
                 "prompted"
             } else {
@@ -194,20 +173,10 @@ impl Pipeline {
         })
     }
 
-    /// The route a model name resolves to, or the 404 naming the routes there are.
-    pub fn route(&self, model: &str) -> Result<Arc<Route>, ApiError> {
-        self.routes.resolve(model).cloned().ok_or_else(|| {
-            let known: Vec<&str> = self
-                .routes
-                .all()
-                .iter()
-                .map(|route| route.name.as_str())
-                .collect();
-            ApiError::not_found(format!(
-                "no route is named {}; configured routes: {}",
-                quote(model),
-                known.join(", ")
-            ))
-        })
+    /// Most tokens a character's reply to `request` may take: `character_max_tokens`, or
+    /// the client's smaller `max_tokens`.
+    pub fn character_max_tokens(&self, request: &ChatRequest) -> u32 {
+        let cap = self.settings.character_max_tokens;
+        request.max_tokens.map_or(cap, |asked| asked.min(cap))
     }
 }

@@ -15,9 +15,11 @@ use futures::{Stream, StreamExt, stream};
 use rand::Rng;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use switchboard_providers::{Backend, BackendError, ConnectionFailure, EventStream, TimeoutPhase};
+use switchboard_providers::{
+    Backend, BackendError, ConnectionFailure, EventStream, RetryClass, TimeoutPhase,
+};
 use switchboard_tools::Message;
-use switchboard_wire::{ChatRequest, DecodeErrorKind};
+use switchboard_wire::ChatRequest;
 
 use super::settings::Balance;
 
@@ -248,21 +250,11 @@ impl Drop for InFlight {
     }
 }
 
-/// Why an attempt is worth making again elsewhere; a metric label.
+/// Why the pool tried again elsewhere, or gave up on a route; a metric label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryReason {
-    Connect,
-    Reset,
-    RateLimited,
-    ServerError,
-    /// No first event within the route's `first_byte_timeout_secs`.
-    Timeout,
-    /// A success status with something that is not an answer (a web page, JSON without
-    /// `choices`, a body cut before its first event).
-    BadAnswer,
-    /// 404 or 501: the replica does not serve the route's model or endpoint, which the
-    /// route's replicas all do.
-    NotServed,
+    /// An attempt failed in a way worth retrying.
+    Backend(RetryClass),
     /// Every replica was ejected: nothing was tried.
     Ejected,
 }
@@ -270,69 +262,8 @@ pub enum RetryReason {
 impl RetryReason {
     pub fn label(self) -> &'static str {
         match self {
-            RetryReason::Connect => "connect_error",
-            RetryReason::Reset => "connection_reset",
-            RetryReason::RateLimited => "rate_limited",
-            RetryReason::ServerError => "server_error",
-            RetryReason::Timeout => "first_byte_timeout",
-            RetryReason::BadAnswer => "bad_answer",
-            RetryReason::NotServed => "not_served",
+            RetryReason::Backend(class) => class.label(),
             RetryReason::Ejected => "replicas_ejected",
-        }
-    }
-
-    /// Failures the same replica would most likely repeat (or that took a long wait to
-    /// show): tried again only on another replica.
-    fn elsewhere_only(self) -> bool {
-        matches!(
-            self,
-            RetryReason::Timeout | RetryReason::BadAnswer | RetryReason::NotServed
-        )
-    }
-
-    /// A failure the request could have hit on any healthy server counts for nothing
-    /// against this one: a 429 is the server protecting itself.
-    fn blames_replica(self) -> bool {
-        self != RetryReason::RateLimited
-    }
-
-    /// Whether an attempt failing this way before its first event may be made again; `None`
-    /// when not: the request's own fault (400, 401, 422, a request the format cannot
-    /// express), an error the backend explained in its answer, an answer too large. Of an
-    /// error after the first event, whether the replica is to blame.
-    pub fn of(error: &BackendError) -> Option<Self> {
-        match error {
-            BackendError::Connect {
-                failure: ConnectionFailure::ClosedBeforeAnswer,
-                ..
-            } => Some(RetryReason::Reset),
-            BackendError::Connect { .. }
-            | BackendError::Timeout {
-                phase: TimeoutPhase::Connect,
-            } => Some(RetryReason::Connect),
-            BackendError::Timeout { .. } => Some(RetryReason::Timeout),
-            // Headers came, then the connection died before a byte of the body.
-            BackendError::StreamCut { offset: 0, .. } => Some(RetryReason::Reset),
-            BackendError::StreamCut { .. } | BackendError::Incomplete(_) => {
-                Some(RetryReason::BadAnswer)
-            }
-            BackendError::Decode(decode)
-                if !matches!(
-                    decode.kind,
-                    DecodeErrorKind::Backend(_) | DecodeErrorKind::TooLarge { .. }
-                ) =>
-            {
-                Some(RetryReason::BadAnswer)
-            }
-            BackendError::Http {
-                status: 404 | 501, ..
-            } => Some(RetryReason::NotServed),
-            BackendError::Http { status: 429, .. } => Some(RetryReason::RateLimited),
-            BackendError::Http {
-                status: 500 | 502 | 503 | 504 | 529,
-                ..
-            } => Some(RetryReason::ServerError),
-            _ => None,
         }
     }
 }
@@ -516,7 +447,7 @@ impl Pool {
                 }
                 Err(error) => error,
             };
-            let Some(reason) = RetryReason::of(&failure) else {
+            let Some(class) = failure.retry_class() else {
                 tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(&failure), "backend attempt failed; not retryable");
                 return Err(PoolError::Failed(failure));
             };
@@ -527,7 +458,7 @@ impl Pool {
             if let Some(wait) = retry_after {
                 replica.pause(wait);
             }
-            if reason.blames_replica()
+            if class.blames_replica()
                 && let Some(length) = replica.failed(&self.settings)
             {
                 tracing::warn!(route = %self.route, upstream = %replica.url, seconds = length.as_secs_f64(), "replica ejected after failing");
@@ -537,7 +468,7 @@ impl Pool {
             }
             let exhausted = PoolError::Exhausted {
                 error: failure,
-                reason,
+                reason: RetryReason::Backend(class),
             };
             if attempt >= self.settings.retries {
                 tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; no retries left");
@@ -547,7 +478,7 @@ impl Pool {
             // again waits for what it asked, or the growing back-off.
             let now = Instant::now();
             let elsewhere = self.available(&tried, now) > 0;
-            if reason.elsewhere_only() && !elsewhere {
+            if class.elsewhere_only() && !elsewhere {
                 tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; no other replica to try");
                 return Err(exhausted);
             }
@@ -568,7 +499,7 @@ impl Pool {
                 return Err(exhausted);
             }
             tracing::warn!(route = %self.route, upstream = %replica.url, attempt, outcome = %outcome(exhausted.error()), "backend attempt failed; retrying");
-            metrics::counter!("gateway_retries_total", "route" => self.route.clone(), "reason" => reason.label())
+            metrics::counter!("gateway_retries_total", "route" => self.route.clone(), "reason" => class.label())
                 .increment(1);
             tokio::time::sleep(wait).await;
             attempt += 1;
@@ -603,7 +534,7 @@ impl Pool {
         };
         let first_event = started.elapsed();
         let first = match first {
-            Some(Err(error)) if RetryReason::of(&error).is_some() => return Err(error),
+            Some(Err(error)) if error.retry_class().is_some() => return Err(error),
             first => first,
         };
         metrics::histogram!("gateway_backend_ttfb_seconds", "route" => self.route.clone())
@@ -817,7 +748,7 @@ impl Holding {
             }
             Some(Err(error)) => {
                 self.settled = true;
-                if RetryReason::of(error).is_some_and(RetryReason::blames_replica) {
+                if error.retry_class().is_some_and(RetryClass::blames_replica) {
                     tracing::warn!(route = %self.route, upstream = %replica.url, outcome = %outcome(error), "replica broke an answer under way");
                     if let Some(length) = replica.failed(&self.settings) {
                         tracing::warn!(route = %self.route, upstream = %replica.url, seconds = length.as_secs_f64(), "replica ejected after failing");
@@ -974,54 +905,6 @@ mod tests {
             self::pool(3, Balance::LeastBusy).affinity(&first),
             None,
             "least_busy computes no key"
-        );
-    }
-
-    #[test]
-    fn what_is_retried() {
-        let http = |status| BackendError::Http {
-            status,
-            message: String::new(),
-            retry_after: None,
-        };
-        assert_eq!(RetryReason::of(&http(429)), Some(RetryReason::RateLimited));
-        for status in [500, 502, 503, 504] {
-            assert_eq!(
-                RetryReason::of(&http(status)),
-                Some(RetryReason::ServerError)
-            );
-        }
-        for status in [400, 401, 422] {
-            assert_eq!(RetryReason::of(&http(status)), None, "{status}");
-        }
-        for status in [404, 501] {
-            assert_eq!(RetryReason::of(&http(status)), Some(RetryReason::NotServed));
-        }
-        let cut = |offset| BackendError::StreamCut {
-            offset,
-            detail: String::new(),
-        };
-        assert_eq!(RetryReason::of(&cut(0)), Some(RetryReason::Reset));
-        assert_eq!(
-            RetryReason::of(&cut(10)),
-            Some(RetryReason::BadAnswer),
-            "bytes, but no event"
-        );
-        let decode = |kind| BackendError::Decode(switchboard_wire::DecodeError { offset: 0, kind });
-        assert_eq!(
-            RetryReason::of(&decode(DecodeErrorKind::Json("<html>".into()))),
-            Some(RetryReason::BadAnswer)
-        );
-        assert_eq!(
-            RetryReason::of(&decode(DecodeErrorKind::Backend("prompt too long".into()))),
-            None,
-            "the backend explained itself"
-        );
-        assert_eq!(
-            RetryReason::of(&BackendError::Timeout {
-                phase: TimeoutPhase::FirstByte
-            }),
-            Some(RetryReason::Timeout)
         );
     }
 }

@@ -13,6 +13,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use switchboard_tools::Toolset;
+use switchboard_wire::ChatRequest;
 use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
 
 use super::RequestId;
@@ -46,14 +48,20 @@ pub async fn handle(
         .get(CHARACTER_EVENTS_HEADER)
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
     let live = caller.live();
-    let (request, presentation, stream) = match parse(live, body, character_events).await {
+    let (request, tools, presentation, stream) = match parse(live, body, character_events).await {
         Ok(parsed) => parsed,
         Err(error) => return fail(&log, "-", error),
     };
     log.requested(&request.model);
-    if let Err(error) = caller::authorize(&caller, &request.model) {
-        return fail(&log, "-", error);
-    }
+    let request = match caller::resolve(&caller, &request.model) {
+        Ok(target) => GatewayRequest {
+            target,
+            request,
+            tools,
+            call_ids: CallIdShape::OpenAi,
+        },
+        Err(error) => return fail(&log, "-", error),
+    };
     if let Err(error) = caller::reserve(&caller, &request) {
         return fail(&log, "-", error);
     }
@@ -87,12 +95,13 @@ fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
     error.into_response()
 }
 
-/// The request in the pipeline's model, how to present the answer, and whether to stream it.
+/// The request in the pipeline's model with its tools compiled, how to present the answer,
+/// and whether to stream it.
 async fn parse(
     live: &Live,
     body: Body,
     character_events: bool,
-) -> Result<(GatewayRequest, Presentation, bool), ApiError> {
+) -> Result<(ChatRequest, Toolset, Presentation, bool), ApiError> {
     let value = read_json(body, live.config.max_body_bytes).await?;
     let checked = check_request(&value)?;
     let wire: ChatCompletionRequest = serde_json::from_value(value).map_err(|error| {
@@ -112,14 +121,5 @@ async fn parse(
         include_usage: checked.include_usage,
         character_events,
     };
-    Ok((
-        GatewayRequest {
-            model: checked.model,
-            request,
-            tools: checked.tools,
-            call_ids: CallIdShape::OpenAi,
-        },
-        presentation,
-        checked.stream,
-    ))
+    Ok((request, checked.tools, presentation, checked.stream))
 }

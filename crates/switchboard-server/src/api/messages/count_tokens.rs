@@ -27,18 +27,18 @@ pub async fn handle(
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
-    log.requested(&parsed.request.model);
-    let response = match caller.live().pipeline.count_tokens(parsed.request).await {
-        Ok((label, count)) => {
-            // A count consumes nothing: no tokens are tallied.
-            log.finish(&label, StatusCode::OK, Tally::default(), false);
-            let mut response = Json(json!({"input_tokens": count.tokens})).into_response();
-            response
-                .headers_mut()
-                .insert(TOKEN_COUNT, HeaderValue::from_static(count.source));
-            response
-        }
-        Err(error) => fail(&log, "-", error),
-    };
+    log.requested(&parsed.request.request.model);
+    let count = caller.live().pipeline.count_tokens(&parsed.request).await;
+    // A count consumes nothing: no tokens are tallied.
+    log.finish(
+        &parsed.request.target.label(),
+        StatusCode::OK,
+        Tally::default(),
+        false,
+    );
+    let mut response = Json(json!({"input_tokens": count.tokens})).into_response();
+    response
+        .headers_mut()
+        .insert(TOKEN_COUNT, HeaderValue::from_static(count.source));
     with_headers(response, &request_id, &parsed.dropped)
 }

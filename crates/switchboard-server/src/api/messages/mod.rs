@@ -27,7 +27,7 @@ use super::sse;
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, message_id};
-use crate::pipeline::{CHARACTER_PREFIX, GatewayRequest, collect_with, estimate_tokens};
+use crate::pipeline::{GatewayRequest, Target, collect_with, estimate_tokens};
 pub use render::error_response;
 use render::{EventRenderer, Presentation, WholeMessage};
 use validate::{Endpoint, check_request};
@@ -63,13 +63,13 @@ pub async fn handle(
         Ok(parsed) => parsed,
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
-    log.requested(&parsed.request.model);
+    log.requested(&parsed.request.request.model);
     if let Err(error) = caller::reserve(&caller, &parsed.request) {
         return with_headers(fail(&log, "-", error), &request_id, &[]);
     }
     let presentation = Presentation {
         id: message_id(),
-        model: parsed.request.model.clone(),
+        model: parsed.request.request.model.clone(),
         // Only a stream announces usage before the end.
         input_estimate: if parsed.stream {
             estimate_tokens(&parsed.request.request)
@@ -147,9 +147,7 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
     let live = caller.live();
     let mut value = read_json(body, live.config.max_body_bytes).await?;
     let checked = check_request(&value, endpoint)?;
-    if let Some(model) = value.get("model").and_then(serde_json::Value::as_str) {
-        caller::authorize(caller, model)?;
-    }
+    let target = caller::resolve(caller, &checked.model)?;
     if endpoint == Endpoint::CountTokens {
         // Counting takes no limit, but the request model has one.
         value["max_tokens"] = serde_json::json!(1);
@@ -177,18 +175,14 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
             .cloned()
             .collect();
     }
-    let anthropic_backend = !checked.model.starts_with(CHARACTER_PREFIX)
-        && live
-            .pipeline
-            .routes
-            .resolve(&checked.model)
-            .is_some_and(|route| route.format == Format::Anthropic);
+    let anthropic_backend =
+        matches!(&target, Target::Route(route) if route.format == Format::Anthropic);
     if !anthropic_backend {
         for_model_servers(&mut request);
     }
     Ok(Parsed {
         request: GatewayRequest {
-            model: checked.model,
+            target,
             request,
             tools: checked.tools,
             call_ids: CallIdShape::Anthropic,

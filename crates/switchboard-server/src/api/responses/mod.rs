@@ -85,7 +85,7 @@ pub async fn create(
         keep,
         dropped,
     } = prepared;
-    log.requested(&gateway.model);
+    log.requested(&gateway.request.model);
     if let Err(error) = caller::reserve(&caller, &gateway) {
         return fail(&log, "-", error);
     }
@@ -235,7 +235,7 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
     let limit = caller.live().config.max_body_bytes;
     let (value, body_bytes) = read_json_sized(body, limit).await?;
     let request = check_request(value)?;
-    caller::authorize(caller, &request.model)?;
+    let target = caller::resolve(caller, &request.model)?;
     let input = parse_input(&request.input).map_err(convert_error)?;
     let history = match &request.previous_response_id {
         None => Conversation::default(),
@@ -287,7 +287,7 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
     };
     Ok(Prepared {
         gateway: GatewayRequest {
-            model: chat.model.clone(),
+            target,
             request: chat,
             tools,
             call_ids: CallIdShape::OpenAi,

@@ -1,0 +1,74 @@
+//! What a request's model name resolved to: a route (by name, alias or the default route)
+//! or a character. Resolved once, when the front-end has parsed the body; the same value
+//! then decides authorization, the token reservation, the answer and the log line.
+
+use std::sync::Arc;
+
+use switchboard_characters::Character;
+use switchboard_tools::quote;
+
+use super::{Pipeline, character};
+use crate::error::ApiError;
+use crate::upstream::Route;
+
+/// The route or character that answers a request.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Route(Arc<Route>),
+    Character(Arc<Character>),
+}
+
+impl Target {
+    /// The id `/v1/models` lists it under and keys' `routes` globs are matched against: the
+    /// route's name (whichever alias was asked for) or `character/<file stem>`.
+    pub fn id(&self) -> Option<String> {
+        match self {
+            Self::Route(route) => Some(route.name.clone()),
+            Self::Character(character) => character::id(character),
+        }
+    }
+
+    /// Its name in log lines and metric labels: never the raw client string.
+    pub fn label(&self) -> String {
+        match self {
+            Self::Route(route) => route.name.clone(),
+            Self::Character(character) => format!("{}{}", character::PREFIX, character.name()),
+        }
+    }
+}
+
+impl Pipeline {
+    /// The route or character a model name names, or the 404 that says what there is.
+    pub fn resolve(&self, model: &str) -> Result<Target, ApiError> {
+        match model.strip_prefix(character::PREFIX) {
+            Some(name) => self
+                .characters
+                .get(name)
+                .map(Target::Character)
+                .ok_or_else(|| {
+                    ApiError::not_found(format!(
+                        "no character named {} is loaded; GET /v1/models lists them",
+                        quote(name)
+                    ))
+                }),
+            None => self
+                .routes
+                .resolve(model)
+                .cloned()
+                .map(Target::Route)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = self
+                        .routes
+                        .all()
+                        .iter()
+                        .map(|route| route.name.as_str())
+                        .collect();
+                    ApiError::not_found(format!(
+                        "no route is named {}; configured routes: {}",
+                        quote(model),
+                        known.join(", ")
+                    ))
+                }),
+        }
+    }
+}
