@@ -240,12 +240,12 @@ mod tests {
             ContentBlock::image("A".repeat(1000), "image/png"),
             ContentBlock::image("AAAA", "image/png"),
         ]);
-        let output = CallOutput::from_result(result, 100);
+        let output = CallOutput::from_result(result, 200);
         assert_eq!(output.media.len(), 1);
         assert!(
             output
                 .text
-                .contains("image/png of 1000 bytes (base64) left out"),
+                .contains("image/png of 1000 bytes (base64) left out: past the 200-byte bound"),
             "{}",
             output.text
         );
