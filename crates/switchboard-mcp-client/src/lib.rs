@@ -14,6 +14,7 @@ mod config;
 mod error;
 mod handler;
 mod output;
+mod session_client;
 mod stdio;
 mod upstream;
 

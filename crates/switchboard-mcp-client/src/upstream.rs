@@ -28,6 +28,7 @@ use crate::config::{Transport, UpstreamConfig};
 use crate::error::UpstreamError;
 use crate::handler::Handler;
 use crate::output::CallOutput;
+use crate::session_client::SessionAwareClient;
 use crate::stdio;
 
 /// The first wait before reconnecting; it doubles on each failure up to [`MAX_BACKOFF`].
@@ -239,6 +240,17 @@ impl Upstream {
                     return Err(self.rejected(
                         "it answered with a task, which the gateway does not follow".to_owned(),
                     ));
+                }
+                // A server restarted behind the same URL knows no session. The spec asks
+                // for a 404 (which rmcp recovers from itself), but the reference servers
+                // answer an unknown session id with a 400 and a JSON-RPC error (-32000 "Bad
+                // Request: No valid session ID provided"): that too means the session is lost.
+                Err(ServiceError::McpError(error))
+                    if is_http
+                        && after_generation == 0
+                        && error.message.to_ascii_lowercase().contains("session") =>
+                {
+                    ServiceError::McpError(error)
                 }
                 Err(ServiceError::McpError(error)) => {
                     return Err(self.rejected(format!(
@@ -535,7 +547,9 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                     .into_iter()
                     .filter_map(|(name, value)| Some((name?, value)))
                     .collect();
-                let transport = StreamableHttpClientTransport::from_config(transport_config);
+                let client = SessionAwareClient::new()?;
+                let transport =
+                    StreamableHttpClientTransport::with_client(client, transport_config);
                 let running = handler
                     .serve_with_lifecycle(transport, lifecycle)
                     .await

@@ -99,6 +99,7 @@ pub fn http(name: &str, url: &str, headers: BTreeMap<String, String>) -> Upstrea
 
 /// Starts `config` and waits for its first connection.
 pub async fn connected(config: UpstreamConfig) -> Upstream {
+    logs();
     let upstream = Upstream::start(config).unwrap();
     tokio::time::timeout(Duration::from_secs(60), upstream.ready())
         .await
@@ -148,4 +149,14 @@ pub fn script(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_owned()
+}
+
+/// Logs to the test's output when RUST_LOG is set.
+pub fn logs() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
 }

@@ -215,3 +215,34 @@ async fn memory_creates_entities_and_reads_them_back() {
         .unwrap();
     assert!(graph.text.contains("routes LLM calls"), "{}", graph.text);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn everything_restarted_behind_the_same_url_is_reopened_and_the_call_retried() {
+    let Some((node, entry)) = reference_server("everything") else {
+        return;
+    };
+    let port = free_port();
+    let port_text = port.to_string();
+    let arguments = [entry.to_str().unwrap(), "streamableHttp"];
+    let env = [("PORT", port_text.as_str())];
+    let server = Server::start(&node, &arguments, &env, port).await;
+    let upstream = connected(http(
+        "everything",
+        &format!("http://127.0.0.1:{port}/mcp"),
+        BTreeMap::new(),
+    ))
+    .await;
+    let first = upstream
+        .call("echo", args(json!({"message": "one"})), None)
+        .await
+        .unwrap();
+    assert_eq!(first.text, "Echo: one");
+    drop(server);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let _server = Server::start(&node, &arguments, &env, port).await;
+    let second = upstream
+        .call("echo", args(json!({"message": "two"})), None)
+        .await
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(second.text, "Echo: two");
+}
