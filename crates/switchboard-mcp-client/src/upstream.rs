@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, MetaObject, ProtocolVersion, RequestMetaObject,
+    ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService,
@@ -469,6 +470,7 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
         protocol_version,
     });
     tracing::info!(server = %shared.name, "MCP server connected");
+    let _listening = listen_for_changes(shared, &peer);
     let waiting = running.waiting();
     tokio::pin!(waiting);
     loop {
@@ -502,6 +504,51 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
         why,
         reconnect_now: false,
     }
+}
+
+/// Aborts a task when dropped: a connection's helpers end with it.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// In the current era a server sends `notifications/tools/list_changed` only on a
+/// `subscriptions/listen` stream the client opened (the older era sends it unasked, to
+/// the handler). Opened when the server says its list can change.
+fn listen_for_changes(shared: &Arc<Shared>, peer: &Peer<RoleClient>) -> Option<AbortOnDrop> {
+    let info = peer.peer_info()?;
+    let changes = info
+        .capabilities
+        .tools
+        .as_ref()
+        .is_some_and(|tools| tools.list_changed == Some(true));
+    if info.protocol_version.has_initialize() || !changes {
+        return None;
+    }
+    let peer = peer.clone();
+    let tools_changed = shared.tools_changed.clone();
+    let name = shared.name.clone();
+    Some(AbortOnDrop(tokio::spawn(async move {
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let mut subscription = match peer.listen(filter).await {
+            Ok(subscription) => subscription,
+            Err(error) => {
+                tracing::warn!(server = %name, %error, "could not listen for tool list changes");
+                return;
+            }
+        };
+        while let Ok(Some(notification)) = subscription.next().await {
+            if matches!(
+                notification,
+                ServerNotification::ToolListChangedNotification(_)
+            ) {
+                tools_changed.notify_one();
+            }
+        }
+    })))
 }
 
 /// Spawns or reaches the server and makes the handshake, within the connect deadline, then

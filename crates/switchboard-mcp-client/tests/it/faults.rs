@@ -18,6 +18,7 @@ const FAULTY: &str = r#"
 import json, os, sys, time
 
 mode = sys.argv[1]
+listening = None
 if len(sys.argv) > 2:
     with open(sys.argv[2], "w") as f:
         f.write(str(os.getpid()))
@@ -41,6 +42,13 @@ for line in sys.stdin:
         continue
     id, method = message.get("id"), message.get("method")
     if id is None or method is None:
+        continue
+    if method == "subscriptions/listen":
+        # Acknowledged, and never answered: the stream stays open for notifications.
+        listening = id
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"notifications": {"toolsListChanged": True},
+                         "_meta": {"io.modelcontextprotocol/subscriptionId": id}}})
         continue
     if method == "server/discover":
         if mode == "silent":
@@ -92,6 +100,13 @@ for line in sys.stdin:
             tools.append({"name": "grown", "inputSchema": {"type": "object"}})
             text(id, "grown")
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        elif mode == "modern-grow":
+            tools.append({"name": "grown", "inputSchema": {"type": "object"}})
+            text(id, "grown")
+            # As the current era has it: only on a stream the client opened.
+            if listening is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                      "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": listening}}})
         else:
             text(id, "done: " + json.dumps(arguments.get("what")) + " meta: " + json.dumps(message["params"].get("_meta", {}).get("traceparent")))
 "#;
@@ -349,9 +364,18 @@ async fn a_current_era_input_required_result_becomes_a_tool_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_list_changed_notification_refreshes_the_tools_and_bumps_the_counter() {
+    list_changed("grow").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_the_current_era_list_changes_come_on_a_subscription_that_refreshes_the_tools() {
+    list_changed("modern-grow").await;
+}
+
+async fn list_changed(mode: &str) {
     let Some(python) = python(None) else { return };
     let dir = tempfile::tempdir().unwrap();
-    let upstream = connected(faulty(dir.path(), &python, "grow")).await;
+    let upstream = connected(faulty(dir.path(), &python, mode)).await;
     let mut changes = upstream.changes();
     let seen = *changes.borrow_and_update();
     assert_eq!(upstream.tools().len(), 1);
