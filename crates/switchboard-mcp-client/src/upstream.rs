@@ -262,6 +262,11 @@ impl Upstream {
                 Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                     error
                 }
+                Err(ServiceError::UnexpectedResponse) => {
+                    return Err(self.rejected(
+                        "it answered with something that is not a tool result".to_owned(),
+                    ));
+                }
                 Err(error) => return Err(self.rejected(error.to_string())),
                 Ok(_) => {
                     return Err(

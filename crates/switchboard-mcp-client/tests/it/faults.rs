@@ -307,14 +307,11 @@ async fn answers_to_other_ids_and_invalid_json_rpc_fail_the_call_not_the_connect
         "{:?}",
         started.elapsed()
     );
-    assert!(
-        matches!(
-            error,
-            UpstreamError::Timeout { .. } | UpstreamError::Rejected { .. }
-        ),
-        "{error}"
+    // The answer to another id is ignored; the one that is not a result fails the call.
+    assert_eq!(
+        error.to_string(),
+        "tool server fs rejected the call: it answered with something that is not a tool result"
     );
-    eprintln!("a result that is not an object: {error}");
     assert!(matches!(upstream.state(), UpstreamState::Ready { .. }));
 }
 
@@ -387,4 +384,34 @@ async fn list_changed(mode: &str) {
     assert!(*changes.borrow() > seen);
     let names: Vec<String> = upstream.tools().into_iter().map(|tool| tool.name).collect();
     assert_eq!(names, ["work", "grown"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_the_last_handle_ends_the_child() {
+    let Some(python) = python(None) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "faulty.py", FAULTY);
+    let pid_file = dir.path().join("pid");
+    let upstream = connected(stdio(
+        "fs",
+        &[&python, "-u", &path, "normal", pid_file.to_str().unwrap()],
+    ))
+    .await;
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let proc = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+    assert!(proc.exists());
+    let clone = upstream.clone();
+    drop(upstream);
+    clone.call("work", args(json!({})), None).await.unwrap();
+    drop(clone);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Gone, or a zombie until reaped: either way no longer running.
+    while proc.exists()
+        && !std::fs::read_to_string(proc.join("status"))
+            .unwrap_or_default()
+            .contains("zombie")
+    {
+        assert!(Instant::now() < deadline, "the child outlived its upstream");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

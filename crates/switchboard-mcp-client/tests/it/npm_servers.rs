@@ -26,6 +26,15 @@ async fn everything_over_stdio_lists_and_echoes_in_an_initialize_session() {
         other => panic!("{other:?}"),
     }
     let tools = upstream.tools();
+    // The gateway declares no elicitation capability, so the server leaves out its tools
+    // that would ask the user.
+    assert!(
+        tools
+            .iter()
+            .all(|tool| tool.name != "trigger-elicitation-request"),
+        "{:?}",
+        tools.iter().map(|tool| &tool.name).collect::<Vec<_>>()
+    );
     let echo = tools.iter().find(|tool| tool.name == "echo").unwrap();
     assert_eq!(echo.input_schema["properties"]["message"]["type"], "string");
     assert_eq!(echo.annotations.as_ref().unwrap()["readOnlyHint"], true);
