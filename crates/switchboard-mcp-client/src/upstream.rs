@@ -96,6 +96,8 @@ struct Shared {
     tools_changed: Arc<Notify>,
     /// A call lost its HTTP connection: drop it and open another now, without back-off.
     reconnect: Notify,
+    /// The generation of the connection lost, so a late request does not drop a newer one.
+    lost_generation: Mutex<u64>,
     http_headers: Option<http::HeaderMap>,
 }
 
@@ -132,6 +134,7 @@ impl Upstream {
             changes: watch::Sender::new(0),
             tools_changed: Arc::new(Notify::new()),
             reconnect: Notify::new(),
+            lost_generation: Mutex::new(0),
             http_headers,
         });
         tokio::spawn(supervise(shared.clone(), stop_rx));
@@ -267,7 +270,7 @@ impl Upstream {
                         "it answered with something that is not a tool result".to_owned(),
                     ));
                 }
-                Err(error) => return Err(self.rejected(error.to_string())),
+                Err(error) => return Err(self.rejected(plain(&error))),
                 Ok(_) => {
                     return Err(
                         self.rejected("it answered with a result of an unknown kind".to_owned())
@@ -279,8 +282,12 @@ impl Upstream {
                 // A lost HTTP session or connection: open another and retry once. The
                 // server never answered this request, so repeating it is the expected
                 // recovery (rmcp itself retries a POST that met an expired session).
-                tracing::info!(server = %shared.name, %error, "connection lost during a call; reconnecting and retrying once");
+                tracing::info!(server = %shared.name, error = %plain(&error), "connection lost during a call; reconnecting and retrying once");
                 after_generation = generation;
+                {
+                    let mut lost = lock(&shared.lost_generation);
+                    *lost = (*lost).max(generation);
+                }
                 shared.reconnect.notify_one();
                 continue;
             }
@@ -342,7 +349,7 @@ impl Upstream {
         {
             return format!("lost during the call: {error}");
         }
-        format!("lost during the call: {error}")
+        format!("lost during the call: {}", plain(error))
     }
 
     fn unavailable(&self, why: String) -> UpstreamError {
@@ -487,7 +494,9 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
                 }
             }
             _ = shared.reconnect.notified() => {
-                return Ended { why: "the connection was lost during a call".to_owned(), reconnect_now: true };
+                if *lock(&shared.lost_generation) >= generation {
+                    return Ended { why: "the connection was lost during a call".to_owned(), reconnect_now: true };
+                }
             }
         }
     }
@@ -635,7 +644,7 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                 config.call_timeout.as_secs_f64()
             )
         })?
-        .map_err(|error| format!("it could not list its tools: {error}"))?;
+        .map_err(|error| format!("it could not list its tools: {}", plain(&error)))?;
     Ok(connection)
 }
 
@@ -646,7 +655,21 @@ fn handshake_failed(
     if let Some(why) = overflow.and_then(|slot| lock(slot).clone()) {
         return why;
     }
-    format!("the MCP handshake failed: {error}")
+    format!("the MCP handshake failed: {}", plain(error))
+}
+
+/// An rmcp error's text without the Rust type names of its transport
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: `), which tell an
+/// operator nothing.
+fn plain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    while let Some(start) = text.find("Transport [") {
+        let Some(end) = text[start..].find("] error: ") else {
+            break;
+        };
+        text.replace_range(start..start + end + "] error: ".len(), "");
+    }
+    text
 }
 
 /// Lists the tools again and bumps the change counter when the allowed list differs.
@@ -680,4 +703,20 @@ async fn refresh_tools(shared: &Shared, peer: &Peer<RoleClient>) -> Result<(), S
         shared.changes.send_modify(|count| *count += 1);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain;
+
+    #[test]
+    fn transport_type_names_are_left_out_of_error_text() {
+        let error = std::io::Error::other(
+            "Send message error Transport [rmcp::transport::worker::WorkerTransport<a::B<c::D>>] error: Client error: refused, when send discover request",
+        );
+        assert_eq!(
+            plain(&error),
+            "Send message error Client error: refused, when send discover request"
+        );
+    }
 }

@@ -213,3 +213,59 @@ async fn a_restarted_server_that_lost_every_session_is_reopened_and_the_call_ret
     let seen = stats(port).await;
     assert_eq!(seen["initialize"], 1, "{seen}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_server_that_went_away_fails_calls_clearly_and_serves_again_once_back() {
+    let Some(python) = python(None) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "double.py", DOUBLE);
+    let port = free_port();
+    let double = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
+    let headers = BTreeMap::from([("X-Api-Key".to_owned(), "secret-key-4711".to_owned())]);
+    let upstream = connected(http(
+        "double",
+        &format!("http://127.0.0.1:{port}/mcp"),
+        headers,
+    ))
+    .await;
+    upstream
+        .call("whoami", args(json!({})), None)
+        .await
+        .unwrap();
+    drop(double);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let error = upstream
+        .call("whoami", args(json!({})), None)
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("tool server double is unavailable: "),
+        "{error}"
+    );
+    assert!(
+        !format!("{error:?}").contains("secret-key-4711"),
+        "{error:?}"
+    );
+    let _back = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match upstream.call("whoami", args(json!({})), None).await {
+            Ok(output) => {
+                assert_eq!(output.text, "session s1");
+                break;
+            }
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
