@@ -252,6 +252,7 @@ impl Upstream {
                 Err(ServiceError::McpError(error))
                     if is_http
                         && after_generation == 0
+                        && in_session(&peer)
                         && error.message.to_ascii_lowercase().contains("session") =>
                 {
                     ServiceError::McpError(error)
@@ -279,9 +280,11 @@ impl Upstream {
             };
             // The connection went away under the call.
             if is_http && after_generation == 0 {
-                // A lost HTTP session or connection: open another and retry once. The
-                // server never answered this request, so repeating it is the expected
-                // recovery (rmcp itself retries a POST that met an expired session).
+                // A lost HTTP session or connection: open another and retry once, as rmcp
+                // itself does for a POST that met an expired session. The request got no
+                // answer; if the connection was cut after the server had read it, the tool
+                // may run twice, which is the price of not failing every call that meets a
+                // restarted server.
                 tracing::info!(server = %shared.name, error = %plain(&error), "connection lost during a call; reconnecting and retrying once");
                 after_generation = generation;
                 {
@@ -367,6 +370,12 @@ impl Upstream {
     }
 }
 
+/// Whether the connection is an `initialize` session (the older era), not stateless.
+fn in_session(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| info.protocol_version.has_initialize())
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -402,6 +411,8 @@ fn header_map(
 /// stdout reader says why it gave up.
 struct Connection {
     running: RunningService<RoleClient, Handler>,
+    /// The current era's subscription to tool list changes, ended with the connection.
+    listening: Option<AbortOnDrop>,
     child: Option<Child>,
     overflow: Option<Arc<Mutex<Option<String>>>>,
 }
@@ -468,6 +479,7 @@ struct Ended {
 async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) -> Ended {
     let Connection {
         running,
+        listening: _listening,
         mut child,
         overflow,
     } = connection;
@@ -482,7 +494,6 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
         protocol_version,
     });
     tracing::info!(server = %shared.name, "MCP server connected");
-    let _listening = listen_for_changes(shared, &peer);
     let waiting = running.waiting();
     tokio::pin!(waiting);
     loop {
@@ -531,8 +542,9 @@ impl Drop for AbortOnDrop {
 
 /// In the current era a server sends `notifications/tools/list_changed` only on a
 /// `subscriptions/listen` stream the client opened (the older era sends it unasked, to
-/// the handler). Opened when the server says its list can change.
-fn listen_for_changes(shared: &Arc<Shared>, peer: &Peer<RoleClient>) -> Option<AbortOnDrop> {
+/// the handler). Opened when the server says its list can change, before the tools are
+/// listed, so no change between the listing and the subscription goes unseen.
+async fn listen_for_changes(shared: &Shared, peer: &Peer<RoleClient>) -> Option<AbortOnDrop> {
     let info = peer.peer_info()?;
     let changes = info
         .capabilities
@@ -542,18 +554,25 @@ fn listen_for_changes(shared: &Arc<Shared>, peer: &Peer<RoleClient>) -> Option<A
     if info.protocol_version.has_initialize() || !changes {
         return None;
     }
-    let peer = peer.clone();
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut subscription = match tokio::time::timeout(
+        shared.config.call_timeout,
+        peer.listen(filter),
+    )
+    .await
+    {
+        Ok(Ok(subscription)) => subscription,
+        Ok(Err(error)) => {
+            tracing::warn!(server = %shared.name, error = %plain(&error), "could not listen for tool list changes");
+            return None;
+        }
+        Err(_) => {
+            tracing::warn!(server = %shared.name, "no answer to listening for tool list changes");
+            return None;
+        }
+    };
     let tools_changed = shared.tools_changed.clone();
-    let name = shared.name.clone();
     Some(AbortOnDrop(tokio::spawn(async move {
-        let filter = SubscriptionFilter::builder().tools_list_changed().build();
-        let mut subscription = match peer.listen(filter).await {
-            Ok(subscription) => subscription,
-            Err(error) => {
-                tracing::warn!(server = %name, %error, "could not listen for tool list changes");
-                return;
-            }
-        };
         while let Ok(Some(notification)) = subscription.next().await {
             if matches!(
                 notification,
@@ -593,6 +612,7 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                     .map_err(|error| handshake_failed(&error, Some(&spawned.overflow)))?;
                 Ok::<_, String>(Connection {
                     running,
+                    listening: None,
                     child: Some(spawned.child),
                     overflow: Some(spawned.overflow),
                 })
@@ -617,6 +637,7 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                     .map_err(|error| handshake_failed(&error, None))?;
                 Ok::<_, String>(Connection {
                     running,
+                    listening: None,
                     child: None,
                     overflow: None,
                 })
@@ -631,12 +652,14 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                 config.connect_timeout.as_secs_f64()
             )
         })??;
-    let peer = connection.running.peer();
+    let mut connection = connection;
+    let peer = connection.running.peer().clone();
     // rmcp caches list results by default; tools are listed here on purpose and a cached
     // list would hide a change (and a stale result served on error would hide a failure).
     peer.set_response_cache_config(ClientCacheConfig::disabled())
         .await;
-    tokio::time::timeout(config.call_timeout, refresh_tools(shared, peer))
+    connection.listening = listen_for_changes(shared, &peer).await;
+    tokio::time::timeout(config.call_timeout, refresh_tools(shared, &peer))
         .await
         .map_err(|_| {
             format!(
