@@ -23,6 +23,9 @@ if len(sys.argv) > 2:
     with open(sys.argv[2], "w") as f:
         f.write(str(os.getpid()))
 out = sys.stdout.buffer
+if mode == "stderr":
+    sys.stderr.write("hello from stderr\n" + "e" * 100000 + "\n")
+    sys.stderr.flush()
 tools = [{"name": "work", "description": "does work", "inputSchema": {"type": "object"}}]
 
 def send(message):
@@ -412,6 +415,52 @@ async fn dropping_the_last_handle_ends_the_child() {
             .contains("zombie")
     {
         assert!(Instant::now() < deadline, "the child outlived its upstream");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Collects what the test's own subscriber logs.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+// One thread, so the subscriber set for this test sees the stderr reader's task too.
+#[tokio::test(flavor = "current_thread")]
+async fn the_childs_stderr_is_logged_by_line_under_its_name_and_long_lines_are_cut() {
+    let Some(python) = python(None) else { return };
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = connected(faulty(dir.path(), &python, "stderr")).await;
+    upstream.call("work", args(json!({})), None).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let logged = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+        let hello = logged
+            .lines()
+            .any(|line| line.contains("stderr: hello from stderr") && line.contains("server=fs"));
+        let cut = logged
+            .lines()
+            .any(|line| line.contains("[… 95904 bytes cut]"));
+        if hello && cut {
+            assert!(logged.len() < 20_000, "{} bytes logged", logged.len());
+            break;
+        }
+        assert!(Instant::now() < deadline, "{logged}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
