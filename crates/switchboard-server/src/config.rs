@@ -11,6 +11,7 @@ use switchboard_wire::Format;
 
 use crate::access::{KeyConfig, SecretConfig};
 pub use crate::store::StoreSettings;
+pub use crate::tool_servers::McpServerConfig;
 pub use crate::upstream::{Balance, RouteConfig, ToolCallPolicy, ToolCalling};
 
 /// Everything `serve` needs to start.
@@ -75,6 +76,9 @@ pub struct Config {
     pub responses: StoreSettings,
     #[serde(default, rename = "route")]
     pub routes: Vec<RouteConfig>,
+    /// Upstream MCP servers: their tools served at `/mcp` and offered to characters.
+    #[serde(default, rename = "mcp_server")]
+    pub mcp_servers: Vec<McpServerConfig>,
     /// Client keys; without any, the gateway is open (and then only on a loopback address
     /// unless `allow_unauthenticated`).
     #[serde(default, rename = "key")]
@@ -250,6 +254,7 @@ impl Config {
             idle_timeout_secs: default_idle_timeout(),
             max_connections: default_max_connections(),
             routes,
+            mcp_servers: Vec::new(),
             keys: Vec::new(),
             allow_unauthenticated: false,
             metrics_key: None,
@@ -382,6 +387,7 @@ impl Config {
         if self.responses.store_max_entries == 0 {
             problems.push("responses.store_max_entries must be at least 1".to_owned());
         }
+        problems.extend(crate::tool_servers::check_servers(&self.mcp_servers));
         problems.extend(crate::access::check(
             &self.keys,
             self.metrics_key.as_ref(),

@@ -12,7 +12,8 @@
 //!   checks on the model's calls;
 //! - the parts, which know neither the file nor the front-ends: `upstream/` (routes,
 //!   replica pools, health), `access/` (keys and limits), `store` (stored responses),
-//!   `connections` (client connections under their limits);
+//!   `tool_servers/` (upstream MCP servers as a tool source), `connections` (client
+//!   connections under their limits);
 //! - the leaves: `error`, `ids`, `traces`, `telemetry`, `redis_link`, `h2c`.
 //!
 //! It must not know how the binary parses its command line or prints.
@@ -30,6 +31,7 @@ mod redis_link;
 mod state;
 mod store;
 mod telemetry;
+mod tool_servers;
 pub mod traces;
 mod upstream;
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_characters::{CharacterRegistry, LoadOptions};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
@@ -17,6 +18,7 @@ use crate::connections::ConnectionLimits;
 use crate::pipeline::Pipeline;
 use crate::store::{self, ResponseStore};
 use crate::telemetry;
+use crate::tool_servers::ToolServers;
 use crate::upstream::ToolCalling;
 use crate::upstream::{Health, Route, RouteTable};
 
@@ -37,6 +39,9 @@ pub struct AppState {
 #[derive(Debug)]
 struct Reloadable {
     current: ArcSwap<Live>,
+    /// The same snapshots, for what must follow each swap (the MCP endpoint's change
+    /// notices).
+    swaps: watch::Sender<Arc<Live>>,
     /// Held while a reload builds and swaps, so that two reloads cannot both start from
     /// the same configuration.
     reloading: Mutex<()>,
@@ -56,6 +61,8 @@ pub struct Live {
     pub health: Health,
     /// The keys and their limits.
     pub access: Arc<Access>,
+    /// The upstream MCP servers; a server a reload leaves unchanged keeps its connection.
+    pub tool_servers: ToolServers,
 }
 
 impl fmt::Debug for Live {
@@ -98,6 +105,13 @@ impl Live {
                 Some(_) => {}
             }
         }
+        let tool_servers = ToolServers::build(
+            &config.mcp_servers,
+            env,
+            previous.map(|live| &live.tool_servers),
+        )
+        .map_err(|found| problems.extend(found))
+        .ok();
         let mut routes = Vec::with_capacity(config.routes.len());
         for (index, route) in config.routes.iter().enumerate() {
             match Route::from_config(route, config.request_timeout(), env) {
@@ -107,9 +121,12 @@ impl Live {
                 }
             }
         }
-        let Some(access) = access.filter(|_| problems.is_empty()) else {
+        let (Some(access), Some(tool_servers)) = (access, tool_servers) else {
             return Err(Problems(problems));
         };
+        if !problems.is_empty() {
+            return Err(Problems(problems));
+        }
         let routes = RouteTable::new(&config.routes, config.default_route.as_deref(), routes)
             .map_err(|problem| Problems(vec![problem]))?;
         let character_route = match &config.character_route {
@@ -133,6 +150,7 @@ impl Live {
             },
             config,
             access: Arc::new(access),
+            tool_servers,
         })
     }
 }
@@ -148,6 +166,11 @@ pub struct Reloaded {
     pub keys_added: Vec<String>,
     pub keys_removed: Vec<String>,
     pub keys_changed: Vec<String>,
+    /// MCP servers, told only where a configuration had any.
+    pub mcp_servers: Option<usize>,
+    pub mcp_servers_added: Vec<String>,
+    pub mcp_servers_removed: Vec<String>,
+    pub mcp_servers_changed: Vec<String>,
     /// Settings the file changed that only a restart applies; the running values stay.
     pub needs_restart: Vec<&'static str>,
 }
@@ -156,6 +179,9 @@ impl Reloaded {
     fn between(before: &Config, after: &Config, needs_restart: Vec<&'static str>) -> Self {
         let routes = Changes::between(&before.routes, &after.routes, |route| &route.name);
         let keys = Changes::between(&before.keys, &after.keys, |key| &key.name);
+        let servers = Changes::between(&before.mcp_servers, &after.mcp_servers, |server| {
+            &server.name
+        });
         Self {
             routes: after.routes.len(),
             routes_added: routes.added,
@@ -165,6 +191,11 @@ impl Reloaded {
             keys_added: keys.added,
             keys_removed: keys.removed,
             keys_changed: keys.changed,
+            mcp_servers: (!before.mcp_servers.is_empty() || !after.mcp_servers.is_empty())
+                .then_some(after.mcp_servers.len()),
+            mcp_servers_added: servers.added,
+            mcp_servers_removed: servers.removed,
+            mcp_servers_changed: servers.changed,
             needs_restart,
         }
     }
@@ -195,11 +226,23 @@ impl fmt::Display for Reloaded {
             ),
             self.keys,
             changes(&self.keys_added, &self.keys_removed, &self.keys_changed)
-        )
+        )?;
+        match self.mcp_servers {
+            Some(count) => write!(
+                f,
+                ", {count} MCP server(s) ({})",
+                changes(
+                    &self.mcp_servers_added,
+                    &self.mcp_servers_removed,
+                    &self.mcp_servers_changed
+                )
+            ),
+            None => Ok(()),
+        }
     }
 }
 
-/// Entries of a list (routes, keys) added, removed and changed, matched by name.
+/// Entries of a list (routes, keys, MCP servers) added, removed and changed, matched by name.
 struct Changes {
     added: Vec<String>,
     removed: Vec<String>,
@@ -252,9 +295,11 @@ impl AppState {
         let live = Live::build(config.clone(), env, None, &characters, &cut)?;
         let responses = store::open(&config.responses, config.state.as_deref())
             .map_err(|problem| Problems(vec![problem]))?;
+        let live = Arc::new(live);
         Ok(Self {
             live: Arc::new(Reloadable {
-                current: ArcSwap::from_pointee(live),
+                swaps: watch::Sender::new(Arc::clone(&live)),
+                current: ArcSwap::new(live),
                 reloading: Mutex::new(()),
             }),
             characters,
@@ -274,6 +319,11 @@ impl AppState {
     /// The configuration new requests run under now.
     pub fn live(&self) -> Arc<Live> {
         self.live.current.load_full()
+    }
+
+    /// Each configuration as it is swapped in.
+    pub fn configurations(&self) -> watch::Receiver<Arc<Live>> {
+        self.live.swaps.subscribe()
     }
 
     /// Builds everything `config` describes and swaps it in whole, or, when anything is
@@ -296,7 +346,9 @@ impl AppState {
         let live = Live::build(config, env, Some(&previous), &self.characters, &self.cut)?;
         let reloaded = Reloaded::between(&previous.config, &live.config, needs_restart);
         live.health.check_routes();
-        self.live.current.store(Arc::new(live));
+        let live = Arc::new(live);
+        self.live.current.store(Arc::clone(&live));
+        self.live.swaps.send_replace(live);
         Ok(reloaded)
     }
 
@@ -409,6 +461,7 @@ mod tests {
                 keys_removed: vec![],
                 keys_changed: vec!["ci".into()],
                 needs_restart: vec!["listen"],
+                ..Reloaded::default()
             }
         );
         assert_eq!(

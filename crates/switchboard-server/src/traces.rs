@@ -108,6 +108,20 @@ pub(crate) fn header_hook() -> Option<HeaderHook> {
     enabled().then(|| Arc::new(inject_current) as HeaderHook)
 }
 
+/// The current span's `traceparent`, for a request that carries its trace context in its
+/// body (an MCP call's `_meta`); `None` while spans are not exported.
+pub(crate) fn current_traceparent() -> Option<String> {
+    if !enabled() {
+        return None;
+    }
+    let mut headers = HeaderMap::new();
+    inject_current(&mut headers);
+    headers
+        .get("traceparent")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+}
+
 fn inject_current(headers: &mut HeaderMap) {
     let context = Span::current().context();
     global::get_text_map_propagator(|propagator| {

@@ -37,6 +37,11 @@ pub struct KeyConfig {
     /// Glob patterns over route names and `character/<name>`; all when absent.
     #[serde(default)]
     pub routes: Option<Vec<String>>,
+    /// Glob patterns over the tool names `/mcp` serves (`fs_*`, `narrator_*`): the tools
+    /// the key may list and call, on every MCP endpoint and inside requests; all when
+    /// absent.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
     #[serde(default)]
     pub requests_per_minute: Option<u64>,
     #[serde(default)]
@@ -63,6 +68,8 @@ pub struct Key {
     digest: [u8; 32],
     /// `None`: every route and character.
     routes: Option<GlobSet>,
+    /// `None`: every tool.
+    tools: Option<GlobSet>,
     pub limits: Limits,
     /// This key's place in the keyring (and in the in-process counters).
     pub slot: usize,
@@ -100,6 +107,11 @@ impl Key {
         self.routes
             .as_ref()
             .is_none_or(|routes| routes.is_match(id))
+    }
+
+    /// Whether this key may list and call a tool, by the name `/mcp` serves it under.
+    pub fn may_use_tool(&self, name: &str) -> bool {
+        self.tools.as_ref().is_none_or(|tools| tools.is_match(name))
     }
 
     /// Whether some routes are out of this key's reach.
@@ -164,20 +176,25 @@ impl Keyring {
                 ));
                 continue;
             }
-            let routes = match &config.routes {
-                None => None,
-                Some(patterns) => match glob_set(patterns) {
-                    Ok(routes) => Some(routes),
-                    Err(error) => {
-                        problems.push(format!("{place}.routes{error}"));
-                        continue;
+            let (routes, tools) = match (
+                config.routes.as_deref().map(glob_set).transpose(),
+                config.tools.as_deref().map(glob_set).transpose(),
+            ) {
+                (Ok(routes), Ok(tools)) => (routes, tools),
+                (routes, tools) => {
+                    for (field, result) in [("routes", routes), ("tools", tools)] {
+                        if let Err(error) = result {
+                            problems.push(format!("{place}.{field}{error}"));
+                        }
                     }
-                },
+                    continue;
+                }
             };
             keys.push(Arc::new(Key {
                 name: config.name.clone(),
                 digest,
                 routes,
+                tools,
                 limits: Limits {
                     requests_per_minute: config.requests_per_minute,
                     tokens_per_minute: config.tokens_per_minute,
@@ -353,16 +370,21 @@ pub fn check(keys: &[KeyConfig], metrics_key: Option<&SecretConfig>) -> Vec<Stri
             key.sha256.as_deref(),
             key.key_env.as_deref(),
         ));
-        match &key.routes {
-            Some(routes) if routes.is_empty() => problems.push(format!(
-                "{place}.routes is empty, so the key could use nothing; leave it out to allow every route"
-            )),
-            Some(routes) => {
-                if let Err(error) = glob_set(routes) {
-                    problems.push(format!("{place}.routes{error}"));
+        for (field, patterns, every) in [
+            ("routes", &key.routes, "route"),
+            ("tools", &key.tools, "tool"),
+        ] {
+            match patterns {
+                Some(patterns) if patterns.is_empty() => problems.push(format!(
+                    "{place}.{field} is empty, so the key could use nothing; leave it out to allow every {every}"
+                )),
+                Some(patterns) => {
+                    if let Err(error) = glob_set(patterns) {
+                        problems.push(format!("{place}.{field}{error}"));
+                    }
                 }
+                None => {}
             }
-            None => {}
         }
         for (field, value) in [
             ("requests_per_minute", key.requests_per_minute),
@@ -463,6 +485,7 @@ mod tests {
                 sha256: Some(hex::encode(sha256(key.as_bytes()))),
                 key_env: None,
                 routes: None,
+                tools: None,
                 requests_per_minute: None,
                 tokens_per_minute: None,
                 max_concurrent: None,
@@ -530,6 +553,7 @@ mod tests {
             sha256: None,
             key_env: Some("GATEWAY_KEY".into()),
             routes: Some(vec!["qwen".into(), "character/*".into()]),
+            tools: None,
             requests_per_minute: None,
             tokens_per_minute: None,
             max_concurrent: None,
@@ -561,6 +585,7 @@ mod tests {
             sha256: Some(digest.clone()),
             key_env: None,
             routes: None,
+            tools: None,
             requests_per_minute: None,
             tokens_per_minute: None,
             max_concurrent: None,
@@ -595,6 +620,7 @@ mod tests {
                 sha256: entry["sha256"].as_str().map(str::to_owned),
                 key_env: None,
                 routes: None,
+                tools: None,
                 requests_per_minute: None,
                 tokens_per_minute: None,
                 max_concurrent: None,
@@ -617,6 +643,7 @@ mod tests {
             sha256: None,
             key_env: None,
             routes: None,
+            tools: None,
             requests_per_minute: None,
             tokens_per_minute: None,
             max_concurrent: None,

@@ -458,6 +458,7 @@ mod tests {
             sha256: Some("8254c329a92850f6d539dd376f4816ee2764517da5e0235514af433164480d7a".into()),
             key_env: None,
             routes: None,
+            tools: None,
             requests_per_minute: Some(100),
             tokens_per_minute: Some(1000),
             max_concurrent: None,

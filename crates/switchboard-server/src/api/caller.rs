@@ -66,6 +66,11 @@ impl Caller {
         self.key.as_ref().is_none_or(|key| key.may_use(id))
     }
 
+    /// Whether the caller may list and call a tool, by the name `/mcp` serves it under.
+    pub fn may_use_tool(&self, name: &str) -> bool {
+        self.key.as_ref().is_none_or(|key| key.may_use_tool(name))
+    }
+
     /// Charges an answer's tokens to the key's budget, in place of what the request
     /// reserved.
     pub fn charge(&self, tokens: u64) {

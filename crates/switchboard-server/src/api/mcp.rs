@@ -27,94 +27,195 @@ use super::RequestId;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::Caller;
 use crate::pipeline::{CHARACTER_PREFIX, character_id};
-use crate::state::AppState;
+use crate::state::{AppState, Live};
+use crate::tool_servers::{Offered, ToolServer};
 
-/// The characters' tools as one catalog.
+/// The characters' tools and, over HTTP, the upstream MCP servers' tools, as one catalog.
 #[derive(Debug)]
 pub struct CharacterTools {
     registry: Arc<CharacterRegistry>,
+    /// Bumped when any tool list may have changed: the characters', a server's, or the set
+    /// of servers (a reload).
+    changes: watch::Sender<u64>,
 }
 
-/// The one character a request's URL names (`/mcp/characters/{name}`): its tools only,
-/// without the prefix.
+/// The part of the catalog a request's URL names: one character's tools
+/// (`/mcp/characters/{name}`) or one server's (`/mcp/servers/{name}`), unprefixed.
 #[derive(Debug, Clone)]
-struct Scope(String);
+enum Scope {
+    Character(String),
+    Server(String),
+}
 
 /// A tool as one request sees it: the name it is offered under, and what runs it.
 struct Entry {
     name: String,
-    character: Arc<Character>,
-    tool: String,
+    source: Source,
+}
+
+enum Source {
+    Character {
+        character: Arc<Character>,
+        tool: String,
+    },
+    Server {
+        server: Arc<ToolServer>,
+        tool: Offered,
+    },
 }
 
 impl CharacterTools {
+    /// The characters' tools alone (`switchboard mcp` over stdio).
     pub fn new(registry: Arc<CharacterRegistry>) -> Self {
-        Self { registry }
+        let changes = watch::Sender::new(0);
+        forward(registry.subscribe(), changes.clone());
+        Self { registry, changes }
     }
 
-    /// The tools `request` may see, by character file stem then in the character's order;
-    /// a name met twice (stem `a` with tool `b_c`, stem `a_b` with tool `c`) is the first's.
+    /// The tools a request may see: characters by file stem, then servers in file order,
+    /// each in its own order; a name met twice (stem `a` with tool `b_c`, stem `a_b` with
+    /// tool `c`) is the first's. The caller's key decides which it may see.
     fn entries(&self, request: &Extensions) -> Vec<Entry> {
         let caller = request.get::<Caller>();
         let scope = request.get::<Scope>();
-        let loaded = self.registry.current();
-        let mut characters: Vec<(String, &Arc<Character>)> = loaded
-            .characters
-            .iter()
-            .filter(|character| match scope {
-                Some(Scope(name)) => character.is_named(name),
-                None => true,
-            })
-            .filter_map(|character| {
-                let id = character_id(character)?;
-                caller
-                    .is_none_or(|caller| caller.may_use(&id))
-                    .then(|| (id[CHARACTER_PREFIX.len()..].to_owned(), character))
-            })
-            .collect();
-        characters.sort_by(|a, b| a.0.cmp(&b.0));
-        // `/mcp/characters/{name}` serves one character: the first by stem.
-        if scope.is_some() {
-            characters.truncate(1);
-        }
         let mut seen = HashSet::new();
         let mut entries = Vec::new();
-        for (stem, character) in characters {
-            for tool in character.tools().tools() {
-                let name = match scope {
-                    Some(_) => tool.name().to_owned(),
-                    None => format!("{stem}_{}", tool.name()),
-                };
-                if seen.insert(name.clone()) {
-                    entries.push(Entry {
-                        name,
+        let mut offer = |served: String, name: String, source: Source| {
+            if caller.is_none_or(|caller| caller.may_use_tool(&served)) && seen.insert(name.clone())
+            {
+                entries.push(Entry { name, source });
+            }
+        };
+        if !matches!(scope, Some(Scope::Server(_))) {
+            let loaded = self.registry.current();
+            let mut characters: Vec<(String, &Arc<Character>)> = loaded
+                .characters
+                .iter()
+                .filter(|character| match scope {
+                    Some(Scope::Character(name)) => character.is_named(name),
+                    _ => true,
+                })
+                .filter_map(|character| {
+                    let id = character_id(character)?;
+                    caller
+                        .is_none_or(|caller| caller.may_use(&id))
+                        .then(|| (id[CHARACTER_PREFIX.len()..].to_owned(), character))
+                })
+                .collect();
+            characters.sort_by(|a, b| a.0.cmp(&b.0));
+            // `/mcp/characters/{name}` serves one character: the first by stem.
+            if scope.is_some() {
+                characters.truncate(1);
+            }
+            for (stem, character) in characters {
+                for tool in character.tools().tools() {
+                    let served = format!("{stem}_{}", tool.name());
+                    let name = match scope {
+                        Some(_) => tool.name().to_owned(),
+                        None => served.clone(),
+                    };
+                    let source = Source::Character {
                         character: Arc::clone(character),
                         tool: tool.name().to_owned(),
-                    });
+                    };
+                    offer(served, name, source);
                 }
+            }
+        }
+        if matches!(scope, Some(Scope::Character(_))) {
+            return entries;
+        }
+        let Some(caller) = caller else {
+            return entries;
+        };
+        for server in caller.live().tool_servers.all() {
+            if matches!(scope, Some(Scope::Server(name)) if *name != server.name) {
+                continue;
+            }
+            for tool in server.offered().iter() {
+                let served = format!("{}_{}", server.name, tool.name);
+                let name = match scope {
+                    Some(_) => tool.name.clone(),
+                    None => served.clone(),
+                };
+                let source = Source::Server {
+                    server: Arc::clone(server),
+                    tool: tool.clone(),
+                };
+                offer(served, name, source);
             }
         }
         entries
     }
 }
 
+/// Bumps `to` whenever `from` changes, for as long as `from`'s sender lives.
+fn forward(mut from: watch::Receiver<u64>, to: watch::Sender<u64>) {
+    tokio::spawn(async move {
+        while from.changed().await.is_ok() {
+            to.send_modify(|version| *version += 1);
+        }
+    });
+}
+
+/// Bumps `to` whenever a server's tool list may have changed, or a reload swapped the
+/// configuration (servers added or removed), for as long as the gateway runs.
+fn follow_servers(mut configurations: watch::Receiver<Arc<Live>>, to: watch::Sender<u64>) {
+    tokio::spawn(async move {
+        loop {
+            let mut lists: Vec<watch::Receiver<u64>> = configurations
+                .borrow_and_update()
+                .tool_servers
+                .all()
+                .iter()
+                .map(|server| server.changes())
+                .collect();
+            // A list whose server is gone waits for the next swap instead.
+            let mut waits: Vec<BoxFuture<'_, ()>> = lists
+                .iter_mut()
+                .map(|list| -> BoxFuture<'_, ()> {
+                    Box::pin(async move {
+                        if list.changed().await.is_err() {
+                            futures::future::pending::<()>().await;
+                        }
+                    })
+                })
+                .collect();
+            waits.push(Box::pin(futures::future::pending()));
+            let any_list = futures::future::select_all(waits);
+            tokio::select! {
+                swapped = configurations.changed() => {
+                    if swapped.is_err() {
+                        break;
+                    }
+                }
+                _ = any_list => {}
+            }
+            to.send_modify(|version| *version += 1);
+        }
+    });
+}
+
 impl ToolCatalog for CharacterTools {
     fn tools(&self, request: &Extensions) -> Vec<CatalogTool> {
         self.entries(request)
             .into_iter()
-            .filter_map(|entry| {
-                let function = &entry
-                    .character
-                    .tools()
-                    .get(&entry.tool)?
-                    .definition()
-                    .function;
-                Some(CatalogTool {
+            .filter_map(|entry| match entry.source {
+                Source::Character { character, tool } => {
+                    let function = &character.tools().get(&tool)?.definition().function;
+                    Some(CatalogTool {
+                        name: entry.name,
+                        description: function.description.clone(),
+                        input_schema: function.parameters.clone(),
+                        result_schema: function.output_schema.clone(),
+                    })
+                }
+                Source::Server { tool, .. } => Some(CatalogTool {
                     name: entry.name,
-                    description: function.description.clone(),
-                    input_schema: function.parameters.clone(),
-                    result_schema: function.output_schema.clone(),
-                })
+                    description: tool.description,
+                    input_schema: Some(tool.input_schema),
+                    result_schema: tool.output_schema,
+                }),
             })
             .collect()
     }
@@ -129,10 +230,7 @@ impl ToolCatalog for CharacterTools {
             .entries(request)
             .into_iter()
             .find(|entry| entry.name == name);
-        let Some(Entry {
-            character, tool, ..
-        }) = found
-        else {
+        let Some(Entry { source, .. }) = found else {
             let unknown = CallError::UnknownTool(name.to_owned());
             return Box::pin(async move { Err(unknown) });
         };
@@ -144,36 +242,63 @@ impl ToolCatalog for CharacterTools {
                 None => log,
             }
         });
-        let structured = character
-            .tools()
-            .get(&tool)
-            .is_some_and(|compiled| compiled.definition().function.output_schema.is_some());
-        let call = ToolCall {
-            id: "call_mcp".to_owned(),
-            name: tool,
-            arguments: Value::Object(arguments).to_string(),
-        };
-        Box::pin(async move {
-            let route = format!("{CHARACTER_PREFIX}{}", character.name());
-            let outcome = character.run_tool(&call).await;
-            let status = match &outcome {
-                Ok(_) => StatusCode::OK,
-                Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            if let Some(log) = &log {
-                log.finish(&route, status, Tally::default(), false);
+        let arguments = Value::Object(arguments).to_string();
+        match source {
+            Source::Character { character, tool } => {
+                let structured = character
+                    .tools()
+                    .get(&tool)
+                    .is_some_and(|compiled| compiled.definition().function.output_schema.is_some());
+                let call = ToolCall {
+                    id: "call_mcp".to_owned(),
+                    name: tool,
+                    arguments,
+                };
+                Box::pin(async move {
+                    let route = format!("{CHARACTER_PREFIX}{}", character.name());
+                    let outcome = character.run_tool(&call).await;
+                    let status = match &outcome {
+                        Ok(_) => StatusCode::OK,
+                        Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+                    };
+                    if let Some(log) = &log {
+                        log.finish(&route, status, Tally::default(), false);
+                    }
+                    let result =
+                        outcome.map_err(|error| CallError::Unavailable(error.to_string()))?;
+                    Ok(ToolOutput {
+                        structured: structured && !result.is_error,
+                        text: result.content,
+                        is_error: result.is_error,
+                    })
+                })
             }
-            let result = outcome.map_err(|error| CallError::Unavailable(error.to_string()))?;
-            Ok(ToolOutput {
-                structured: structured && !result.is_error,
-                text: result.content,
-                is_error: result.is_error,
-            })
-        })
+            Source::Server { server, tool } => {
+                let traceparent = crate::traces::current_traceparent();
+                Box::pin(async move {
+                    let reply = server
+                        .call(&tool.name, &arguments, traceparent.as_deref())
+                        .await;
+                    if let Some(log) = &log {
+                        log.finish(
+                            &format!("mcp/{}", server.name),
+                            StatusCode::OK,
+                            Tally::default(),
+                            false,
+                        );
+                    }
+                    Ok(ToolOutput {
+                        structured: reply.structured.is_some() && tool.output_schema.is_some(),
+                        text: reply.text,
+                        is_error: reply.is_error,
+                    })
+                })
+            }
+        }
     }
 
     fn changes(&self) -> watch::Receiver<u64> {
-        self.registry.subscribe()
+        self.changes.subscribe()
     }
 }
 
@@ -201,13 +326,17 @@ pub const FRONT_END: super::FrontEnd = super::FrontEnd {
 /// `/mcp` and `/mcp/characters/{name}`, for the gateway's router (behind its access layer,
 /// which puts the caller in the request).
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let config = &state.live().config;
+    let live = state.live();
+    let config = &live.config;
+    let tools = CharacterTools::new(Arc::clone(&state.characters));
+    follow_servers(state.configurations(), tools.changes.clone());
     let server = McpServer::new(
-        Arc::new(CharacterTools::new(Arc::clone(&state.characters))),
+        Arc::new(tools),
         server_options(config.mcp_tool_name_max_chars),
     );
     let endpoint = HttpEndpoint::new(server, http_options(config.listen, config.max_body_bytes));
     let scoped = endpoint.clone();
+    let servers = endpoint.clone();
     Router::new()
         .route(
             "/mcp",
@@ -221,7 +350,17 @@ pub fn routes(state: &AppState) -> Router<AppState> {
             any(move |Path(name): Path<String>, mut request: Request| {
                 let endpoint = scoped.clone();
                 async move {
-                    request.extensions_mut().insert(Scope(name));
+                    request.extensions_mut().insert(Scope::Character(name));
+                    endpoint.handle(request).await.map(Body::new)
+                }
+            }),
+        )
+        .route(
+            "/mcp/servers/{name}",
+            any(move |Path(name): Path<String>, mut request: Request| {
+                let endpoint = servers.clone();
+                async move {
+                    request.extensions_mut().insert(Scope::Server(name));
                     endpoint.handle(request).await.map(Body::new)
                 }
             }),

@@ -72,22 +72,31 @@ pub fn model_ids(state: &AppState, live: &Live) -> Vec<String> {
     routes.chain(characters).collect()
 }
 
-/// `GET /healthz`: alive, and `degraded` while some route has no replica taking requests.
-/// Which routes and replicas there are, and how each fares, only to those who may read
-/// `/metrics`: the open endpoint must not map the network behind the gateway.
+/// `GET /healthz`: alive, and `degraded` while some route has no replica taking requests
+/// or some MCP server is down. Which routes, replicas and MCP servers there are, and how
+/// each fares, only to those who may read `/metrics`: the open endpoint must not map the
+/// network behind the gateway.
 pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
     let live = state.live();
     let backends = live.health.snapshot();
-    let status = if Health::every_route_serves(&backends) {
+    let tool_servers = live.tool_servers.health();
+    // A tool server that is down (restarting after a failure) fails its calls meanwhile.
+    let servers_up = tool_servers
+        .iter()
+        .all(|server| matches!(server["state"].as_str(), Some("ready" | "starting")));
+    let status = if Health::every_route_serves(&backends) && servers_up {
         "ok"
     } else {
         "degraded"
     };
-    if live.access.metrics_allowed(&headers) {
-        Json(json!({"status": status, "backends": backends}))
-    } else {
-        Json(json!({"status": status}))
+    if !live.access.metrics_allowed(&headers) {
+        return Json(json!({"status": status}));
     }
+    let mut body = json!({"status": status, "backends": backends});
+    if !tool_servers.is_empty() {
+        body["mcp_servers"] = json!(tool_servers);
+    }
+    Json(body)
 }
 
 /// `GET /metrics`: Prometheus text format.

@@ -1,0 +1,290 @@
+//! The upstream MCP servers the configuration names, running: a tool source whose tools the
+//! gateway serves at `/mcp` and offers to characters. Each server's tools are checked with
+//! the gateway's own validator (arguments against `inputSchema` before a call leaves,
+//! `structuredContent` against `outputSchema` when it comes back), and every call is
+//! counted and timed per server and tool, under a span that carries the trace to the
+//! server. What reaches the servers, and how, is `switchboard-mcp-client`'s business; this
+//! part knows neither the configuration file (it is built from [`McpServerConfig`]s) nor
+//! the front-ends.
+
+mod settings;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+use switchboard_mcp_client::{CallOutput, Upstream, UpstreamConfig, UpstreamError, UpstreamState};
+use switchboard_tools::{CompiledTool, Profile, Toolset};
+use tracing::Instrument;
+
+pub use settings::{McpServerConfig, check_servers};
+
+/// The configured servers, in file order.
+#[derive(Debug, Default)]
+pub struct ToolServers {
+    servers: Vec<Arc<ToolServer>>,
+}
+
+/// One configured server and its connection.
+#[derive(Debug)]
+pub struct ToolServer {
+    pub name: String,
+    /// What it was started from, credentials read: a reload that changes neither keeps the
+    /// running connection.
+    started_from: UpstreamConfig,
+    upstream: Upstream,
+    /// Its tool list as offered, compiled for checks; rebuilt when the list changes.
+    offered: Mutex<Option<(u64, Arc<[Offered]>)>>,
+}
+
+/// One tool of a server as the gateway offers it.
+#[derive(Debug, Clone)]
+pub struct Offered {
+    /// The server's own name for it.
+    pub name: String,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    checks: CompiledTool,
+}
+
+/// A call's outcome as the model reads it: a tool's own failure, a bad argument and an
+/// unreachable server alike are `Error: …` texts with `is_error`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+    pub text: String,
+    pub is_error: bool,
+    /// `structuredContent`, checked against the tool's `outputSchema`.
+    pub structured: Option<Value>,
+}
+
+impl ToolServers {
+    /// Starts the servers `configs` name (reading `${VAR}`s through `env`); on a reload,
+    /// a server whose settings did not change keeps `previous`'s running connection. Every
+    /// problem is named.
+    pub fn build(
+        configs: &[McpServerConfig],
+        env: &dyn Fn(&str) -> Option<String>,
+        previous: Option<&ToolServers>,
+    ) -> Result<Self, Vec<String>> {
+        let mut problems = Vec::new();
+        let mut servers = Vec::with_capacity(configs.len());
+        for (index, config) in configs.iter().enumerate() {
+            let place = format!("mcp_server[{index}] (\"{}\")", config.name);
+            let started_from = match config.upstream(env) {
+                Ok(started_from) => started_from,
+                Err(problem) => {
+                    problems.push(format!("{place}.{problem}"));
+                    continue;
+                }
+            };
+            let kept = previous
+                .and_then(|previous| previous.get(&config.name))
+                .filter(|running| running.started_from == started_from);
+            if let Some(kept) = kept {
+                servers.push(Arc::clone(kept));
+                continue;
+            }
+            match Upstream::start(started_from.clone()) {
+                Ok(upstream) => servers.push(Arc::new(ToolServer {
+                    name: config.name.clone(),
+                    started_from,
+                    upstream,
+                    offered: Mutex::new(None),
+                })),
+                Err(error) => problems.push(format!("{place}: {error}")),
+            }
+        }
+        if problems.is_empty() {
+            Ok(Self { servers })
+        } else {
+            Err(problems)
+        }
+    }
+
+    pub fn all(&self) -> &[Arc<ToolServer>] {
+        &self.servers
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<ToolServer>> {
+        self.servers.iter().find(|server| server.name == name)
+    }
+
+    /// Each server's state, for `/healthz`.
+    pub fn health(&self) -> Vec<Value> {
+        self.servers
+            .iter()
+            .map(|server| {
+                let state = server.upstream.state();
+                let (label, detail) = match &state {
+                    UpstreamState::Starting => ("starting", None),
+                    UpstreamState::Ready {
+                        protocol_version, ..
+                    } => ("ready", Some(protocol_version.clone())),
+                    UpstreamState::Down { error, .. } => ("down", Some(error.clone())),
+                    UpstreamState::Restarting { last_error, .. } => {
+                        ("restarting", Some(last_error.clone()))
+                    }
+                };
+                let mut entry = json!({
+                    "name": server.name,
+                    "state": label,
+                    "tools": server.offered().len(),
+                });
+                match (&state, detail) {
+                    (UpstreamState::Ready { .. }, Some(version)) => {
+                        entry["protocol_version"] = json!(version);
+                    }
+                    (_, Some(error)) => entry["error"] = json!(error),
+                    (_, None) => {}
+                }
+                entry
+            })
+            .collect()
+    }
+}
+
+impl ToolServer {
+    /// Its tools as offered: those its allow-list lets through whose schemas the gateway
+    /// can check (one it cannot is left out, with a warning: a model API would refuse it
+    /// too).
+    pub fn offered(&self) -> Arc<[Offered]> {
+        let version = *self.upstream.changes().borrow();
+        let mut slot = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((built, offered)) = &*slot
+            && *built == version
+        {
+            return Arc::clone(offered);
+        }
+        let offered: Arc<[Offered]> = self
+            .upstream
+            .tools()
+            .into_iter()
+            .filter_map(|tool| {
+                let definition = json!([{"type": "function", "function": {
+                    "name": "tool",
+                    "parameters": tool.input_schema,
+                    "output_schema": tool.output_schema,
+                }}]);
+                match Toolset::from_json(&definition, &Profile::api()) {
+                    Ok(compiled) => Some(Offered {
+                        checks: compiled.tools().first()?.clone(),
+                        name: tool.name,
+                        description: tool.description,
+                        input_schema: tool.input_schema,
+                        output_schema: tool.output_schema,
+                    }),
+                    Err(problems) => {
+                        tracing::warn!(mcp_server = %self.name, tool = %tool.name, %problems, "tool left out: its schemas cannot be checked");
+                        None
+                    }
+                }
+            })
+            .collect();
+        *slot = Some((version, Arc::clone(&offered)));
+        offered
+    }
+
+    /// Changes whenever the server's tool list may have changed.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.upstream.changes()
+    }
+
+    /// Runs `tool` (the server's own name) with the model's or client's raw `arguments`:
+    /// checked first (a bad one never leaves the gateway), then called under the server's
+    /// deadline. `traceparent` continues the caller's trace on the server.
+    pub async fn call(&self, tool: &str, arguments: &str, traceparent: Option<&str>) -> ToolReply {
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {tool}"),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %tool,
+            mcp.server = %self.name,
+            error.type = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        let (reply, outcome) = self
+            .run(tool, arguments, traceparent)
+            .instrument(span.clone())
+            .await;
+        if outcome != "ok" {
+            span.record("error.type", outcome);
+        }
+        let labels = [("mcp_server", self.name.clone()), ("tool", tool.to_owned())];
+        metrics::counter!("gateway_mcp_tool_calls_total", &labels).increment(1);
+        if outcome != "ok" {
+            metrics::counter!("gateway_mcp_tool_errors_total", "mcp_server" => self.name.clone(), "tool" => tool.to_owned(), "kind" => outcome)
+                .increment(1);
+        }
+        metrics::histogram!("gateway_mcp_tool_latency_seconds", &labels)
+            .record(started.elapsed().as_secs_f64());
+        reply
+    }
+
+    async fn run(
+        &self,
+        tool: &str,
+        arguments: &str,
+        traceparent: Option<&str>,
+    ) -> (ToolReply, &'static str) {
+        let offered = self.offered();
+        let Some(found) = offered.iter().find(|offered| offered.name == tool) else {
+            return (
+                error_reply(format!(
+                    "Error: tool server {} has no tool named {tool:?}",
+                    self.name
+                )),
+                "unknown_tool",
+            );
+        };
+        let arguments: Map<String, Value> = match found.checks.check_arguments(arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => return (error_reply(error.to_string()), error.kind()),
+        };
+        match self.upstream.call(tool, arguments, traceparent).await {
+            Ok(output) => self.reply(found, output),
+            Err(error) => {
+                let kind = match &error {
+                    UpstreamError::Unavailable { .. } => "unavailable",
+                    UpstreamError::Timeout { .. } => "timeout",
+                    UpstreamError::UnknownTool { .. } => "unknown_tool",
+                    UpstreamError::Rejected { .. } => "rejected",
+                    UpstreamError::Config { .. } => "config",
+                };
+                (error_reply(format!("Error: {error}")), kind)
+            }
+        }
+    }
+
+    fn reply(&self, tool: &Offered, output: CallOutput) -> (ToolReply, &'static str) {
+        if output.is_error {
+            let text = if output.text.starts_with("Error:") {
+                output.text
+            } else {
+                format!("Error: {}", output.text)
+            };
+            return (error_reply(text), "tool_error");
+        }
+        if let Some(structured) = &output.structured
+            && let Err(error) = tool.checks.check_result(structured)
+        {
+            return (error_reply(error.to_string()), error.kind());
+        }
+        (
+            ToolReply {
+                text: output.text,
+                is_error: false,
+                structured: output.structured,
+            },
+            "ok",
+        )
+    }
+}
+
+fn error_reply(text: String) -> ToolReply {
+    ToolReply {
+        text,
+        is_error: true,
+        structured: None,
+    }
+}
