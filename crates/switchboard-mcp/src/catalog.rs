@@ -36,19 +36,19 @@ pub struct CatalogTool {
     /// The JSON Schema of the arguments object as declared; an empty object schema stands
     /// in when there is none.
     pub input_schema: Option<Value>,
-    /// The JSON Schema the tool's text result conforms to, when it declares one.
-    pub result_schema: Option<Value>,
+    /// The JSON Schema (of an object) its `structuredContent` conforms to, when it
+    /// declares one.
+    pub output_schema: Option<Value>,
 }
 
 /// A call's result: the text a model reads. Failures of the tool itself (bad arguments,
 /// a throw, a timeout) are results with `is_error`, so that a model can correct itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     pub text: String,
     pub is_error: bool,
-    /// The tool declares a result schema, which the text was checked against: it is also
-    /// served as `structuredContent`.
-    pub structured: bool,
+    /// `structuredContent` (an object), checked against the tool's output schema.
+    pub structured: Option<Value>,
 }
 
 /// Why a call produced no result.

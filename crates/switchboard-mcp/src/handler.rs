@@ -78,8 +78,8 @@ impl<C: ToolCatalog> McpServer<C> {
             tool.description.map(Into::into),
             Arc::new(input_schema),
         );
-        if let Some(schema) = tool.result_schema {
-            described = described.with_raw_output_schema(Arc::new(wrapped(schema)));
+        if let Some(Value::Object(schema)) = tool.output_schema {
+            described = described.with_raw_output_schema(Arc::new(schema));
         }
         described
     }
@@ -110,19 +110,6 @@ fn empty_schema() -> Map<String, Value> {
         return Map::new();
     };
     schema
-}
-
-/// MCP's structured results are objects; a tool's result is text, so its declared schema
-/// is served as the schema of `{"result": …}`, the shape SDKs give non-object results.
-fn wrapped(schema: Value) -> Map<String, Value> {
-    let Value::Object(wrapped) = json!({
-        "type": "object",
-        "properties": {"result": schema},
-        "required": ["result"],
-    }) else {
-        return Map::new();
-    };
-    wrapped
 }
 
 impl<C: ToolCatalog> ServerHandler for McpServer<C> {
@@ -194,9 +181,9 @@ impl<C: ToolCatalog> ServerHandler for McpServer<C> {
         let content = vec![ContentBlock::text(output.text.clone())];
         let result = if output.is_error {
             CallToolResult::error(content)
-        } else if output.structured {
+        } else if let Some(structured) = output.structured {
             let mut result = CallToolResult::success(content);
-            result.structured_content = Some(json!({"result": output.text}));
+            result.structured_content = Some(structured);
             result
         } else {
             CallToolResult::success(content)

@@ -10,6 +10,7 @@
 mod anthropic;
 mod claude;
 mod llama;
+pub mod mcp;
 mod npm;
 mod ollama;
 mod openai;

@@ -14,7 +14,7 @@ use axum::extract::{Path, Request};
 use axum::http::{Extensions, StatusCode};
 use axum::routing::any;
 use futures::future::BoxFuture;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use switchboard_characters::{Character, CharacterRegistry};
 use switchboard_mcp::{
     CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, ToolCatalog,
@@ -149,6 +149,17 @@ impl CharacterTools {
     }
 }
 
+/// MCP's structured results are objects; a character's result is text, so its declared
+/// schema is served as the schema of `{"result": …}`, the shape SDKs give non-object
+/// results.
+fn wrapped(schema: Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {"result": schema},
+        "required": ["result"],
+    })
+}
+
 /// Bumps `to` whenever `from` changes, for as long as `from`'s sender lives.
 fn forward(mut from: watch::Receiver<u64>, to: watch::Sender<u64>) {
     tokio::spawn(async move {
@@ -207,14 +218,14 @@ impl ToolCatalog for CharacterTools {
                         name: entry.name,
                         description: function.description.clone(),
                         input_schema: function.parameters.clone(),
-                        result_schema: function.output_schema.clone(),
+                        output_schema: function.output_schema.clone().map(wrapped),
                     })
                 }
                 Source::Server { tool, .. } => Some(CatalogTool {
                     name: entry.name,
                     description: tool.description,
                     input_schema: Some(tool.input_schema),
-                    result_schema: tool.output_schema,
+                    output_schema: tool.output_schema,
                 }),
             })
             .collect()
@@ -267,7 +278,8 @@ impl ToolCatalog for CharacterTools {
                     let result =
                         outcome.map_err(|error| CallError::Unavailable(error.to_string()))?;
                     Ok(ToolOutput {
-                        structured: structured && !result.is_error,
+                        structured: (structured && !result.is_error)
+                            .then(|| json!({"result": result.content})),
                         text: result.content,
                         is_error: result.is_error,
                     })
@@ -288,7 +300,7 @@ impl ToolCatalog for CharacterTools {
                         );
                     }
                     Ok(ToolOutput {
-                        structured: reply.structured.is_some() && tool.output_schema.is_some(),
+                        structured: reply.structured,
                         text: reply.text,
                         is_error: reply.is_error,
                     })

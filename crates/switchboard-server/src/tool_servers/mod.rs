@@ -161,11 +161,11 @@ impl ToolServer {
             .tools()
             .into_iter()
             .filter_map(|tool| {
-                let definition = json!([{"type": "function", "function": {
-                    "name": "tool",
-                    "parameters": tool.input_schema,
-                    "output_schema": tool.output_schema,
-                }}]);
+                let mut function = json!({"name": "tool", "parameters": tool.input_schema});
+                if let Some(schema) = &tool.output_schema {
+                    function["output_schema"] = schema.clone();
+                }
+                let definition = json!([{"type": "function", "function": function}]);
                 match Toolset::from_json(&definition, &Profile::api()) {
                     Ok(compiled) => Some(Offered {
                         checks: compiled.tools().first()?.clone(),

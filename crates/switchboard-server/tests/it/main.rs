@@ -16,6 +16,7 @@ mod errors;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;
+mod mcp_upstreams;
 mod messages;
 mod messages_claude_code;
 mod messages_sdk;

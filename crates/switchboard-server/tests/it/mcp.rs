@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_server::{Config, RunningGateway};
 
-const MODERN: &str = "2026-07-28";
-const LEGACY: &str = "2025-11-25";
+pub(crate) const MODERN: &str = "2026-07-28";
+pub(crate) const LEGACY: &str = "2025-11-25";
 const KEY: &str = "sk-sb-mcp-7dQwK2mZp9LrX4vT8nB3cY6hJ1sF5gA0eU2i";
 const NARRATOR_KEY: &str = "sk-sb-mcp-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo";
 
@@ -53,7 +53,7 @@ async fn gateway(settings: &str) -> (RunningGateway, tempfile::TempDir) {
     )
 }
 
-fn key(name: &str, secret: &str, extra: &str) -> String {
+pub(crate) fn key(name: &str, secret: &str, extra: &str) -> String {
     let digest: String = Sha256::digest(secret.as_bytes())
         .iter()
         .map(|byte| format!("{byte:02x}"))
@@ -63,7 +63,7 @@ fn key(name: &str, secret: &str, extra: &str) -> String {
 
 /// One client of one URL: modern (stateless, `_meta` on every request) or legacy (a
 /// session opened with `initialize`).
-struct Client {
+pub(crate) struct Client {
     url: String,
     key: Option<&'static str>,
     session: Option<String>,
@@ -72,15 +72,15 @@ struct Client {
 
 /// An MCP answer: its HTTP status and headers, and the JSON-RPC message in it (from a JSON
 /// body or the SSE stream), if any.
-struct Reply {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    message: Option<Value>,
-    text: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) message: Option<Value>,
+    pub(crate) text: String,
 }
 
 impl Client {
-    fn modern(gateway: &RunningGateway, path: &str) -> Self {
+    pub(crate) fn modern(gateway: &RunningGateway, path: &str) -> Self {
         Self {
             url: format!("{}{path}", gateway.base_url()),
             key: None,
@@ -89,12 +89,12 @@ impl Client {
         }
     }
 
-    fn with_key(mut self, key: &'static str) -> Self {
+    pub(crate) fn with_key(mut self, key: &'static str) -> Self {
         self.key = Some(key);
         self
     }
 
-    async fn legacy(gateway: &RunningGateway, path: &str) -> Self {
+    pub(crate) async fn legacy(gateway: &RunningGateway, path: &str) -> Self {
         let mut client = Self::modern(gateway, path);
         let reply = client
             .send(
@@ -119,7 +119,7 @@ impl Client {
     }
 
     /// Sends one message as the client's era does.
-    async fn send(&mut self, mut message: Value) -> Reply {
+    pub(crate) async fn send(&mut self, mut message: Value) -> Reply {
         let method = message["method"].as_str().unwrap().to_owned();
         let mut request = client()
             .post(&self.url)
@@ -169,7 +169,7 @@ impl Client {
         }
     }
 
-    async fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
         let reply = self
@@ -183,18 +183,18 @@ impl Client {
         message
     }
 
-    async fn tools(&mut self) -> Vec<Value> {
+    pub(crate) async fn tools(&mut self) -> Vec<Value> {
         let message = self.request("tools/list", json!({})).await;
         message["result"]["tools"].as_array().unwrap().clone()
     }
 
-    async fn call(&mut self, name: &str, arguments: Value) -> Value {
+    pub(crate) async fn call(&mut self, name: &str, arguments: Value) -> Value {
         self.request("tools/call", json!({"name": name, "arguments": arguments}))
             .await
     }
 }
 
-fn names(tools: &[Value]) -> Vec<&str> {
+pub(crate) fn names(tools: &[Value]) -> Vec<&str> {
     tools
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
@@ -202,7 +202,7 @@ fn names(tools: &[Value]) -> Vec<&str> {
 }
 
 /// The text and `isError` of a `tools/call` answer.
-fn outcome(message: &Value) -> (String, bool) {
+pub(crate) fn outcome(message: &Value) -> (String, bool) {
     let result = &message["result"];
     assert_eq!(result["content"][0]["type"], "text", "{message}");
     (

@@ -54,6 +54,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     }
     let live = state.live();
     let routes: Vec<&str> = live
+        .pipeline
         .routes
         .all()
         .iter()

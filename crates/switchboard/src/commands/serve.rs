@@ -215,7 +215,7 @@ async fn reload_config(state: &AppState, source: &Source) {
 /// at start rather than at the first request.
 async fn report_startup(config: &Config, state: &AppState) {
     let live = state.live();
-    if live.routes.all().is_empty() {
+    if live.pipeline.routes.all().is_empty() {
         tracing::warn!(
             "no routes: give a switchboard.toml, or set OPENAI_BASE_URL, ANTHROPIC_API_KEY or OLLAMA_HOST; requests will get 404 until then"
         );

@@ -1,0 +1,440 @@
+//! Upstream MCP servers through the gateway's `/mcp`: the reference servers from npm over
+//! stdio and Streamable HTTP and a server on the official Python SDK, their tools served as
+//! `{server}_{tool}` at `/mcp` and unprefixed at `/mcp/servers/{name}`, in both protocol
+//! eras; arguments checked by the gateway before a call leaves; long and dotted names
+//! shortened and mapped back; keys' `tools` globs on lists and calls alike; a server that
+//! never answers costing its call a deadline, not the gateway its responsiveness; and what
+//! an operator sees in `/healthz` and `/metrics`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+use crate::mcp::{Client, key, names, outcome};
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+use switchboard_server::{Config, RunningGateway};
+use switchboard_testkit::mcp::{ServerProcess, free_port, python, reference_server, script};
+
+const KEY: &str = "sk-sb-up-8pQrS3tUv4wXy5zAb6cDe7fGh8iJk9lMn0oP";
+const ECHO_KEY: &str = "sk-sb-up-Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2M";
+
+/// A Python SDK server in the current era: one tool that adds, one with a 70-character
+/// name, one with a dot in its name, and one that never answers.
+const PYTHON_SERVER: &str = r#"
+import sys, time
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("py-tools")
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+@app.tool(name="look_up_the_current_weather_for_a_city_by_its_name_and_country_code_x")
+def long_name(city: str) -> str:
+    """Weather."""
+    return f"sunny in {city}"
+
+@app.tool(name="v1.version")
+def dotted() -> str:
+    """The version."""
+    return "1.2.3"
+
+@app.tool()
+def hang() -> str:
+    """Never answers in time."""
+    time.sleep(30)
+    return "late"
+
+app.run("streamable-http", stateless_http=True, host="127.0.0.1", port=int(sys.argv[1]))
+"#;
+
+/// An `[[mcp_server]]` entry.
+fn server(name: &str, place: &str, extra: &str) -> String {
+    format!("[[mcp_server]]\nname = \"{name}\"\n{place}\n{extra}\n")
+}
+
+/// `command = [...]` of a program and its arguments.
+fn command(program: &str, args: &[&str]) -> String {
+    let parts: Vec<String> = std::iter::once(program)
+        .chain(args.iter().copied())
+        .map(|part| serde_json::to_string(part).unwrap())
+        .collect();
+    format!("command = [{}]", parts.join(", "))
+}
+
+async fn gateway(settings: &str) -> (RunningGateway, tempfile::TempDir) {
+    let characters = tempfile::tempdir().unwrap();
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{settings}\n{}",
+        characters.path().display(),
+        route("qwen", "openai", "http://127.0.0.1:9", "")
+    );
+    let config = Config::from_toml(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    (
+        RunningGateway::start(&config, &|_| None).await.unwrap(),
+        characters,
+    )
+}
+
+/// The tools `/mcp` lists once every server named has connected and listed its tools.
+async fn tools_once_ready(mcp: &mut Client, servers: &[&str]) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let tools = mcp.tools().await;
+        let ready = servers.iter().all(|server| {
+            names(&tools)
+                .iter()
+                .any(|name| name.starts_with(&format!("{server}_")))
+        });
+        if ready {
+            return tools;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "servers {servers:?} not listed within 90 s: {:?}",
+            names(&tools)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn text_of(message: &Value) -> String {
+    let (text, is_error) = outcome(message);
+    assert!(!is_error, "{message}");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reference_servers_tools_are_served_prefixed_and_per_server() {
+    let (Some((node, everything)), Some((_, filesystem)), Some((_, memory))) = (
+        reference_server("everything"),
+        reference_server("filesystem"),
+        reference_server("memory"),
+    ) else {
+        return;
+    };
+    let notes = tempfile::tempdir().unwrap();
+    std::fs::write(notes.path().join("todo.txt"), "water the plants\n").unwrap();
+    let graph = tempfile::tempdir().unwrap();
+    let settings = [
+        server(
+            "everything",
+            &command(&node, &[everything.to_str().unwrap(), "stdio"]),
+            "",
+        ),
+        server(
+            "fs",
+            &command(
+                &node,
+                &[filesystem.to_str().unwrap(), notes.path().to_str().unwrap()],
+            ),
+            "",
+        ),
+        server(
+            "memory",
+            &command(&node, &[memory.to_str().unwrap()]),
+            &format!(
+                "env = {{ MEMORY_FILE_PATH = \"{}\" }}",
+                graph.path().join("memory.jsonl").display()
+            ),
+        ),
+    ]
+    .concat();
+    let (gateway, _characters) = gateway(&settings).await;
+    let mut mcp = Client::modern(&gateway, "/mcp");
+    let tools = tools_once_ready(&mut mcp, &["everything", "fs", "memory"]).await;
+    let listed = names(&tools);
+    for expected in [
+        "everything_echo",
+        "fs_read_text_file",
+        "fs_list_directory",
+        "memory_create_entities",
+        "memory_read_graph",
+    ] {
+        assert!(listed.contains(&expected), "{expected} in {listed:?}");
+    }
+    let echo = tools
+        .iter()
+        .find(|tool| tool["name"] == "everything_echo")
+        .unwrap();
+    assert_eq!(echo["inputSchema"]["type"], "object", "{echo}");
+
+    let answer = mcp
+        .call("everything_echo", json!({"message": "through the gateway"}))
+        .await;
+    assert_eq!(text_of(&answer), "Echo: through the gateway");
+    let path = notes.path().join("todo.txt");
+    let answer = mcp
+        .call("fs_read_text_file", json!({"path": path.to_str().unwrap()}))
+        .await;
+    assert_eq!(text_of(&answer), "water the plants\n");
+    let answer = mcp
+        .call(
+            "memory_create_entities",
+            json!({"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]}),
+        )
+        .await;
+    text_of(&answer);
+    let graph_text = text_of(&mcp.call("memory_read_graph", json!({})).await);
+    assert!(
+        graph_text.contains("wrote the first program"),
+        "{graph_text}"
+    );
+
+    // The gateway checks arguments against the server's schema before a call leaves.
+    let (text, is_error) = outcome(&mcp.call("everything_echo", json!({})).await);
+    assert!(is_error);
+    assert_eq!(text, "Error: Missing required parameter: message");
+
+    // One server's tools, unprefixed, in the older era too.
+    let mut fs = Client::legacy(&gateway, "/mcp/servers/fs").await;
+    let fs_tools = fs.tools().await;
+    let fs_names = names(&fs_tools);
+    assert!(fs_names.contains(&"read_text_file"), "{fs_names:?}");
+    assert!(
+        fs_names.iter().all(|name| !name.starts_with("everything")),
+        "{fs_names:?}"
+    );
+    let answer = fs
+        .call(
+            "list_directory",
+            json!({"path": notes.path().to_str().unwrap()}),
+        )
+        .await;
+    assert!(text_of(&answer).contains("todo.txt"));
+    let unknown = fs.call("echo", json!({"message": "x"})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn everything_over_streamable_http() {
+    let Some((node, everything)) = reference_server("everything") else {
+        return;
+    };
+    let port = free_port();
+    let _server = ServerProcess::start(
+        &node,
+        &[everything.to_str().unwrap(), "streamableHttp"],
+        &[("PORT", &port.to_string())],
+        port,
+    )
+    .await;
+    let (gateway, _characters) = gateway(&server(
+        "remote",
+        &format!("url = \"http://127.0.0.1:{port}/mcp\""),
+        "tools = [\"echo\", \"get-sum\"]",
+    ))
+    .await;
+    let mut mcp = Client::modern(&gateway, "/mcp");
+    let tools = tools_once_ready(&mut mcp, &["remote"]).await;
+    // The server's own allow-list: the rest are never offered.
+    assert_eq!(names(&tools), ["remote_echo", "remote_get-sum"]);
+    let answer = mcp
+        .call("remote_echo", json!({"message": "over http"}))
+        .await;
+    assert_eq!(text_of(&answer), "Echo: over http");
+    let refused = mcp.call("remote_get-env", json!({})).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_and_dotted_names_are_served_within_the_limit_and_map_back() {
+    let Some(python) = python(Some("mcp.server.mcpserver")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "server.py", PYTHON_SERVER);
+    let port = free_port();
+    let _server = ServerProcess::start(&python, &[&path, &port.to_string()], &[], port).await;
+    let (gateway, _characters) = gateway(&server(
+        "py",
+        &format!("url = \"http://127.0.0.1:{port}/mcp\""),
+        "call_timeout_secs = 1",
+    ))
+    .await;
+    let mut mcp = Client::modern(&gateway, "/mcp");
+    let tools = tools_once_ready(&mut mcp, &["py"]).await;
+    let listed = names(&tools);
+    assert!(listed.contains(&"py_add"), "{listed:?}");
+    for name in &listed {
+        assert!(
+            name.len() <= 46
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{name}"
+        );
+    }
+    let long = listed
+        .iter()
+        .find(|name| name.starts_with("py_look_up_the_current_weather"))
+        .unwrap();
+    assert_eq!(
+        text_of(&mcp.call(long, json!({"city": "Lisbon"})).await),
+        "sunny in Lisbon"
+    );
+    let dotted = listed
+        .iter()
+        .find(|name| name.starts_with("py_v1_version"))
+        .unwrap();
+    assert_eq!(text_of(&mcp.call(dotted, json!({})).await), "1.2.3");
+    let answer = mcp.call("py_add", json!({"a": 2, "b": 40})).await;
+    assert_eq!(text_of(&answer), "42");
+    assert_eq!(answer["result"]["structuredContent"], json!({"result": 42}));
+    let (text, is_error) = outcome(&mcp.call("py_add", json!({"a": "two", "b": 1})).await);
+    assert!(is_error);
+    assert!(
+        text.starts_with("Error: Invalid parameters - /a: "),
+        "{text}"
+    );
+
+    // A call that never answers ends at the server's deadline; the gateway answers others
+    // meanwhile.
+    let started = Instant::now();
+    let hanging = tokio::spawn({
+        let mut mcp = Client::modern(&gateway, "/mcp");
+        async move { mcp.call("py_hang", json!({})).await }
+    });
+    let health = client()
+        .get(format!("{}/healthz", gateway.base_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    assert!(started.elapsed() < Duration::from_millis(900));
+    let (text, is_error) = outcome(&hanging.await.unwrap());
+    assert!(is_error);
+    assert_eq!(text, "Error: tool server py did not answer within 1.0 s");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keys_tools_globs_filter_lists_and_calls_on_every_endpoint() {
+    let Some((node, everything)) = reference_server("everything") else {
+        return;
+    };
+    let settings = format!(
+        "{}{}{}",
+        key("all", KEY, ""),
+        key("echo-only", ECHO_KEY, "tools = [\"everything_echo\"]"),
+        server(
+            "everything",
+            &command(&node, &[everything.to_str().unwrap(), "stdio"]),
+            "",
+        )
+    );
+    let (gateway, _characters) = gateway(&settings).await;
+    let mut all = Client::modern(&gateway, "/mcp").with_key(KEY);
+    let every = tools_once_ready(&mut all, &["everything"]).await;
+    assert!(names(&every).contains(&"everything_get-sum"));
+    for path in ["/mcp", "/mcp/servers/everything"] {
+        let mut echo_only = Client::modern(&gateway, path).with_key(ECHO_KEY);
+        let listed = echo_only.tools().await;
+        let expected = if path == "/mcp" {
+            "everything_echo"
+        } else {
+            "echo"
+        };
+        assert_eq!(names(&listed), [expected], "{path}");
+        let answer = echo_only
+            .call(expected, json!({"message": "allowed"}))
+            .await;
+        assert_eq!(text_of(&answer), "Echo: allowed");
+        // Refused exactly like a tool that does not exist.
+        let sum = if path == "/mcp" {
+            "everything_get-sum"
+        } else {
+            "get-sum"
+        };
+        let refused = echo_only.call(sum, json!({"a": 1, "b": 2})).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        let missing = echo_only.call("no_such_tool", json!({})).await;
+        assert_eq!(missing["error"]["code"], -32602, "{missing}");
+        assert_eq!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .replace(sum, "X"),
+            missing["error"]["message"]
+                .as_str()
+                .unwrap()
+                .replace("no_such_tool", "X"),
+        );
+    }
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_and_metrics_show_each_server() {
+    let Some((node, everything)) = reference_server("everything") else {
+        return;
+    };
+    let settings = [
+        server(
+            "everything",
+            &command(&node, &[everything.to_str().unwrap(), "stdio"]),
+            "",
+        ),
+        // A program that exits at once: down, its calls failing clearly.
+        server("broken", &command("false", &[]), ""),
+    ]
+    .concat();
+    let (gateway, _characters) = gateway(&settings).await;
+    let mut mcp = Client::modern(&gateway, "/mcp");
+    tools_once_ready(&mut mcp, &["everything"]).await;
+    let answer = mcp.call("everything_echo", json!({"message": "m"})).await;
+    text_of(&answer);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        let health: Value = client()
+            .get(format!("{}/healthz", gateway.base_url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let broken = &health["mcp_servers"][1]["state"];
+        if broken == "down" || broken == "restarting" || Instant::now() > deadline {
+            break health;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(health["status"], "degraded", "{health}");
+    let servers = health["mcp_servers"].as_array().unwrap();
+    assert_eq!(servers[0]["name"], "everything");
+    assert_eq!(servers[0]["state"], "ready", "{health}");
+    assert!(servers[0]["tools"].as_u64().unwrap() > 5, "{health}");
+    assert_eq!(servers[1]["name"], "broken");
+    assert!(servers[1]["error"].is_string(), "{health}");
+    let metrics = client()
+        .get(format!("{}/metrics", gateway.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("gateway_mcp_tool_calls_total{mcp_server=\"everything\",tool=\"echo\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "gateway_mcp_tool_latency_seconds_bucket{mcp_server=\"everything\",tool=\"echo\""
+        ),
+        "{metrics}"
+    );
+    gateway.stop().await.unwrap();
+}
