@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 
 use crate::engine::{EngineHandle, Job, LogScope};
 use crate::inspect::Declaration;
+use crate::mcp::McpServerUse;
 use crate::session::{CharacterSession, SessionError};
 
 /// One character, loaded once. Conversations hold it in an `Arc`, so a reload never changes
@@ -74,6 +75,17 @@ impl Character {
     /// `false` when `METADATA.good === false`: the character loads but is not listed.
     pub fn is_listed(&self) -> bool {
         self.declaration.listed
+    }
+
+    /// `MCP_SERVERS`: the upstream MCP servers the character may use, in the order declared;
+    /// their tools are offered beside [`tools`](Self::tools). Empty when it declares none.
+    pub fn mcp_servers(&self) -> &[McpServerUse] {
+        &self.declaration.mcp_servers
+    }
+
+    /// The character's use of the MCP server named `server`, when it declares one.
+    pub fn mcp_server(&self, server: &str) -> Option<&McpServerUse> {
+        self.mcp_servers().iter().find(|used| used.server == server)
     }
 
     /// How long one tool call may run: `TOOL_TIMEOUT_MS` or the default.

@@ -212,6 +212,7 @@ impl Engine {
                 &namespace,
                 file_name,
                 options.default_timeout,
+                options.mcp_servers.as_deref(),
                 &sandbox.clock,
             )
             .map_err(|problems| (name, problems))?;

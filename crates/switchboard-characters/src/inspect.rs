@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 use switchboard_tools::{Profile, Toolset};
 
 use crate::exception::{Failure, type_name};
+use crate::mcp::{self, McpServerUse};
 use crate::rejection::{Problem, kind};
 use crate::sandbox::Clock;
 
@@ -22,6 +23,7 @@ const KNOWN_EXPORTS: &[&str] = &[
     "METADATA",
     "TOOLS",
     "TOOL_TIMEOUT_MS",
+    "MCP_SERVERS",
     "PromptGenerator",
 ];
 
@@ -35,6 +37,7 @@ pub(crate) struct Declaration {
     pub listed: bool,
     pub tools: Toolset,
     pub timeout: Duration,
+    pub mcp_servers: Vec<McpServerUse>,
 }
 
 /// The declaration and the JavaScript values the engine keeps to start conversations.
@@ -59,6 +62,7 @@ pub(crate) fn inspect<'js>(
     namespace: &Object<'js>,
     file_name: &str,
     default_timeout: Duration,
+    configured_mcp_servers: Option<&[String]>,
     clock: &Clock,
 ) -> Result<Inspected<'js>, Vec<Problem>> {
     let mut problems = Vec::new();
@@ -100,6 +104,13 @@ pub(crate) fn inspect<'js>(
     let metadata = check_metadata(ctx, clock, &export("METADATA"), &mut problems);
     let tools = check_tools(ctx, clock, &export("TOOLS"), &mut problems);
     let timeout = check_timeout(&export("TOOL_TIMEOUT_MS"), default_timeout, &mut problems);
+    let mcp_servers = check_mcp_servers(
+        ctx,
+        clock,
+        &export("MCP_SERVERS"),
+        configured_mcp_servers,
+        &mut problems,
+    );
     let class = check_class(&export("PromptGenerator"), tools.as_ref(), &mut problems);
 
     match (
@@ -109,6 +120,7 @@ pub(crate) fn inspect<'js>(
         metadata,
         tools,
         timeout,
+        mcp_servers,
         class,
     ) {
         (
@@ -118,6 +130,7 @@ pub(crate) fn inspect<'js>(
             Some(metadata),
             Some(tools),
             Some(timeout),
+            Some(mcp_servers),
             Some(class),
         ) if problems.is_empty() => {
             let listed = metadata.as_ref().and_then(|metadata| metadata.get("good"))
@@ -131,6 +144,7 @@ pub(crate) fn inspect<'js>(
                     listed,
                     tools,
                     timeout,
+                    mcp_servers,
                 },
                 class,
                 instructions: instructions_value,
@@ -333,6 +347,31 @@ fn check_timeout(
     }
 }
 
+/// `MCP_SERVERS`: absent, `null` or `[]` is a character that uses no MCP server; otherwise
+/// an array of server names and `{ server, tools }` objects, each server configured when
+/// `configured` lists the configuration's servers.
+fn check_mcp_servers<'js>(
+    ctx: &Ctx<'js>,
+    clock: &Clock,
+    value: &Value<'js>,
+    configured: Option<&[String]>,
+    problems: &mut Vec<Problem>,
+) -> Option<Vec<McpServerUse>> {
+    if value.is_undefined() || value.is_null() {
+        return Some(Vec::new());
+    }
+    if !value.is_array() {
+        problems.push(mcp::not_array(type_name(value)));
+        return None;
+    }
+    let json = to_json(ctx, clock, "MCP_SERVERS", value)
+        .map_err(|problem| problems.push(problem))
+        .ok()?;
+    mcp::check(&json, configured)
+        .map_err(|found| problems.extend(found))
+        .ok()
+}
+
 /// `PromptGenerator` must be a class with `makeSystemPrompt`, and with `handleToolCall`
 /// when the file declares tools.
 fn check_class<'js>(
@@ -408,7 +447,7 @@ fn to_json<'js>(
         .map_err(|error| invalid(export, &format!("cannot be converted to JSON: {error}")))
 }
 
-fn json_type(value: &Json) -> &'static str {
+pub(crate) fn json_type(value: &Json) -> &'static str {
     match value {
         Json::Null => "null",
         Json::Bool(_) => "boolean",

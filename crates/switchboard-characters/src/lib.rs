@@ -11,6 +11,7 @@ mod engine;
 mod exception;
 mod inspect;
 mod load;
+mod mcp;
 mod metrics;
 mod options;
 mod registry;
@@ -21,6 +22,7 @@ mod watch;
 
 pub use character::Character;
 pub use load::{Loaded, load_characters};
+pub use mcp::McpServerUse;
 pub use metrics::TOOL_LATENCY_BUCKETS;
 pub use options::LoadOptions;
 pub use registry::CharacterRegistry;

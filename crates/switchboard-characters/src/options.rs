@@ -16,6 +16,10 @@ pub struct LoadOptions {
     /// The directory may be absent (a default nobody configured): then no character is
     /// loaded and nothing is rejected, rather than the directory itself.
     pub optional_dir: bool,
+    /// The names of the MCP servers the gateway's configuration defines (its
+    /// `[[mcp_server]]` entries): a character whose `MCP_SERVERS` names another is refused.
+    /// `None` (a caller without a configuration): the names are not checked against a list.
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 impl Default for LoadOptions {
@@ -25,6 +29,7 @@ impl Default for LoadOptions {
             default_timeout: Duration::from_millis(100),
             load_timeout: Duration::from_secs(1),
             optional_dir: false,
+            mcp_servers: None,
         }
     }
 }

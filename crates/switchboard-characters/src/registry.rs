@@ -20,7 +20,8 @@ use crate::rejection::kind;
 #[derive(Debug)]
 pub struct CharacterRegistry {
     dir: PathBuf,
-    options: LoadOptions,
+    /// Changed only by [`set_mcp_servers`](CharacterRegistry::set_mcp_servers).
+    options: Mutex<LoadOptions>,
     current: ArcSwap<Loaded>,
     /// Held while a reload reads and swaps, so that a save and a SIGHUP at the same moment
     /// cannot swap in sets that each miss the other's change.
@@ -35,7 +36,7 @@ impl CharacterRegistry {
         let current = ArcSwap::from_pointee(load_characters(dir, &options));
         Self {
             dir: dir.to_path_buf(),
-            options,
+            options: Mutex::new(options),
             current,
             reloading: Mutex::new(()),
             swapped: watch::Sender::new(0),
@@ -88,24 +89,54 @@ impl CharacterRegistry {
         })
     }
 
+    /// The names of the MCP servers the configuration now defines
+    /// ([`LoadOptions::mcp_servers`]), after a configuration reload. When they changed, the
+    /// files whose result depends on them are loaded again (those whose character declares
+    /// `MCP_SERVERS`, and those refused for naming a server that was not configured) and
+    /// the new set is returned; otherwise nothing is reloaded. Blocks like
+    /// [`reload`](Self::reload).
+    pub fn set_mcp_servers(&self, names: Option<Vec<String>>) -> Option<Arc<Loaded>> {
+        {
+            let mut options = self.options.lock().unwrap_or_else(PoisonError::into_inner);
+            if options.mcp_servers == names {
+                return None;
+            }
+            options.mcp_servers = names;
+        }
+        Some(self.reload_where(|file, previous| {
+            previous
+                .characters
+                .iter()
+                .any(|character| character.file() == file && !character.mcp_servers().is_empty())
+                || previous.rejection(file).is_some_and(|rejection| {
+                    rejection
+                        .problems
+                        .iter()
+                        .any(|problem| problem.kind == kind::UNKNOWN_MCP_SERVER)
+                })
+        }))
+    }
+
     fn reload_where(&self, again: impl Fn(&Path, &Loaded) -> bool) -> Arc<Loaded> {
         let _reloading = self
             .reloading
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let options = self
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let previous = self.current.load_full();
-        let loaded = match list(&self.dir, &self.options) {
+        let loaded = match list(&self.dir, &options) {
             Ok((root, present)) => {
                 let files: Vec<PathBuf> = present
                     .iter()
                     .filter(|file| again(file, &previous))
                     .cloned()
                     .collect();
-                let (loaded, changes) = assemble(
-                    &previous,
-                    &present,
-                    load_files(&root, &files, &self.options),
-                );
+                let (loaded, changes) =
+                    assemble(&previous, &present, load_files(&root, &files, &options));
                 log(&changes);
                 loaded
             }

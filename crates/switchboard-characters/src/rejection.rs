@@ -92,4 +92,8 @@ pub(crate) mod kind {
     pub const INVALID_SCHEMA: &str = "invalid_schema";
     pub const MISSING_HANDLER: &str = "missing_handler";
     pub const DUPLICATE_NAME: &str = "duplicate_name";
+    /// `MCP_SERVERS` (or one of its entries) is not what the format allows.
+    pub const INVALID_MCP_SERVERS: &str = "invalid_mcp_servers";
+    /// `MCP_SERVERS` names a server the gateway's configuration does not define.
+    pub const UNKNOWN_MCP_SERVER: &str = "unknown_mcp_server";
 }

@@ -342,6 +342,192 @@ export class PromptGenerator { makeSystemPrompt() { return "p"; } }"#,
     );
 }
 
+/// A directory with one character, `mcp.js`, whose other exports follow `exports`.
+fn mcp_character(exports: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mcp.js"),
+        format!(
+            r#"export const CHARACTER_NAME = "Researcher";
+export const VOICE_SOURCE = {{ source_type: "file" }};
+export const INSTRUCTIONS = {{ instruction_prompt: "x" }};
+{exports}
+export class PromptGenerator {{ makeSystemPrompt() {{ return "p"; }} }}"#
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+fn configured(names: &[&str]) -> LoadOptions {
+    LoadOptions {
+        mcp_servers: Some(names.iter().map(|name| (*name).to_owned()).collect()),
+        ..options()
+    }
+}
+
+#[test]
+fn a_character_with_mcp_servers_and_no_tools_of_its_own_needs_no_handler() {
+    let dir = mcp_character(
+        r#"export const MCP_SERVERS = ["fs", { server: "search", tools: ["search_web", "search_*"] }];"#,
+    );
+    let loaded = load_characters(dir.path(), &configured(&["fs", "search", "memory"]));
+    assert!(loaded.rejections.is_empty(), "{:#?}", loaded.rejections);
+    let character = loaded.get("researcher").unwrap();
+    assert!(character.tools().is_empty());
+    let servers: Vec<(&str, Option<&[String]>)> = character
+        .mcp_servers()
+        .iter()
+        .map(|used| (used.server.as_str(), used.tools.as_deref()))
+        .collect();
+    assert_eq!(
+        servers,
+        [
+            ("fs", None),
+            (
+                "search",
+                Some(&["search_web".to_owned(), "search_*".to_owned()][..])
+            )
+        ]
+    );
+    let search = character.mcp_server("search").unwrap();
+    assert!(search.allows("search_news"));
+    assert!(!search.allows("fetch_page"));
+    assert!(character.mcp_server("fs").unwrap().allows("read_file"));
+    assert!(character.mcp_server("memory").is_none());
+}
+
+#[test]
+fn absent_null_or_empty_mcp_servers_use_no_server() {
+    for exports in [
+        "",
+        "export const MCP_SERVERS = null;",
+        "export const MCP_SERVERS = [];",
+    ] {
+        let dir = mcp_character(exports);
+        let loaded = load_characters(dir.path(), &configured(&[]));
+        assert!(
+            loaded.rejections.is_empty(),
+            "{exports}: {:#?}",
+            loaded.rejections
+        );
+        assert!(loaded.get("researcher").unwrap().mcp_servers().is_empty());
+    }
+}
+
+#[test]
+fn an_mcp_server_the_configuration_does_not_define_refuses_the_file() {
+    let dir = mcp_character(r#"export const MCP_SERVERS = ["fs", { server: "search" }];"#);
+    let loaded = load_characters(dir.path(), &configured(&["fs", "memory"]));
+    assert!(loaded.characters.is_empty());
+    assert_eq!(
+        problems(&loaded, "mcp.js"),
+        [
+            "MCP_SERVERS/1/server: no MCP server named \"search\" is configured (configured: fs, memory)"
+        ]
+    );
+    let rejection = &loaded.rejections[0];
+    assert_eq!(rejection.problems[0].kind, "unknown_mcp_server");
+    assert_eq!(
+        rejection.problems[0].path.as_deref(),
+        Some("MCP_SERVERS/1/server")
+    );
+    assert!(
+        rejection
+            .to_string()
+            .ends_with("mcp.js: MCP_SERVERS/1/server: no MCP server named \"search\" is configured (configured: fs, memory)"),
+        "{rejection}"
+    );
+}
+
+#[test]
+fn without_a_configuration_mcp_server_names_are_not_checked_against_a_list() {
+    let dir = mcp_character(r#"export const MCP_SERVERS = ["fs", { server: "search" }];"#);
+    let loaded = load_characters(dir.path(), &options());
+    assert!(loaded.rejections.is_empty(), "{:#?}", loaded.rejections);
+    assert_eq!(loaded.get("researcher").unwrap().mcp_servers().len(), 2);
+}
+
+#[test]
+fn wrong_mcp_servers_are_refused_with_every_problem_beside_the_other_exports() {
+    let dir = mcp_character(
+        r#"export const TOOL_TIMEOUT_MS = 0;
+export const MCP_SERVERS = ["fs", () => 1, { server: "fs", tools: "read" }, "bad name"];"#,
+    );
+    let loaded = load_characters(dir.path(), &configured(&["fs"]));
+    assert_eq!(
+        problems(&loaded, "mcp.js"),
+        [
+            "TOOL_TIMEOUT_MS: expected a whole number of milliseconds from 1 to 10000, got 0",
+            "MCP_SERVERS/1: expected a server name or a { server, tools } object, got null",
+            "MCP_SERVERS/2/tools: expected an array of tool names, got string",
+            "MCP_SERVERS/2/server: \"fs\" is already listed at MCP_SERVERS/0; list each server once",
+            "MCP_SERVERS/3: \"bad name\" is not an MCP server name; names are 1 to 64 characters of A-Z, a-z, 0-9, _ and -",
+        ]
+    );
+    let kinds: Vec<&str> = loaded.rejections[0]
+        .problems
+        .iter()
+        .map(|problem| problem.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "invalid_export",
+            "invalid_mcp_servers",
+            "invalid_mcp_servers",
+            "invalid_mcp_servers",
+            "invalid_mcp_servers"
+        ]
+    );
+}
+
+#[test]
+fn mcp_servers_that_are_not_an_array_are_refused() {
+    let dir = mcp_character(r#"export const MCP_SERVERS = "fs";"#);
+    let loaded = load_characters(dir.path(), &options());
+    assert_eq!(
+        problems(&loaded, "mcp.js"),
+        [
+            "MCP_SERVERS: expected an array of MCP server names or { server, tools } objects, got string"
+        ]
+    );
+}
+
+#[test]
+fn tools_still_need_a_handler_when_mcp_servers_are_declared_too() {
+    let dir = mcp_character(
+        r#"export const MCP_SERVERS = ["fs"];
+export const TOOLS = [{ type: "function", function: { name: "roll", description: "Rolls a die", parameters: { type: "object", properties: {} } } }];"#,
+    );
+    let loaded = load_characters(dir.path(), &configured(&["fs"]));
+    assert_eq!(
+        problems(&loaded, "mcp.js"),
+        [
+            "PromptGenerator: TOOLS declares roll but PromptGenerator has no handleToolCall(toolName, toolInput) method to implement it"
+        ]
+    );
+}
+
+#[test]
+fn a_reload_checks_mcp_servers_against_the_same_configuration() {
+    let dir = mcp_character(r#"export const MCP_SERVERS = ["fs"];"#);
+    let registry = CharacterRegistry::load(dir.path(), configured(&["fs"]));
+    assert!(registry.get("researcher").is_some());
+    let old = mcp_character(r#"export const MCP_SERVERS = ["fs", "search"];"#);
+    std::fs::copy(old.path().join("mcp.js"), dir.path().join("mcp.js")).unwrap();
+    let reloaded = registry.reload();
+    assert_eq!(
+        problems(&reloaded, "mcp.js"),
+        ["MCP_SERVERS/1: no MCP server named \"search\" is configured (configured: fs)"]
+    );
+    // The last good version keeps running.
+    assert_eq!(
+        registry.get("researcher").unwrap().mcp_servers()[0].server,
+        "fs"
+    );
+}
+
 struct Writer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
 impl std::io::Write for Writer {

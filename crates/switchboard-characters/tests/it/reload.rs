@@ -270,3 +270,70 @@ fn watching_a_missing_directory_is_an_error_naming_it() {
     let error = registry.watch().unwrap_err().to_string();
     assert!(error.contains("/no/such/characters"), "{error}");
 }
+
+fn using(name: &str, servers: &str) -> String {
+    format!(
+        "{}export const MCP_SERVERS = {servers};\n",
+        character(name, "p")
+    )
+}
+
+fn configured(names: &[&str]) -> Option<Vec<String>> {
+    Some(names.iter().map(|name| (*name).to_owned()).collect())
+}
+
+#[test]
+fn new_configured_mcp_servers_reload_the_files_that_use_servers_and_no_other() {
+    let dir = Dir::new(&[
+        ("a.js", using("A", r#"["fs", "search"]"#)),
+        ("b.js", character("B", "p")),
+        ("c.js", using("C", r#"["fs"]"#)),
+    ]);
+    let registry = CharacterRegistry::load(
+        dir.0.path(),
+        LoadOptions {
+            mcp_servers: configured(&["fs"]),
+            ..LoadOptions::default()
+        },
+    );
+    assert_eq!(names(&registry), ["B", "C"]);
+    let (b, c) = (registry.get("b").unwrap(), registry.get("c").unwrap());
+
+    assert!(registry.set_mcp_servers(configured(&["fs"])).is_none());
+
+    let loaded = registry
+        .set_mcp_servers(configured(&["fs", "search"]))
+        .unwrap();
+    assert!(loaded.rejections.is_empty(), "{:#?}", loaded.rejections);
+    assert_eq!(names(&registry), ["A", "B", "C"]);
+    assert!(Arc::ptr_eq(&b, &registry.get("b").unwrap()));
+    assert!(!Arc::ptr_eq(&c, &registry.get("c").unwrap()));
+
+    // A server that goes refuses the files that name it; their last good versions keep running.
+    let loaded = registry.set_mcp_servers(configured(&["search"])).unwrap();
+    let problems: Vec<String> = loaded
+        .rejections
+        .iter()
+        .flat_map(|rejection| &rejection.problems)
+        .map(|problem| problem.message.clone())
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            "MCP_SERVERS/0: no MCP server named \"fs\" is configured (configured: search)",
+            "MCP_SERVERS/0: no MCP server named \"fs\" is configured (configured: search)",
+        ]
+    );
+    assert_eq!(names(&registry), ["A", "B", "C"]);
+
+    // Without a configuration nothing is checked against a list.
+    assert!(
+        registry
+            .set_mcp_servers(None)
+            .unwrap()
+            .rejections
+            .is_empty()
+    );
+    // A later reload uses the names set last.
+    assert!(registry.reload().rejections.is_empty());
+}
