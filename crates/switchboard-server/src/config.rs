@@ -267,6 +267,14 @@ impl Config {
         Duration::from_secs(self.request_timeout_secs)
     }
 
+    /// The `[[mcp_server]]` names, which characters' `MCP_SERVERS` are checked against.
+    pub fn mcp_server_names(&self) -> Vec<String> {
+        self.mcp_servers
+            .iter()
+            .map(|server| server.name.clone())
+            .collect()
+    }
+
     /// The keys and the rules around them, as the access part takes them.
     pub fn access_settings(&self) -> crate::access::Settings {
         crate::access::Settings {

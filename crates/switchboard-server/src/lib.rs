@@ -40,3 +40,4 @@ pub use app::{RunningGateway, router, run, shutdown_signal};
 pub use config::{Config, ConfigError, Problems};
 pub use pipeline::tool_checks;
 pub use state::{AppState, Live, Reloaded};
+pub use tool_servers::{CharacterToolbox, McpServerConfig, ToolServer, ToolServers};

@@ -61,8 +61,6 @@ pub struct Live {
     pub health: Health,
     /// The keys and their limits.
     pub access: Arc<Access>,
-    /// The upstream MCP servers; a server a reload leaves unchanged keeps its connection.
-    pub tool_servers: ToolServers,
 }
 
 impl fmt::Debug for Live {
@@ -108,7 +106,7 @@ impl Live {
         let tool_servers = ToolServers::build(
             &config.mcp_servers,
             env,
-            previous.map(|live| &live.tool_servers),
+            previous.map(|live| &live.pipeline.tool_servers),
         )
         .map_err(|found| problems.extend(found))
         .ok();
@@ -145,12 +143,12 @@ impl Live {
                 routes,
                 character_route,
                 characters: Arc::clone(characters),
+                tool_servers,
                 settings: config.pipeline_settings(),
                 cut: cut.clone(),
             },
             config,
             access: Arc::new(access),
-            tool_servers,
         })
     }
 }
@@ -288,6 +286,7 @@ impl AppState {
             config.characters_dir(),
             LoadOptions {
                 optional_dir: config.characters.is_none(),
+                mcp_servers: Some(config.mcp_server_names()),
                 ..LoadOptions::default()
             },
         ));
@@ -346,6 +345,9 @@ impl AppState {
         let live = Live::build(config, env, Some(&previous), &self.characters, &self.cut)?;
         let reloaded = Reloaded::between(&previous.config, &live.config, needs_restart);
         live.health.check_routes();
+        // Characters naming a server that is no longer (or now) configured load again.
+        self.characters
+            .set_mcp_servers(Some(live.config.mcp_server_names()));
         let live = Arc::new(live);
         self.live.current.store(Arc::clone(&live));
         self.live.swaps.send_replace(live);

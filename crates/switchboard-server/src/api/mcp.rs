@@ -128,7 +128,7 @@ impl CharacterTools {
         let Some(caller) = caller else {
             return entries;
         };
-        for server in caller.live().tool_servers.all() {
+        for server in caller.live().pipeline.tool_servers.all() {
             if matches!(scope, Some(Scope::Server(name)) if *name != server.name) {
                 continue;
             }
@@ -176,6 +176,7 @@ fn follow_servers(mut configurations: watch::Receiver<Arc<Live>>, to: watch::Sen
         loop {
             let mut lists: Vec<watch::Receiver<u64>> = configurations
                 .borrow_and_update()
+                .pipeline
                 .tool_servers
                 .all()
                 .iter()
@@ -289,7 +290,7 @@ impl ToolCatalog for CharacterTools {
                 let traceparent = crate::traces::current_traceparent();
                 Box::pin(async move {
                     let reply = server
-                        .call(&tool.name, &arguments, traceparent.as_deref())
+                        .call(&tool.name, &arguments, traceparent.as_deref(), None)
                         .await;
                     if let Some(log) = &log {
                         log.finish(

@@ -79,7 +79,7 @@ pub fn model_ids(state: &AppState, live: &Live) -> Vec<String> {
 pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
     let live = state.live();
     let backends = live.health.snapshot();
-    let tool_servers = live.tool_servers.health();
+    let tool_servers = live.pipeline.tool_servers.health();
     // A tool server that is down (restarting after a failure) fails its calls meanwhile.
     let servers_up = tool_servers
         .iter()

@@ -18,6 +18,7 @@ use tracing::Instrument;
 use super::Limits;
 use super::output::{CharacterEvent, Output, Outputs};
 use crate::error::ApiError;
+use crate::tool_servers::{CharacterToolbox, ToolServers};
 use crate::upstream::{Ask, PoolBackend, Route};
 
 /// The route prefix that names a character.
@@ -64,9 +65,15 @@ pub struct Turn {
     pub limits: Limits,
 }
 
-/// Runs one turn with the character and reports its words as outputs; `length` when the
-/// turn ran out of tokens.
-pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Outputs {
+/// Runs one turn with the character (its own tools and those of the MCP servers it
+/// declares) and reports its words as outputs; `length` when the turn ran out of tokens.
+pub fn start(
+    character: Arc<Character>,
+    route: Arc<Route>,
+    tool_servers: &ToolServers,
+    turn: Turn,
+) -> Outputs {
+    let servers = tool_servers.declared_by(&character);
     let Turn {
         text,
         history,
@@ -89,7 +96,7 @@ pub fn start(character: Arc<Character>, route: Arc<Route>, turn: Turn) -> Output
             let _ = sender.send(Ok(Output::Character(CharacterEvent::SystemPrompt {
                 content: prompt.clone(),
             })));
-            let tools: Arc<dyn ToolExecutor> = Arc::new(session);
+            let tools: Arc<dyn ToolExecutor> = Arc::new(CharacterToolbox::new(session, &servers));
             let history = history
                 .into_iter()
                 .filter(|message| !is_empty_assistant(message));

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ApiError;
 use crate::ids::CallIdShape;
+use crate::tool_servers::ToolServers;
 use crate::upstream::{Route, RouteTable, Trail};
 
 pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
@@ -46,6 +47,8 @@ pub struct Pipeline {
     /// The route characters talk through.
     pub character_route: Option<Arc<Route>>,
     pub characters: Arc<CharacterRegistry>,
+    /// The upstream MCP servers, whose tools characters may use.
+    pub tool_servers: ToolServers,
     pub settings: Settings,
     /// Cancelled when the gateway stops waiting for answers at shutdown.
     pub cut: CancellationToken,
@@ -143,7 +146,7 @@ impl Pipeline {
                 return Ok(Started {
                     label,
                     kind: "character",
-                    outputs: character::start(character, route, turn),
+                    outputs: character::start(character, route, &self.tool_servers, turn),
                     trail,
                 });
             }

@@ -8,16 +8,19 @@
 //! the front-ends.
 
 mod settings;
+mod toolbox;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
+use switchboard_characters::Character;
 use switchboard_mcp_client::{CallOutput, Upstream, UpstreamConfig, UpstreamError, UpstreamState};
 use switchboard_tools::{CompiledTool, Profile, Toolset};
 use tracing::Instrument;
 
 pub use settings::{McpServerConfig, check_servers};
+pub use toolbox::CharacterToolbox;
 
 /// The configured servers, in file order.
 #[derive(Debug, Default)]
@@ -110,6 +113,15 @@ impl ToolServers {
         self.servers.iter().find(|server| server.name == name)
     }
 
+    /// The servers `character` declares in `MCP_SERVERS` that are configured.
+    pub fn declared_by(&self, character: &Character) -> Vec<Arc<ToolServer>> {
+        character
+            .mcp_servers()
+            .iter()
+            .filter_map(|declared| self.get(&declared.server).cloned())
+            .collect()
+    }
+
     /// Each server's state, for `/healthz`.
     pub fn health(&self) -> Vec<Value> {
         self.servers
@@ -185,6 +197,12 @@ impl ToolServer {
         offered
     }
 
+    /// Waits for the first connection to be made or to fail (a command that uses the
+    /// server once, rather than a gateway that serves on regardless).
+    pub async fn ready(&self) -> Result<(), UpstreamError> {
+        self.upstream.ready().await
+    }
+
     /// Changes whenever the server's tool list may have changed.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.upstream.changes()
@@ -192,8 +210,15 @@ impl ToolServer {
 
     /// Runs `tool` (the server's own name) with the model's or client's raw `arguments`:
     /// checked first (a bad one never leaves the gateway), then called under the server's
-    /// deadline. `traceparent` continues the caller's trace on the server.
-    pub async fn call(&self, tool: &str, arguments: &str, traceparent: Option<&str>) -> ToolReply {
+    /// deadline. `traceparent` continues the caller's trace on the server; `character`
+    /// names the character whose conversation made the call, for the metrics.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        traceparent: Option<&str>,
+        character: Option<&str>,
+    ) -> ToolReply {
         let span = tracing::info_span!(
             "execute_tool",
             otel.name = %format!("execute_tool {tool}"),
@@ -210,11 +235,16 @@ impl ToolServer {
         if outcome != "ok" {
             span.record("error.type", outcome);
         }
-        let labels = [("mcp_server", self.name.clone()), ("tool", tool.to_owned())];
+        let labels = [
+            ("mcp_server", self.name.clone()),
+            ("tool", tool.to_owned()),
+            ("character", character.unwrap_or("-").to_owned()),
+        ];
         metrics::counter!("gateway_mcp_tool_calls_total", &labels).increment(1);
         if outcome != "ok" {
-            metrics::counter!("gateway_mcp_tool_errors_total", "mcp_server" => self.name.clone(), "tool" => tool.to_owned(), "kind" => outcome)
-                .increment(1);
+            let mut labels = labels.to_vec();
+            labels.push(("kind", outcome.to_owned()));
+            metrics::counter!("gateway_mcp_tool_errors_total", &labels).increment(1);
         }
         metrics::histogram!("gateway_mcp_tool_latency_seconds", &labels)
             .record(started.elapsed().as_secs_f64());

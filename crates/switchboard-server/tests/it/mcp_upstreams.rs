@@ -16,6 +16,7 @@ use common::*;
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::mcp::{ServerProcess, free_port, python, reference_server, script};
+use switchboard_testkit::{OpenAiScript, ScriptedServer};
 
 const KEY: &str = "sk-sb-up-8pQrS3tUv4wXy5zAb6cDe7fGh8iJk9lMn0oP";
 const ECHO_KEY: &str = "sk-sb-up-Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2M";
@@ -427,12 +428,162 @@ async fn health_and_metrics_show_each_server() {
         .await
         .unwrap();
     assert!(
-        metrics.contains("gateway_mcp_tool_calls_total{mcp_server=\"everything\",tool=\"echo\"}"),
+        metrics.contains(
+            "gateway_mcp_tool_calls_total{mcp_server=\"everything\",tool=\"echo\",character=\"-\"}"
+        ),
         "{metrics}"
     );
     assert!(
         metrics.contains(
             "gateway_mcp_tool_latency_seconds_bucket{mcp_server=\"everything\",tool=\"echo\""
+        ),
+        "{metrics}"
+    );
+    gateway.stop().await.unwrap();
+}
+
+/// A character whose tools all come from MCP servers: the files it reads, the memory it
+/// keeps.
+const LIBRARIAN: &str = r#"
+export const CHARACTER_NAME = "Librarian";
+export const VOICE_SOURCE = { source_type: "file", path_on_server: "voices/librarian.wav" };
+export const INSTRUCTIONS = { instruction_prompt: "You look things up.", language: "en" };
+export const MCP_SERVERS = [{ server: "fs", tools: ["read_text_file", "list_*"] }, "memory"];
+export class PromptGenerator {
+  constructor(instructions) { this.instructions = instructions; }
+  makeSystemPrompt() { return this.instructions.instruction_prompt; }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_character_uses_its_mcp_servers_tools_in_a_conversation() {
+    let (Some((node, filesystem)), Some((_, memory))) =
+        (reference_server("filesystem"), reference_server("memory"))
+    else {
+        return;
+    };
+    let notes = tempfile::tempdir().unwrap();
+    let file = notes.path().join("todo.txt");
+    std::fs::write(&file, "water the plants\n").unwrap();
+    let graph = tempfile::tempdir().unwrap();
+    let characters = tempfile::tempdir().unwrap();
+    std::fs::write(characters.path().join("librarian.js"), LIBRARIAN).unwrap();
+    let read = OpenAiScript::new()
+        .tool_call(
+            "call_librarianlibrarianlibra1",
+            "fs_read_text_file",
+            &[&json!({"path": file.to_str().unwrap()}).to_string()],
+        )
+        .finish("tool_calls", 100, 20);
+    let remember = OpenAiScript::new()
+        .tool_call(
+            "call_librarianlibrarianlibra2",
+            "memory_create_entities",
+            &[r#"{"entities": [{"name": "plants", "entityType": "chore", "observations": ["need water"]}]}"#],
+        )
+        .finish("tool_calls", 120, 20);
+    let words = OpenAiScript::new()
+        .text("Your list says: water the plants.")
+        .finish("stop", 150, 10);
+    let backend = ScriptedServer::start(vec![read.reply(), remember.reply(), words.reply()]).await;
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{}{}{}",
+        characters.path().display(),
+        server(
+            "fs",
+            &command(
+                &node,
+                &[filesystem.to_str().unwrap(), notes.path().to_str().unwrap()],
+            ),
+            "",
+        ),
+        server(
+            "memory",
+            &command(&node, &[memory.to_str().unwrap()]),
+            &format!(
+                "env = {{ MEMORY_FILE_PATH = \"{}\" }}",
+                graph.path().join("memory.jsonl").display()
+            ),
+        ),
+        route("qwen", "openai", &backend.base, "")
+    );
+    let config = Config::from_toml(&text).unwrap();
+    let gateway = RunningGateway::start(&config, &|_| None).await.unwrap();
+    // Both servers connected: their tools are listed at /mcp.
+    tools_once_ready(&mut Client::modern(&gateway, "/mcp"), &["fs", "memory"]).await;
+
+    let response = client()
+        .post(format!("{}/v1/chat/completions", gateway.base_url()))
+        .header("x-switchboard-character-events", "true")
+        .json(&json!({"model": "character/librarian", "messages": [
+            {"role": "user", "content": "What is on my list?"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let whole: Value = response.json().await.unwrap();
+    assert_eq!(
+        whole["choices"][0]["message"]["content"], "Your list says: water the plants.",
+        "{whole}"
+    );
+
+    // The model was offered the servers' tools its entries allow, and nothing else.
+    let first = sent(&backend, 0);
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"fs_read_text_file"), "{offered:?}");
+    assert!(offered.contains(&"fs_list_directory"), "{offered:?}");
+    assert!(!offered.contains(&"fs_write_file"), "{offered:?}");
+    assert!(offered.contains(&"memory_create_entities"), "{offered:?}");
+    // Each result went back to the model.
+    let second = sent(&backend, 1);
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(result["role"], "tool", "{second}");
+    assert_eq!(result["content"], "water the plants\n");
+    let third = sent(&backend, 2);
+    let result = third["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(result["tool_call_id"], "call_librarianlibrarianlibra2");
+    assert!(
+        result["content"].as_str().unwrap().contains("plants"),
+        "{result}"
+    );
+
+    // The tool cards a client (the playground) shows.
+    let events = whole["character_events"].as_array().unwrap();
+    let finished: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["type"] == "tool_finished")
+        .collect();
+    assert_eq!(finished.len(), 2, "{events:?}");
+    assert_eq!(finished[0]["name"], "fs_read_text_file");
+    assert_eq!(finished[0]["content"], "water the plants\n");
+    assert_eq!(finished[0]["is_error"], false);
+
+    let metrics = client()
+        .get(format!("{}/metrics", gateway.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "gateway_mcp_tool_calls_total{mcp_server=\"fs\",tool=\"read_text_file\",character=\"Librarian\"} 1"
         ),
         "{metrics}"
     );

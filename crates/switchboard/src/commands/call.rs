@@ -4,9 +4,12 @@
 
 use std::process::ExitCode;
 
+use switchboard_runtime::ToolExecutor;
+use switchboard_server::CharacterToolbox;
 use switchboard_tools::ToolCall;
 
 use super::check::{CharactersDir, find_character, init_character_logs, runtime};
+use super::tool_servers::{ConfigFile, start_declared};
 
 /// Call one tool of a character on a fresh conversation and print the result.
 #[derive(Debug, clap::Args)]
@@ -17,17 +20,32 @@ pub struct Args {
     tool: String,
     /// The arguments, as the model would write them (a JSON object); none means `{}`.
     arguments: Option<String>,
+    #[command(flatten)]
+    config: ConfigFile,
 }
 
 pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let character = find_character(characters.path(), &args.character)?;
+    let character = find_character(
+        characters.path(),
+        &args.character,
+        &args.config.load_options()?,
+    )?;
     let call = ToolCall {
         id: "call_cli".to_owned(),
         name: args.tool,
         arguments: args.arguments.unwrap_or_default(),
     };
-    let result = runtime()?.block_on(character.run_tool(&call))?;
+    let result = runtime()?.block_on(async {
+        let servers = start_declared(&args.config, &character).await?;
+        if servers.is_empty() {
+            return anyhow::Ok(character.run_tool(&call).await?);
+        }
+        // A tool of the character's MCP servers, or its own, as its conversation runs them.
+        let session = character.start_conversation().await?;
+        let toolbox = CharacterToolbox::new(session, &servers);
+        anyhow::Ok(toolbox.call(&call).await)
+    })?;
     println!("{}", result.content);
     Ok(if result.is_error {
         ExitCode::FAILURE

@@ -8,11 +8,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
+use switchboard_server::CharacterToolbox;
 use switchboard_tools::{Content, Message};
 use tokio::io::AsyncBufReadExt;
 
 use super::backend::BackendArgs;
 use super::check::{CharactersDir, find_character, init_character_logs, runtime};
+use super::tool_servers::{ConfigFile, start_declared};
 
 /// Chat with a character in the terminal.
 ///
@@ -29,6 +31,8 @@ pub struct Args {
     /// Tool rounds per message before the model must answer in words.
     #[arg(long, default_value_t = 4)]
     max_tool_rounds: usize,
+    #[command(flatten)]
+    config: ConfigFile,
 }
 
 const HELP: &str =
@@ -36,7 +40,11 @@ const HELP: &str =
 
 pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let character = find_character(characters.path(), &args.character)?;
+    let character = find_character(
+        characters.path(),
+        &args.character,
+        &args.config.load_options()?,
+    )?;
     let (backend, model) = args.backend.connect()?;
     let interactive = std::io::stdin().is_terminal();
     let style = Style {
@@ -48,10 +56,11 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     };
 
     runtime()?.block_on(async move {
+        let servers = start_declared(&args.config, &character).await?;
         let start = || async {
             let session = character.start_conversation().await?;
             let prompt = session.system_prompt().to_owned();
-            let tools: Arc<dyn ToolExecutor> = Arc::new(session);
+            let tools: Arc<dyn ToolExecutor> = Arc::new(CharacterToolbox::new(session, &servers));
             anyhow::Ok(Conversation::new(
                 Some(prompt),
                 tools,

@@ -12,6 +12,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use super::telemetry::{log_filter, log_layer};
+use super::tool_servers::ConfigFile;
 
 /// Load a characters directory and report every character and every rejection.
 #[derive(Debug, clap::Args)]
@@ -19,6 +20,8 @@ pub struct Args {
     /// Directory to check (overrides --characters).
     #[arg(value_name = "DIR")]
     directory: Option<PathBuf>,
+    #[command(flatten)]
+    config: ConfigFile,
 }
 
 /// Where characters are loaded from: a flag of the whole command line, given before or
@@ -48,7 +51,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     let dir = args
         .directory
         .unwrap_or_else(|| characters.path().to_owned());
-    let loaded = load_characters(&dir, &LoadOptions::default());
+    let loaded = load_characters(&dir, &args.config.load_options()?);
     print_table(&loaded);
     for rejection in &loaded.rejections {
         println!();
@@ -126,10 +129,14 @@ pub fn init_character_logs() {
         .try_init();
 }
 
-/// Loads `dir` and finds the character `query` names (its CHARACTER_NAME or file stem,
-/// ignoring case). Other files' rejections are mentioned, not fatal.
-pub fn find_character(dir: &Path, query: &str) -> anyhow::Result<Arc<Character>> {
-    let loaded = load_characters(dir, &LoadOptions::default());
+/// Loads `dir` (with `options`) and finds the character `query` names (its CHARACTER_NAME
+/// or file stem, ignoring case). Other files' rejections are mentioned, not fatal.
+pub fn find_character(
+    dir: &Path,
+    query: &str,
+    options: &LoadOptions,
+) -> anyhow::Result<Arc<Character>> {
+    let loaded = load_characters(dir, options);
     if !loaded.rejections.is_empty() {
         eprintln!(
             "warning: {} file(s) in {} were rejected; run `switchboard check {}` for the reasons",

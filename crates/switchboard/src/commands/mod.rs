@@ -16,4 +16,5 @@ pub mod parse;
 pub mod prompt;
 pub mod serve;
 pub mod telemetry;
+pub mod tool_servers;
 pub mod validate;

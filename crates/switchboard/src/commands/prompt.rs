@@ -4,17 +4,24 @@
 use std::process::ExitCode;
 
 use super::check::{CharactersDir, find_character, init_character_logs, runtime};
+use super::tool_servers::ConfigFile;
 
 /// Print the system prompt of a new conversation with a character.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The character: its CHARACTER_NAME or file stem (case-insensitive).
     character: String,
+    #[command(flatten)]
+    config: ConfigFile,
 }
 
 pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     init_character_logs();
-    let character = find_character(characters.path(), &args.character)?;
+    let character = find_character(
+        characters.path(),
+        &args.character,
+        &args.config.load_options()?,
+    )?;
     let session = runtime()?.block_on(character.start_conversation())?;
     println!("{}", session.system_prompt());
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,103 @@
+//! A character's conversation runs one tool source: its own tools (`TOOLS`, in its sandbox)
+//! and the tools of the MCP servers it declares (`MCP_SERVERS`), offered to the model as
+//! `{server}_{tool}` (shortened to what model APIs accept, and mapped back on the call).
+//! Every call goes to whichever runs it, with the same `Error: …` texts for every failure.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use switchboard_characters::CharacterSession;
+use switchboard_mcp::names;
+use switchboard_runtime::ToolExecutor;
+use switchboard_tools::{ToolCall, ToolDefinition, ToolResult};
+
+use super::ToolServer;
+
+/// The longest function name model APIs accept.
+const MODEL_NAME_CHARS: usize = 64;
+
+/// A character's tools and its MCP servers' tools.
+#[derive(Debug)]
+pub struct CharacterToolbox {
+    session: CharacterSession,
+    definitions: Vec<ToolDefinition>,
+    /// The name offered to the model, the server, and the server's own name for the tool.
+    offered: Vec<(String, Arc<ToolServer>, String)>,
+}
+
+impl CharacterToolbox {
+    /// The session's tools and, for each server the character declares among `servers`
+    /// (see [`ToolServers::declared_by`](super::ToolServers::declared_by)), the tools its
+    /// entry allows. A name met twice is
+    /// the first's (the character's own tools come first).
+    pub fn new(session: CharacterSession, servers: &[Arc<ToolServer>]) -> Self {
+        let character = Arc::clone(session.character());
+        let mut definitions: Vec<ToolDefinition> =
+            character.tools().definitions().cloned().collect();
+        let mut taken: HashSet<String> = definitions
+            .iter()
+            .map(|definition| definition.name().to_owned())
+            .collect();
+        let mut offered = Vec::new();
+        for declared in character.mcp_servers() {
+            let Some(server) = servers.iter().find(|server| server.name == declared.server) else {
+                continue;
+            };
+            for tool in server.offered().iter() {
+                if !declared.allows(&tool.name) {
+                    continue;
+                }
+                let name =
+                    names::served(&format!("{}_{}", server.name, tool.name), MODEL_NAME_CHARS)
+                        .into_owned();
+                if !taken.insert(name.clone()) {
+                    continue;
+                }
+                let mut definition = ToolDefinition::function(
+                    name.clone(),
+                    tool.description.clone().unwrap_or_default(),
+                    tool.input_schema.clone(),
+                );
+                definition.function.description = tool.description.clone();
+                definitions.push(definition);
+                offered.push((name, Arc::clone(server), tool.name.clone()));
+            }
+        }
+        Self {
+            session,
+            definitions,
+            offered,
+        }
+    }
+}
+
+impl ToolExecutor for CharacterToolbox {
+    fn definitions(&self) -> Vec<ToolDefinition> {
+        self.definitions.clone()
+    }
+
+    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolResult> {
+        let Some((_, server, tool)) = self.offered.iter().find(|(name, ..)| *name == call.name)
+        else {
+            return Box::pin(self.session.call_tool(call));
+        };
+        let character = self.session.character().name().to_owned();
+        Box::pin(async move {
+            let traceparent = crate::traces::current_traceparent();
+            let reply = server
+                .call(
+                    tool,
+                    &call.arguments,
+                    traceparent.as_deref(),
+                    Some(&character),
+                )
+                .await;
+            ToolResult {
+                call_id: call.id.clone(),
+                content: reply.text,
+                is_error: reply.is_error,
+            }
+        })
+    }
+}
