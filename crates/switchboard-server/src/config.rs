@@ -722,4 +722,54 @@ aliases = ["claude-*", "gpt-5*"]
             "{shown}"
         );
     }
+
+    #[test]
+    fn mcp_servers_are_checked_with_the_rest_of_the_file() {
+        let config = Config::from_toml(
+            "[[mcp_server]]\nname = \"fs\"\ncommand = [\"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/srv\"]\n\n[[mcp_server]]\nname = \"search\"\nurl = \"https://tools.internal/mcp\"\nheaders = { authorization = \"Bearer ${SEARCH_TOKEN}\" }\ntools = [\"search_*\"]\ncall_timeout_secs = 30\n",
+        )
+        .unwrap();
+        assert_eq!(config.mcp_server_names(), ["fs", "search"]);
+        let problems = Config::from_toml(
+            r#"
+[[mcp_server]]
+name = "bad name"
+command = []
+
+[[mcp_server]]
+name = "both"
+command = ["x"]
+url = "http://x"
+
+[[mcp_server]]
+name = "web"
+url = "ftp://x"
+env = { A = "b" }
+call_timeout_secs = 0
+
+[[mcp_server]]
+name = "web"
+command = ["y"]
+headers = { a = "b" }
+tools = [""]
+max_result_bytes = 0
+"#,
+        )
+        .unwrap_err()
+        .to_string();
+        for expected in [
+            "mcp_server[0] (\"bad name\").name: use 1 to 64 letters, digits, '-' or '_'",
+            "mcp_server[0] (\"bad name\").command: name a program to run",
+            "mcp_server[1] (\"both\"): give `command` (a program spoken to over stdio) or `url` (Streamable HTTP), not both",
+            "mcp_server[2] (\"web\").url: \"ftp://x\" must start with http:// or https://",
+            "mcp_server[2] (\"web\").env: only a spawned server (`command`) takes an environment",
+            "mcp_server[2] (\"web\").call_timeout_secs must be more than 0 and at most 3600",
+            "mcp_server[3] (\"web\").name: an MCP server with this name already exists",
+            "mcp_server[3] (\"web\").headers: only an HTTP server (`url`) takes headers",
+            "mcp_server[3] (\"web\").tools: an entry is empty",
+            "mcp_server[3] (\"web\").max_result_bytes must be at least 1",
+        ] {
+            assert!(problems.contains(expected), "{expected}\n in:\n{problems}");
+        }
+    }
 }

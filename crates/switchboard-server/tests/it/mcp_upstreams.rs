@@ -589,3 +589,130 @@ async fn a_character_uses_its_mcp_servers_tools_in_a_conversation() {
     );
     gateway.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_adds_keeps_and_removes_servers() {
+    let (Some((node, everything)), Some((_, memory))) =
+        (reference_server("everything"), reference_server("memory"))
+    else {
+        return;
+    };
+    let graph = tempfile::tempdir().unwrap();
+    let everything = server(
+        "everything",
+        &command(&node, &[everything.to_str().unwrap(), "stdio"]),
+        "",
+    );
+    let memory = server(
+        "memory",
+        &command(&node, &[memory.to_str().unwrap()]),
+        &format!(
+            "env = {{ MEMORY_FILE_PATH = \"{}\" }}",
+            graph.path().join("memory.jsonl").display()
+        ),
+    );
+    let (gateway, characters) = gateway(&everything).await;
+    let mut mcp = Client::modern(&gateway, "/mcp");
+    tools_once_ready(&mut mcp, &["everything"]).await;
+    let config_with = |servers: &str| {
+        Config::from_toml(&format!(
+            "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{servers}\n{}",
+            characters.path().display(),
+            route("qwen", "openai", "http://127.0.0.1:9", "")
+        ))
+        .unwrap()
+    };
+    let reloaded = gateway
+        .state
+        .reload(config_with(&format!("{everything}{memory}")), &|_| None)
+        .unwrap();
+    assert!(
+        reloaded
+            .to_string()
+            .ends_with(", 2 MCP server(s) (added memory)"),
+        "{reloaded}"
+    );
+    let tools = tools_once_ready(&mut mcp, &["everything", "memory"]).await;
+    assert!(names(&tools).contains(&"memory_read_graph"));
+    // The server the reload kept answers on its running connection at once.
+    let answer = mcp
+        .call("everything_echo", json!({"message": "kept"}))
+        .await;
+    assert_eq!(text_of(&answer), "Echo: kept");
+
+    let reloaded = gateway
+        .state
+        .reload(config_with(&memory), &|_| None)
+        .unwrap();
+    assert!(
+        reloaded
+            .to_string()
+            .ends_with(", 1 MCP server(s) (removed everything)"),
+        "{reloaded}"
+    );
+    let tools = mcp.tools().await;
+    assert!(
+        names(&tools).iter().all(|name| name.starts_with("memory_")),
+        "{:?}",
+        names(&tools)
+    );
+    let gone = mcp.call("everything_echo", json!({"message": "x"})).await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn credentials_come_from_the_environment_and_never_show() {
+    let port = free_port();
+    let settings = server(
+        "search",
+        &format!("url = \"http://127.0.0.1:{port}/mcp\""),
+        "headers = { authorization = \"Bearer ${SEARCH_TOKEN}\" }\ncall_timeout_secs = 2",
+    );
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\n{settings}\n{}",
+        route("qwen", "openai", "http://127.0.0.1:9", "")
+    );
+    let config = Config::from_toml(&text).unwrap();
+    let missing = RunningGateway::start(&config, &|_| None).await.unwrap_err();
+    assert!(
+        missing.contains(
+            "mcp_server[0] (\"search\").headers.authorization: the environment variable SEARCH_TOKEN is not set"
+        ),
+        "{missing}"
+    );
+    let secret = "tok-5ecret-never-shown";
+    let gateway = RunningGateway::start(&config, &|name| {
+        (name == "SEARCH_TOKEN").then(|| secret.to_owned())
+    })
+    .await
+    .unwrap();
+    // Nothing listens there: the server is down, and says why without the credential.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        let health: Value = client()
+            .get(format!("{}/healthz", gateway.base_url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if health["mcp_servers"][0]["state"] != "starting" || Instant::now() > deadline {
+            break health;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_ne!(health["mcp_servers"][0]["state"], "ready", "{health}");
+    assert!(!health.to_string().contains(secret), "{health}");
+    let metrics = client()
+        .get(format!("{}/metrics", gateway.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!metrics.contains(secret));
+    gateway.stop().await.unwrap();
+}
