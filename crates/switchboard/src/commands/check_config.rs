@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use switchboard_server::{AppState, ConfigError, Problems};
 
-use super::check::{CharactersDir, init_character_logs};
+use super::check::{CharactersDir, init_character_logs, runtime};
 use super::serve::{Overrides, Source, environment};
 
 /// Check a gateway configuration and report every problem with its key path.
@@ -32,7 +32,10 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         Err(ConfigError::Invalid { problems, .. }) => return Ok(report(&name, &problems)),
         Err(read) => return Err(read.into()),
     };
-    let state = match AppState::build(&config, &environment) {
+    // Within a runtime: MCP servers start connecting in the background (and are stopped
+    // when the check ends), as `serve` would start them.
+    let built = runtime()?.block_on(async { AppState::build(&config, &environment) });
+    let state = match built {
         Ok(state) => state,
         Err(problems) => return Ok(report(&name, &problems)),
     };
@@ -72,6 +75,13 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         }
     );
     println!("keys: {}", live.access.key_names().count());
+    if !config.mcp_servers.is_empty() {
+        println!(
+            "mcp servers: {} ({})",
+            config.mcp_servers.len(),
+            config.mcp_server_names().join(", ")
+        );
+    }
     println!(
         "characters: {} loaded from {}",
         loaded.characters.len(),

@@ -10,6 +10,7 @@ mod cli_config;
 mod cli_decode;
 mod cli_mcp;
 mod cli_mcp_claude_code;
+mod cli_mcp_servers;
 mod cli_parse;
 mod cli_tools;
 mod cli_traces;
