@@ -64,9 +64,9 @@ pub(crate) fn key(name: &str, secret: &str, extra: &str) -> String {
 /// One client of one URL: modern (stateless, `_meta` on every request) or legacy (a
 /// session opened with `initialize`).
 pub(crate) struct Client {
-    url: String,
+    pub(crate) url: String,
     key: Option<&'static str>,
-    session: Option<String>,
+    pub(crate) session: Option<String>,
     next: u64,
 }
 

@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use crate::mcp::{Client, key, names, outcome};
+use crate::mcp::{Client, LEGACY, key, names, outcome};
 
 use std::time::{Duration, Instant};
 
@@ -614,6 +614,17 @@ async fn a_reload_adds_keeps_and_removes_servers() {
     let (gateway, characters) = gateway(&everything).await;
     let mut mcp = Client::modern(&gateway, "/mcp");
     tools_once_ready(&mut mcp, &["everything"]).await;
+    // A client of the older era listening on its session's stream.
+    let listener = Client::legacy(&gateway, "/mcp").await;
+    let mut stream = client()
+        .get(&listener.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", listener.session.as_deref().unwrap())
+        .header("mcp-protocol-version", LEGACY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
     let config_with = |servers: &str| {
         Config::from_toml(&format!(
             "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{servers}\n{}",
@@ -632,6 +643,16 @@ async fn a_reload_adds_keeps_and_removes_servers() {
             .ends_with(", 2 MCP server(s) (added memory)"),
         "{reloaded}"
     );
+    let mut seen = String::new();
+    while !seen.contains("notifications/tools/list_changed") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no list_changed on the stream: {seen}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(stream);
     let tools = tools_once_ready(&mut mcp, &["everything", "memory"]).await;
     assert!(names(&tools).contains(&"memory_read_graph"));
     // The server the reload kept answers on its running connection at once.
