@@ -189,7 +189,10 @@ async fn compare(samples: usize) -> Result<(), Failure> {
     report("straight to the server", &direct_summary);
     report("through the gateway's /mcp", &through_summary);
     let added = |of: fn(&Summary) -> Duration| {
-        of(&through_summary).saturating_sub(of(&direct_summary)).as_secs_f64() * 1000.0
+        of(&through_summary)
+            .saturating_sub(of(&direct_summary))
+            .as_secs_f64()
+            * 1000.0
     };
     println!(
         "{:<48} median {:>9.3} ms  p99 {:>9.3} ms",

@@ -120,6 +120,28 @@ impl CharacterTools {
                     };
                     offer(served, name, source);
                 }
+                // One character's endpoint serves its servers' tools too, as its model is
+                // offered them; at `/mcp` they are served as every server's are.
+                let (Some(_), Some(caller)) = (scope, caller) else {
+                    continue;
+                };
+                for server in caller.live().pipeline.tool_servers.declared_by(character) {
+                    let Some(declared) = character.mcp_server(&server.name) else {
+                        continue;
+                    };
+                    for tool in server
+                        .offered()
+                        .iter()
+                        .filter(|tool| declared.allows(&tool.name))
+                    {
+                        let served = format!("{}_{}", server.name, tool.name);
+                        let source = Source::Server {
+                            server: Arc::clone(&server),
+                            tool: tool.clone(),
+                        };
+                        offer(served.clone(), served, source);
+                    }
+                }
             }
         }
         if matches!(scope, Some(Scope::Character(_))) {

@@ -203,6 +203,26 @@ impl ToolServer {
         self.upstream.ready().await
     }
 
+    /// Why calls to it fail now, when they do: it is down, restarting, or not connected
+    /// yet.
+    pub fn unavailable(&self) -> Option<String> {
+        let why = match self.upstream.state() {
+            UpstreamState::Ready { .. } => return None,
+            UpstreamState::Starting => "it has not connected yet".to_owned(),
+            UpstreamState::Down { error, .. } => error,
+            UpstreamState::Restarting { last_error, .. } => {
+                format!("it is restarting after: {last_error}")
+            }
+        };
+        Some(format!(
+            "Error: {}",
+            UpstreamError::Unavailable {
+                name: self.name.clone(),
+                why,
+            }
+        ))
+    }
+
     /// Changes whenever the server's tool list may have changed.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.upstream.changes()

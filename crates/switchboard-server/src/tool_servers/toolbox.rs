@@ -21,6 +21,8 @@ const MODEL_NAME_CHARS: usize = 64;
 #[derive(Debug)]
 pub struct CharacterToolbox {
     session: CharacterSession,
+    /// The servers the character declares that are configured, running or not.
+    servers: Vec<Arc<ToolServer>>,
     definitions: Vec<ToolDefinition>,
     /// The name offered to the model, the server, and the server's own name for the tool.
     offered: Vec<(String, Arc<ToolServer>, String)>,
@@ -66,6 +68,7 @@ impl CharacterToolbox {
         }
         Self {
             session,
+            servers: servers.to_vec(),
             definitions,
             offered,
         }
@@ -80,6 +83,21 @@ impl ToolExecutor for CharacterToolbox {
     fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, ToolResult> {
         let Some((_, server, tool)) = self.offered.iter().find(|(name, ..)| *name == call.name)
         else {
+            // A tool of a server that was down when the conversation began (none of its
+            // tools could be offered) fails with why, not as a tool that never was.
+            let down = self
+                .servers
+                .iter()
+                .filter(|server| call.name.starts_with(&format!("{}_", server.name)))
+                .find_map(|server| server.unavailable());
+            if let Some(text) = down {
+                let result = ToolResult {
+                    call_id: call.id.clone(),
+                    content: text,
+                    is_error: true,
+                };
+                return Box::pin(async move { result });
+            }
             return Box::pin(self.session.call_tool(call));
         };
         let character = self.session.character().name().to_owned();

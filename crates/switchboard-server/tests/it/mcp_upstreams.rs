@@ -573,6 +573,17 @@ async fn a_character_uses_its_mcp_servers_tools_in_a_conversation() {
     assert_eq!(finished[0]["content"], "water the plants\n");
     assert_eq!(finished[0]["is_error"], false);
 
+    // Its endpoint serves what its model is offered.
+    let mut own = Client::modern(&gateway, "/mcp/characters/librarian");
+    let served = own.tools().await;
+    let served = names(&served);
+    assert!(served.contains(&"fs_read_text_file"), "{served:?}");
+    assert!(!served.contains(&"fs_write_file"), "{served:?}");
+    let answer = own
+        .call("fs_read_text_file", json!({"path": file.to_str().unwrap()}))
+        .await;
+    assert_eq!(text_of(&answer), "water the plants\n");
+
     let metrics = client()
         .get(format!("{}/metrics", gateway.base_url()))
         .send()
@@ -735,5 +746,169 @@ async fn credentials_come_from_the_environment_and_never_show() {
         .await
         .unwrap();
     assert!(!metrics.contains(secret));
+    gateway.stop().await.unwrap();
+}
+
+/// A character whose tools are the Python server's.
+const FORECASTER: &str = r#"
+export const CHARACTER_NAME = "Forecaster";
+export const VOICE_SOURCE = { source_type: "file", path_on_server: "voices/forecaster.wav" };
+export const INSTRUCTIONS = { instruction_prompt: "You forecast.", language: "en" };
+export const MCP_SERVERS = ["py"];
+export class PromptGenerator {
+  constructor(instructions) { this.instructions = instructions; }
+  makeSystemPrompt() { return this.instructions.instruction_prompt; }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_and_dotted_names_reach_a_model_as_function_names_and_map_back() {
+    let Some(python) = python(Some("mcp.server.mcpserver")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "server.py", PYTHON_SERVER);
+    let port = free_port();
+    let _server = ServerProcess::start(&python, &[&path, &port.to_string()], &[], port).await;
+    let characters = tempfile::tempdir().unwrap();
+    std::fs::write(characters.path().join("forecaster.js"), FORECASTER).unwrap();
+    // The model calls each of the server's two odd tools by the name it was offered, then
+    // answers with what they returned.
+    let backend = ScriptedServer::responding(|request| {
+        let body = &request.body;
+        let messages = body["messages"].as_array().unwrap();
+        let offered = |prefix: &str| {
+            body["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+                .find(|name| name.starts_with(prefix))
+                .unwrap()
+        };
+        let reply = match messages
+            .iter()
+            .filter(|message| message["role"] == "tool")
+            .count()
+        {
+            0 => OpenAiScript::new()
+                .tool_call(
+                    "call_forecasterforecasterfo1",
+                    &offered("py_look_up_the_current_weather"),
+                    &[r#"{"city": "Lisbon"}"#],
+                )
+                .finish("tool_calls", 10, 2),
+            1 => OpenAiScript::new()
+                .tool_call(
+                    "call_forecasterforecasterfo2",
+                    &offered("py_v1_version"),
+                    &["{}"],
+                )
+                .finish("tool_calls", 10, 2),
+            _ => OpenAiScript::new()
+                .text("Sunny, version 1.2.3.")
+                .finish("stop", 10, 2),
+        };
+        reply.reply()
+    })
+    .await;
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{}{}",
+        characters.path().display(),
+        server("py", &format!("url = \"http://127.0.0.1:{port}/mcp\""), ""),
+        route("qwen", "openai", &backend.base, "")
+    );
+    let config = Config::from_toml(&text).unwrap();
+    let gateway = RunningGateway::start(&config, &|_| None).await.unwrap();
+    tools_once_ready(&mut Client::modern(&gateway, "/mcp"), &["py"]).await;
+    let answer = post(
+        &gateway,
+        &json!({"model": "character/forecaster", "messages": [{"role": "user", "content": "Weather?"}]}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(
+        answer.json()["choices"][0]["message"]["content"],
+        "Sunny, version 1.2.3."
+    );
+    let offered: Vec<String> = sent(&backend, 0)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    for name in &offered {
+        assert!(
+            name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{name} in {offered:?}"
+        );
+    }
+    let results: Vec<Value> = [1, 2]
+        .iter()
+        .map(|index| {
+            sent(&backend, *index)["messages"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    assert_eq!(results[0]["content"], "sunny in Lisbon", "{results:?}");
+    assert_eq!(results[1]["content"], "1.2.3", "{results:?}");
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_character_whose_server_is_down_loads_and_its_calls_say_why() {
+    let characters = tempfile::tempdir().unwrap();
+    std::fs::write(
+        characters.path().join("librarian.js"),
+        LIBRARIAN.replace(
+            r#"[{ server: "fs", tools: ["read_text_file", "list_*"] }, "memory"]"#,
+            r#"["fs"]"#,
+        ),
+    )
+    .unwrap();
+    let call = OpenAiScript::new()
+        .tool_call(
+            "call_librarianlibrarianlibra1",
+            "fs_read_text_file",
+            &[r#"{"path": "/x"}"#],
+        )
+        .finish("tool_calls", 10, 2);
+    let words = OpenAiScript::new()
+        .text("The shelf is closed.")
+        .finish("stop", 10, 2);
+    let backend = ScriptedServer::start(vec![call.reply(), words.reply()]).await;
+    // A program that exits at once: the server never connects.
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{}{}",
+        characters.path().display(),
+        server("fs", &command("false", &[]), ""),
+        route("qwen", "openai", &backend.base, "")
+    );
+    let config = Config::from_toml(&text).unwrap();
+    let gateway = RunningGateway::start(&config, &|_| None).await.unwrap();
+    let answer = post(
+        &gateway,
+        &json!({"model": "character/librarian", "messages": [{"role": "user", "content": "Read."}]}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let result = sent(&backend, 1)["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("Error: tool server fs is unavailable: "),
+        "{content}"
+    );
     gateway.stop().await.unwrap();
 }
