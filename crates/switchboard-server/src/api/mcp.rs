@@ -60,7 +60,7 @@ enum Source {
     },
     Server {
         server: Arc<ToolServer>,
-        tool: Offered,
+        tool: Box<Offered>,
     },
 }
 
@@ -137,7 +137,7 @@ impl CharacterTools {
                         let served = format!("{}_{}", server.name, tool.name);
                         let source = Source::Server {
                             server: Arc::clone(&server),
-                            tool: tool.clone(),
+                            tool: Box::new(tool.clone()),
                         };
                         offer(served.clone(), served, source);
                     }
@@ -162,7 +162,7 @@ impl CharacterTools {
                 };
                 let source = Source::Server {
                     server: Arc::clone(server),
-                    tool: tool.clone(),
+                    tool: Box::new(tool.clone()),
                 };
                 offer(served, name, source);
             }

@@ -10,7 +10,8 @@ use axum::http::Uri;
 use serde::Serialize;
 use tokio::net::TcpStream;
 
-use super::pool::{Pool, Replica, ReplicaReport};
+use super::pool::Pool;
+use super::replica::{Replica, ReplicaReport};
 use super::route::Route;
 
 /// One replica as `/healthz` shows it.

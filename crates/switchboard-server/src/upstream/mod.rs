@@ -4,12 +4,15 @@
 
 mod health;
 mod pool;
+mod replica;
+mod request;
 mod route;
 mod settings;
 mod table;
 
 pub use health::Health;
-pub use pool::{Ask, PoolBackend, PoolError, RetryReason, Trail};
+pub use pool::PoolBackend;
+pub use request::{Ask, PoolError, RetryReason, Trail};
 pub use route::Route;
 pub use settings::{Balance, RouteConfig, ToolCallPolicy, ToolCalling, check_routes};
 pub use table::RouteTable;
