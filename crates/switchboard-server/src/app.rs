@@ -65,8 +65,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let cut = state.cut.clone();
-    state.live().health.check_routes();
+    let hard_stop = state.hard_stop.clone();
+    state.snapshot().health.check_routes();
     let mut server = Server::new(router(state.clone()), state.connections);
     server.accept(listener, shutdown).await;
     tracing::info!("shutting down: finishing in-flight requests");
@@ -77,7 +77,7 @@ pub async fn run(
         grace_secs = grace.as_secs(),
         "in-flight requests did not finish in time; ending them with server_shutting_down"
     );
-    cut.cancel();
+    hard_stop.cancel();
     if !server.close(FINAL_WRITE).await {
         server.abort().await;
     }

@@ -39,5 +39,5 @@ pub use api::mcp;
 pub use app::{RunningGateway, router, run, shutdown_signal};
 pub use config::{Config, ConfigError, Problems};
 pub use pipeline::tool_checks;
-pub use state::{AppState, Live, Reloaded};
+pub use state::{AppState, Reloaded, Snapshot};
 pub use tool_servers::{CharacterToolbox, McpServerConfig, ToolServer, ToolServers};

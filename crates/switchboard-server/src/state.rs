@@ -1,5 +1,5 @@
 //! Everything the handlers share. What a reload replaces (routes, keys and their limits,
-//! the request limits) is one [`Live`] value swapped atomically; the rest is built once at
+//! the request limits) is one [`Snapshot`] value swapped atomically; the rest is built once at
 //! start-up (the characters swap inside their own registry).
 
 use std::fmt;
@@ -31,17 +31,17 @@ pub struct AppState {
     pub connections: ConnectionLimits,
     /// Cancelled when a shutdown's grace period ends: answers still running then end with
     /// `server_shutting_down`, in their API's format.
-    pub cut: CancellationToken,
+    pub hard_stop: CancellationToken,
     /// Responses made with `store: true`.
     pub responses: Arc<dyn ResponseStore>,
 }
 
 #[derive(Debug)]
 struct Reloadable {
-    current: ArcSwap<Live>,
+    current: ArcSwap<Snapshot>,
     /// The same snapshots, for what must follow each swap (the MCP endpoint's change
     /// notices).
-    swaps: watch::Sender<Arc<Live>>,
+    swaps: watch::Sender<Arc<Snapshot>>,
     /// Held while a reload builds and swaps, so that two reloads cannot both start from
     /// the same configuration.
     reloading: Mutex<()>,
@@ -50,7 +50,7 @@ struct Reloadable {
 /// The configuration a request runs under, built whole before it is swapped in: a request
 /// takes one snapshot (the access gate puts it in the request's `Caller`) and keeps it to
 /// its end, so it never sees part of one configuration and part of another.
-pub struct Live {
+pub struct Snapshot {
     /// What it was built from (flags applied; the settings that need a restart as running),
     /// also the source of the request limits: `max_body_bytes`, `request_timeout_secs`,
     /// `max_answer_bytes`, `character_max_tokens`.
@@ -63,10 +63,10 @@ pub struct Live {
     pub access: Arc<Access>,
 }
 
-impl fmt::Debug for Live {
+impl fmt::Debug for Snapshot {
     // The configuration may hold a Redis password; the access layer shows only the address.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Live")
+        f.debug_struct("Snapshot")
             .field("routes", &self.pipeline.routes)
             .field("character_route", &self.pipeline.character_route)
             .field("access", &self.access)
@@ -74,16 +74,16 @@ impl fmt::Debug for Live {
     }
 }
 
-impl Live {
+impl Snapshot {
     /// Builds the routes' clients and the keys. `env` reads API keys and `key_env`
     /// variables; `previous`, on a reload, hands over rate-limit counters and the Redis
     /// connection. Every problem is named.
     fn build(
         config: Config,
         env: &dyn Fn(&str) -> Option<String>,
-        previous: Option<&Live>,
+        previous: Option<&Snapshot>,
         characters: &Arc<CharacterRegistry>,
-        cut: &CancellationToken,
+        hard_stop: &CancellationToken,
     ) -> Result<Self, Problems> {
         let mut problems = Vec::new();
         let access = Access::build(
@@ -145,7 +145,7 @@ impl Live {
                 characters: Arc::clone(characters),
                 tool_servers,
                 settings: config.pipeline_settings(),
-                cut: cut.clone(),
+                hard_stop: hard_stop.clone(),
             },
             config,
             access: Arc::new(access),
@@ -290,8 +290,8 @@ impl AppState {
                 ..LoadOptions::default()
             },
         ));
-        let cut = CancellationToken::new();
-        let live = Live::build(config.clone(), env, None, &characters, &cut)?;
+        let hard_stop = CancellationToken::new();
+        let live = Snapshot::build(config.clone(), env, None, &characters, &hard_stop)?;
         let responses = store::open(&config.responses, config.state.as_deref())
             .map_err(|problem| Problems(vec![problem]))?;
         let live = Arc::new(live);
@@ -310,18 +310,18 @@ impl AppState {
                 idle_timeout: Duration::from_secs(config.idle_timeout_secs),
                 max_connections: config.max_connections,
             },
-            cut,
+            hard_stop,
             responses,
         })
     }
 
     /// The configuration new requests run under now.
-    pub fn live(&self) -> Arc<Live> {
+    pub fn snapshot(&self) -> Arc<Snapshot> {
         self.live.current.load_full()
     }
 
     /// Each configuration as it is swapped in.
-    pub fn configurations(&self) -> watch::Receiver<Arc<Live>> {
+    pub fn configurations(&self) -> watch::Receiver<Arc<Snapshot>> {
         self.live.swaps.subscribe()
     }
 
@@ -340,9 +340,15 @@ impl AppState {
             .reloading
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let previous = self.live();
+        let previous = self.snapshot();
         let needs_restart = config.keep_restart_settings(&previous.config);
-        let live = Live::build(config, env, Some(&previous), &self.characters, &self.cut)?;
+        let live = Snapshot::build(
+            config,
+            env,
+            Some(&previous),
+            &self.characters,
+            &self.hard_stop,
+        )?;
         let reloaded = Reloaded::between(&previous.config, &live.config, needs_restart);
         live.health.check_routes();
         // Characters naming a server that is no longer (or now) configured load again.
@@ -425,7 +431,7 @@ mod tests {
     fn a_reload_swaps_everything_or_nothing() {
         let config = Config::from_toml(&format!("{}{}", route("a", ""), key("ci", ""))).unwrap();
         let state = AppState::build(&config, NO_ENV).unwrap();
-        let before = state.live();
+        let before = state.snapshot();
 
         let broken = Config::from_toml(&format!(
             "character_route = \"gone\"\n{}{}[[key]]\nname = \"env\"\nkey_env = \"MISSING_KEY\"\n",
@@ -440,7 +446,10 @@ mod tests {
             "{problems}"
         );
         assert!(problems.0[1].starts_with("character_route:"), "{problems}");
-        assert!(Arc::ptr_eq(&state.live(), &before), "nothing was swapped");
+        assert!(
+            Arc::ptr_eq(&state.snapshot(), &before),
+            "nothing was swapped"
+        );
 
         let good = Config::from_toml(&format!(
             "listen = \"127.0.0.1:9999\"\nmax_body_bytes = 1000\n{}{}{}{}",
@@ -470,7 +479,7 @@ mod tests {
             reloaded.to_string(),
             "2 route(s) (added b; changed a), 2 key(s) (added ops; changed ci)"
         );
-        let after = state.live();
+        let after = state.snapshot();
         assert_eq!(after.config.listen, config.listen, "the listener stays");
         assert_eq!(after.config.max_body_bytes, 1000);
         assert_eq!(
@@ -482,7 +491,7 @@ mod tests {
             Some("a")
         );
         assert_eq!(after.access.key_names().collect::<Vec<_>>(), ["ci", "ops"]);
-        let names = |live: &Live| -> Vec<String> {
+        let names = |live: &Snapshot| -> Vec<String> {
             live.health
                 .snapshot()
                 .into_iter()

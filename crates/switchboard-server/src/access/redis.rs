@@ -59,7 +59,7 @@ impl Shared {
         key: &Key,
         lease: &str,
         lease_length: Duration,
-        kept: &Kept,
+        kept: &Pending,
     ) -> Result<Levels, StoreError> {
         let mut connection = self.link.connection().await?;
         let limits = key.limits;
@@ -97,7 +97,7 @@ impl Shared {
     /// budget is spent. Returns whether the reservation was refused, and the tokens level
     /// before it.
     /// Sends what a key kept; the key's tokens level once it is settled.
-    async fn settle(&self, key: &Key, kept: &Kept) -> Result<f64, StoreError> {
+    async fn settle(&self, key: &Key, kept: &Pending) -> Result<f64, StoreError> {
         let mut connection = self.link.connection().await?;
         let reply: Result<Vec<String>, _> = self
             .script
@@ -270,7 +270,7 @@ impl Remote {
     }
 
     /// What the key kept for Redis, taken to be sent.
-    fn take(&self, key: &Key) -> Kept {
+    fn take(&self, key: &Key) -> Pending {
         let tokens = self
             .pending
             .get(key.slot)
@@ -280,11 +280,11 @@ impl Remote {
             .get(key.slot)
             .map(|releases| std::mem::take(&mut *lock(releases)))
             .unwrap_or_default();
-        Kept { tokens, leases }
+        Pending { tokens, leases }
     }
 
     /// Keeps what could not be sent for the next try.
-    fn keep(&self, key: &Key, kept: Kept) {
+    fn keep(&self, key: &Key, kept: Pending) {
         self.charge(key, kept.tokens);
         if let Some(releases) = self.releases.get(key.slot) {
             let mut releases = lock(releases);
@@ -317,7 +317,7 @@ impl Remote {
         let outcome = self.shared.release(key, &lease).await;
         if outcome.is_err() {
             let leases = vec![lease];
-            self.keep(key, Kept { tokens: 0, leases });
+            self.keep(key, Pending { tokens: 0, leases });
         }
         // A failure is counted and logged there.
         let _ = self.observe("release", outcome);
@@ -372,7 +372,7 @@ impl Drop for Remote {
     /// ends, usually just after that request's tokens were charged: they are sent on their
     /// own rather than lost with it.
     fn drop(&mut self) {
-        let waiting: Vec<(Arc<Key>, Kept)> = self
+        let waiting: Vec<(Arc<Key>, Pending)> = self
             .keys
             .iter()
             .filter_map(|key| {
@@ -403,14 +403,14 @@ impl Drop for Remote {
 
 /// What a key's calls to Redis carry besides their own work.
 #[derive(Debug, Default)]
-struct Kept {
+struct Pending {
     /// Tokens to charge (negative: to give back).
     tokens: i64,
     /// Leases to end.
     leases: Vec<String>,
 }
 
-impl Kept {
+impl Pending {
     fn is_empty(&self) -> bool {
         self.tokens == 0 && self.leases.is_empty()
     }

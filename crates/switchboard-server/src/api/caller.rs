@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 
 use crate::error::ApiError;
 use crate::pipeline::{GatewayRequest, Target, estimate_text, estimate_tokens};
-use crate::state::Live;
+use crate::state::Snapshot;
 
 /// What a request without `max_tokens` reserves for its answer (a character's reserves
 /// `character_max_tokens`).
@@ -22,7 +22,7 @@ const DEFAULT_ANSWER_TOKENS: u64 = 1024;
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub(super) key: Option<Arc<Key>>,
-    pub(super) live: Arc<Live>,
+    pub(super) live: Arc<Snapshot>,
     /// A request subject to its key's `tokens_per_minute`: its part of the budget.
     pub(super) share: Option<Arc<Share>>,
 }
@@ -52,7 +52,7 @@ impl Share {
 
 impl Caller {
     /// The configuration this request runs under.
-    pub fn live(&self) -> &Live {
+    pub fn snapshot(&self) -> &Snapshot {
         &self.live
     }
 

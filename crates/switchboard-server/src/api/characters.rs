@@ -120,7 +120,7 @@ pub async fn call_tool(
         return fail(&log, "-", error);
     }
     let route = format!("{CHARACTER_PREFIX}{}", character.name());
-    let arguments = match read_json(body, caller.live().config.max_body_bytes)
+    let arguments = match read_json(body, caller.snapshot().config.max_body_bytes)
         .await
         .and_then(|body| arguments(&body))
     {

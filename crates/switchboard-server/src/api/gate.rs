@@ -24,7 +24,7 @@ use crate::state::AppState;
 /// The access layer (`axum::middleware::from_fn_with_state`).
 pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     // The one snapshot of the configuration this request sees, here and in its endpoint.
-    let live = state.live();
+    let live = state.snapshot();
     let access = &live.access;
     let path = request.uri().path();
     // The playground's page and its static files hold nothing secret; what it asks of the

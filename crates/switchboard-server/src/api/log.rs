@@ -17,7 +17,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use crate::api::caller::Caller;
 use crate::pipeline::{Answer, Output, Started};
 use crate::traces;
-use crate::upstream::Trail;
+use crate::upstream::UpstreamRecord;
 
 /// What a finished answer amounted to.
 #[derive(Debug, Clone, Default)]
@@ -85,7 +85,7 @@ pub struct RequestLog {
     answering: OnceLock<(String, bool)>,
     /// The kind of route and what its backends took, once the request reached one: the
     /// gateway's own share of the time is the rest.
-    upstream: OnceLock<(&'static str, Arc<Trail>)>,
+    upstream: OnceLock<(&'static str, Arc<UpstreamRecord>)>,
     /// Who asked: named in the line, and charged the answer's tokens.
     pub caller: Option<Caller>,
     /// The request's span, made around the handler by `traces::request`; disabled unless

@@ -27,7 +27,7 @@ use super::RequestId;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::Caller;
 use crate::pipeline::{CHARACTER_PREFIX, character_id};
-use crate::state::{AppState, Live};
+use crate::state::{AppState, Snapshot};
 use crate::tool_servers::{Offered, ToolServer};
 
 /// The characters' tools and, over HTTP, the upstream MCP servers' tools, as one catalog.
@@ -65,7 +65,8 @@ enum Source {
 }
 
 impl CharacterTools {
-    /// The characters' tools alone (`switchboard mcp` over stdio).
+    /// The characters' tools alone (`switchboard mcp` over stdio). Within a Tokio runtime:
+    /// a task follows the registry's changes.
     pub fn new(registry: Arc<CharacterRegistry>) -> Self {
         let changes = watch::Sender::new(0);
         forward(registry.subscribe(), changes.clone());
@@ -125,7 +126,12 @@ impl CharacterTools {
                 let (Some(_), Some(caller)) = (scope, caller) else {
                     continue;
                 };
-                for server in caller.live().pipeline.tool_servers.declared_by(character) {
+                for server in caller
+                    .snapshot()
+                    .pipeline
+                    .tool_servers
+                    .declared_by(character)
+                {
                     let Some(declared) = character.mcp_server(&server.name) else {
                         continue;
                     };
@@ -150,7 +156,7 @@ impl CharacterTools {
         let Some(caller) = caller else {
             return entries;
         };
-        for server in caller.live().pipeline.tool_servers.all() {
+        for server in caller.snapshot().pipeline.tool_servers.all() {
             if matches!(scope, Some(Scope::Server(name)) if *name != server.name) {
                 continue;
             }
@@ -193,7 +199,7 @@ fn forward(mut from: watch::Receiver<u64>, to: watch::Sender<u64>) {
 
 /// Bumps `to` whenever a server's tool list may have changed, or a reload swapped the
 /// configuration (servers added or removed), for as long as the gateway runs.
-fn follow_servers(mut configurations: watch::Receiver<Arc<Live>>, to: watch::Sender<u64>) {
+fn follow_servers(mut configurations: watch::Receiver<Arc<Snapshot>>, to: watch::Sender<u64>) {
     tokio::spawn(async move {
         loop {
             let mut lists: Vec<watch::Receiver<u64>> = configurations
@@ -361,7 +367,7 @@ pub const FRONT_END: super::FrontEnd = super::FrontEnd {
 /// `/mcp` and `/mcp/characters/{name}`, for the gateway's router (behind its access layer,
 /// which puts the caller in the request).
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let live = state.live();
+    let live = state.snapshot();
     let config = &live.config;
     let tools = CharacterTools::new(Arc::clone(&state.characters));
     follow_servers(state.configurations(), tools.changes.clone());

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::api::caller::Caller;
 use crate::pipeline::character_id;
-use crate::state::{AppState, Live};
+use crate::state::{AppState, Snapshot};
 use crate::upstream::Health;
 
 /// What operators and clients ask of the gateway itself: the model list, health, metrics.
@@ -32,7 +32,7 @@ pub async fn models(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Json<Value> {
-    let ids: Vec<String> = model_ids(&state, caller.live())
+    let ids: Vec<String> = model_ids(&state, caller.snapshot())
         .into_iter()
         .filter(|id| caller.may_use(id))
         .collect();
@@ -56,7 +56,7 @@ pub async fn models(
 }
 
 /// Every model name a client can send: route names, then the listed characters' ids.
-pub fn model_ids(state: &AppState, live: &Live) -> Vec<String> {
+pub fn model_ids(state: &AppState, live: &Snapshot) -> Vec<String> {
     let routes = live
         .pipeline
         .routes
@@ -77,7 +77,7 @@ pub fn model_ids(state: &AppState, live: &Live) -> Vec<String> {
 /// each fares, only to those who may read `/metrics`: the open endpoint must not map the
 /// network behind the gateway.
 pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
-    let live = state.live();
+    let live = state.snapshot();
     let backends = live.health.snapshot();
     let tool_servers = live.pipeline.tool_servers.health();
     // A tool server that is down (restarting after a failure) fails its calls meanwhile.

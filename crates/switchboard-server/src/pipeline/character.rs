@@ -19,7 +19,7 @@ use super::Limits;
 use super::output::{CharacterEvent, Output, Outputs};
 use crate::error::ApiError;
 use crate::tool_servers::{CharacterToolbox, ToolServers};
-use crate::upstream::{Ask, PoolBackend, Route};
+use crate::upstream::{PoolBackend, Route, SendOptions};
 
 /// The route prefix that names a character.
 pub const PREFIX: &str = "character/";
@@ -81,7 +81,7 @@ pub fn start(
         limits,
     } = turn;
     let timeout = limits.timeout;
-    let cut = limits.cut.clone();
+    let hard_stop = limits.hard_stop.clone();
     let (sender, receiver) = mpsc::unbounded_channel();
     let playing = async move {
         let turn = async {
@@ -105,7 +105,7 @@ pub fn start(
                 tools,
                 Arc::new(PoolBackend {
                     pool: Arc::clone(&route.pool),
-                    ask: Ask {
+                    ask: SendOptions {
                         deadline: limits.deadline,
                         affinity: None,
                         trail: Arc::clone(&limits.trail),
@@ -189,7 +189,7 @@ pub fn start(
                 }
             }
             () = sender.closed() => {}
-            () = cut.cancelled() => {
+            () = hard_stop.cancelled() => {
                 let _ = sender.send(Err(ApiError::shutting_down()));
             }
         }

@@ -26,7 +26,7 @@ use super::repair::retry_messages;
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
 use crate::upstream::ToolCallPolicy;
-use crate::upstream::{Ask, PoolError, RetryReason, Route};
+use crate::upstream::{PoolError, RetryReason, Route, SendOptions};
 
 /// What one completion needs.
 #[derive(Debug)]
@@ -48,7 +48,7 @@ pub fn start(mut completion: Completion) -> Outputs {
     let (sender, receiver) = mpsc::unbounded_channel();
     let answering = async move {
         let timeout = completion.limits.timeout;
-        let cut = completion.limits.cut.clone();
+        let hard_stop = completion.limits.hard_stop.clone();
         let work = async {
             let mut fallbacks = std::mem::take(&mut completion.fallbacks).into_iter();
             loop {
@@ -77,7 +77,7 @@ pub fn start(mut completion: Completion) -> Outputs {
                 }
             }
             () = sender.closed() => {}
-            () = cut.cancelled() => {
+            () = hard_stop.cancelled() => {
                 let _ = sender.send(Err(ApiError::shutting_down()));
             }
         }
@@ -238,7 +238,7 @@ async fn answer(completion: &Completion, sender: &Sender, fallback: bool) -> Res
             fallback,
             markup,
             finisher,
-            gate: Gate {
+            gate: ChoiceGate {
                 requirement: enforced.clone(),
                 held: Vec::new(),
             },
@@ -305,7 +305,7 @@ struct Round<'a> {
     fallback: bool,
     markup: Option<Markup>,
     finisher: Finisher,
-    gate: Gate,
+    gate: ChoiceGate,
     /// Bytes of the answer received so far, bounded by `max_answer_bytes`.
     received: usize,
 }
@@ -335,7 +335,7 @@ impl Round<'_> {
             native,
         );
         let limits = &self.completion.limits;
-        let ask = Ask {
+        let ask = SendOptions {
             deadline: limits.deadline,
             affinity: route.pool.affinity(&request),
             trail: Arc::clone(&limits.trail),
@@ -453,12 +453,12 @@ impl Round<'_> {
 
 /// Holds everything back until a call that satisfies `tool_choice` appears, so an answer
 /// that will be retried never reaches the client.
-struct Gate {
+struct ChoiceGate {
     requirement: Option<ToolRequirement>,
     held: Vec<Output>,
 }
 
-impl Gate {
+impl ChoiceGate {
     fn is_open(&self) -> bool {
         self.requirement.is_none()
     }

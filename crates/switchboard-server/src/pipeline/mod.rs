@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ApiError;
 use crate::ids::CallIdShape;
 use crate::tool_servers::ToolServers;
-use crate::upstream::{Route, RouteTable, Trail};
+use crate::upstream::{Route, RouteTable, UpstreamRecord};
 
 pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
@@ -51,7 +51,7 @@ pub struct Pipeline {
     pub tool_servers: ToolServers,
     pub settings: Settings,
     /// Cancelled when the gateway stops waiting for answers at shutdown.
-    pub cut: CancellationToken,
+    pub hard_stop: CancellationToken,
 }
 
 /// What bounds every answer, as the configuration sets it.
@@ -88,11 +88,11 @@ pub struct Limits {
     pub timeout: std::time::Duration,
     /// When `timeout` runs out: no backend retry starts that would end after it.
     pub deadline: std::time::Instant,
-    pub trail: Arc<Trail>,
+    pub trail: Arc<UpstreamRecord>,
     /// Bytes of words, reasoning and calls the answer may receive from its backend.
     pub max_answer_bytes: usize,
     /// Cancelled when the gateway stops waiting for answers at shutdown.
-    pub cut: tokio_util::sync::CancellationToken,
+    pub hard_stop: tokio_util::sync::CancellationToken,
 }
 
 /// An answer under way.
@@ -105,7 +105,7 @@ pub struct Started {
     pub kind: &'static str,
     pub outputs: Outputs,
     /// Which route and replica answered, and the time spent waiting on them.
-    pub trail: Arc<Trail>,
+    pub trail: Arc<UpstreamRecord>,
 }
 
 impl Pipeline {
@@ -118,13 +118,13 @@ impl Pipeline {
             tools,
             call_ids,
         } = request;
-        let trail = Arc::new(Trail::new(self.settings.upstream_header));
+        let trail = Arc::new(UpstreamRecord::new(self.settings.upstream_header));
         let limits = Limits {
             timeout: self.settings.request_timeout,
             deadline: std::time::Instant::now() + self.settings.request_timeout,
             trail: Arc::clone(&trail),
             max_answer_bytes: self.settings.max_answer_bytes,
-            cut: self.cut.clone(),
+            hard_stop: self.hard_stop.clone(),
         };
         let label = target.label();
         let route = match target {

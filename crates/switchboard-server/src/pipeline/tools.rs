@@ -33,14 +33,14 @@ const MAX_KEPT_LIST_BYTES: usize = KEPT_BYTES / 4;
 /// compiling them.
 const INLINE_COMPILE_BYTES: usize = 64 * 1024;
 
-struct Kept {
+struct ToolListCache {
     lists: LruCache<String, Toolset>,
     /// Estimated bytes held by `lists`.
     held: usize,
 }
 
-static KEPT: LazyLock<Mutex<Kept>> = LazyLock::new(|| {
-    Mutex::new(Kept {
+static KEPT: LazyLock<Mutex<ToolListCache>> = LazyLock::new(|| {
+    Mutex::new(ToolListCache {
         lists: LruCache::unbounded(),
         held: 0,
     })

@@ -12,7 +12,7 @@ mod table;
 
 pub use health::Health;
 pub use pool::PoolBackend;
-pub use request::{Ask, PoolError, RetryReason, Trail};
+pub use request::{PoolError, RetryReason, SendOptions, UpstreamRecord};
 pub use route::Route;
 pub use settings::{Balance, RouteConfig, ToolCallPolicy, ToolCalling, check_routes};
 pub use table::RouteTable;

@@ -19,7 +19,7 @@ use switchboard_tools::Message;
 use switchboard_wire::ChatRequest;
 
 use super::replica::{Replica, prefix8};
-use super::request::{Ask, Holding, PoolError, RetryReason, Trail, outcome};
+use super::request::{PoolError, ReplicaStream, RetryReason, SendOptions, UpstreamRecord, outcome};
 use super::settings::Balance;
 
 /// How a failed attempt is retried and how replicas are ejected, from the route's settings.
@@ -103,7 +103,11 @@ impl Pool {
 
     /// Sends the request to a replica and waits for its first event, trying again on
     /// another replica after a failure that allows it.
-    pub async fn send(&self, request: &ChatRequest, ask: &Ask) -> Result<EventStream, PoolError> {
+    pub async fn send(
+        &self,
+        request: &ChatRequest,
+        ask: &SendOptions,
+    ) -> Result<EventStream, PoolError> {
         let started = Instant::now();
         let result = self.try_replicas(request, ask).await;
         ask.trail.wait(started.elapsed());
@@ -113,7 +117,7 @@ impl Pool {
     async fn try_replicas(
         &self,
         request: &ChatRequest,
-        ask: &Ask,
+        ask: &SendOptions,
     ) -> Result<EventStream, PoolError> {
         let mut tried: Vec<usize> = Vec::new();
         let mut attempt: u32 = 0;
@@ -209,7 +213,7 @@ impl Pool {
         &self,
         replica: &Arc<Replica>,
         request: &ChatRequest,
-        trail: &Arc<Trail>,
+        trail: &Arc<UpstreamRecord>,
         bounded: bool,
     ) -> Result<EventStream, BackendError> {
         let in_flight = replica.begin();
@@ -235,7 +239,7 @@ impl Pool {
         };
         metrics::histogram!("gateway_backend_ttfb_seconds", "route" => self.route.clone())
             .record(first_event.as_secs_f64());
-        Ok(Holding {
+        Ok(ReplicaStream {
             events: stream::iter(first).chain(events).boxed(),
             in_flight,
             trail: Arc::clone(trail),
@@ -385,13 +389,13 @@ impl Pool {
 #[derive(Debug)]
 pub struct PoolBackend {
     pub pool: Arc<Pool>,
-    pub ask: Ask,
+    pub ask: SendOptions,
 }
 
 impl Backend for PoolBackend {
     fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>> {
         Box::pin(async move {
-            let ask = Ask {
+            let ask = SendOptions {
                 affinity: self.pool.affinity(&request),
                 ..self.ask.clone()
             };

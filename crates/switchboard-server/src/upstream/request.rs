@@ -1,5 +1,5 @@
-//! What one request asks of a route's pool ([`Ask`]) and what it leaves behind: which route
-//! and replica answered and the time spent waiting on them ([`Trail`]), why the pool tried
+//! What one request asks of a route's pool ([`SendOptions`]) and what it leaves behind: which route
+//! and replica answered and the time spent waiting on them ([`UpstreamRecord`]), why the pool tried
 //! again or gave up ([`RetryReason`], [`PoolError`]), and the answer's stream that keeps its
 //! replica counted busy and records how the answer ended.
 
@@ -33,13 +33,13 @@ impl RetryReason {
 
 /// What one request asks of the pool.
 #[derive(Debug, Clone)]
-pub struct Ask {
+pub struct SendOptions {
     /// No retry or back-off starts that would end past it.
     pub deadline: Instant,
     /// Set under `prefix_affinity`: the hash of the conversation's start.
     pub affinity: Option<u64>,
     /// Where the request notes which replica answered and how long it waited on backends.
-    pub trail: Arc<Trail>,
+    pub trail: Arc<UpstreamRecord>,
     /// Another route takes the request if this one fails before answering: a replica slow
     /// to start its answer is given up on, and a route whose replicas are all ejected is
     /// not tried.
@@ -50,7 +50,7 @@ pub struct Ask {
 /// (for the response's headers) and how long the request waited on backends (so that the
 /// gateway's own share of its time can be told apart).
 #[derive(Debug, Default)]
-pub struct Trail {
+pub struct UpstreamRecord {
     pub(super) answered: std::sync::OnceLock<(String, String)>,
     pub(super) waited_nanos: AtomicU64,
     /// Whether the answer may name its replica to the client (`upstream_header`): a
@@ -58,7 +58,7 @@ pub struct Trail {
     pub show_upstream: bool,
 }
 
-impl Trail {
+impl UpstreamRecord {
     pub fn new(show_upstream: bool) -> Self {
         Self {
             show_upstream,
@@ -116,10 +116,10 @@ impl PoolError {
 /// the replica's record how the answer ended: read to its end, or broken by the replica
 /// (a cut, a stall, bytes that decode to no answer). An answer dropped unread counts for
 /// nothing.
-pub(super) struct Holding {
+pub(super) struct ReplicaStream {
     pub(super) events: EventStream,
     pub(super) in_flight: InFlight,
-    pub(super) trail: Arc<Trail>,
+    pub(super) trail: Arc<UpstreamRecord>,
     pub(super) waiting_since: Option<Instant>,
     pub(super) route: String,
     pub(super) settings: PoolSettings,
@@ -127,7 +127,7 @@ pub(super) struct Holding {
     pub(super) settled: bool,
 }
 
-impl Holding {
+impl ReplicaStream {
     pub(super) fn settle(&mut self, item: Option<&<EventStream as Stream>::Item>) {
         if self.settled {
             return;
@@ -152,7 +152,7 @@ impl Holding {
     }
 }
 
-impl Stream for Holding {
+impl Stream for ReplicaStream {
     type Item = <EventStream as Stream>::Item;
 
     fn poll_next(

@@ -63,7 +63,7 @@ async fn healthz_reports_which_backends_answered() {
         ],
     )
     .await;
-    gateway.state.live().health.check().await;
+    gateway.state.snapshot().health.check().await;
     let health = get(&gateway, "/healthz").await;
     assert_eq!(health.status, 200);
     let health = health.json();

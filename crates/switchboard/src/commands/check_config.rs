@@ -55,7 +55,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     if !rejected.0.is_empty() {
         return Ok(report(&name, &rejected));
     }
-    let live = state.live();
+    let live = state.snapshot();
     let routes: Vec<&str> = live
         .pipeline
         .routes

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use switchboard_server::{AppState, Config, ConfigError, Live, shutdown_signal};
+use switchboard_server::{AppState, Config, ConfigError, Snapshot, shutdown_signal};
 
 use super::check::CharactersDir;
 
@@ -197,7 +197,7 @@ async fn reload_config(state: &AppState, source: &Source) {
                 );
             }
             tracing::info!("configuration reloaded from {name}: {reloaded}");
-            report_backends(&state.live()).await;
+            report_backends(&state.snapshot()).await;
         }
         Err(problems) => {
             for problem in &problems {
@@ -214,7 +214,7 @@ async fn reload_config(state: &AppState, source: &Source) {
 /// Says plainly what is served and what is not reachable, so a missing backend is noticed
 /// at start rather than at the first request.
 async fn report_startup(config: &Config, state: &AppState) {
-    let live = state.live();
+    let live = state.snapshot();
     if live.pipeline.routes.all().is_empty() {
         tracing::warn!(
             "no routes: give a switchboard.toml, or set OPENAI_BASE_URL, ANTHROPIC_API_KEY or OLLAMA_HOST; requests will get 404 until then"
@@ -241,7 +241,7 @@ async fn report_startup(config: &Config, state: &AppState) {
 }
 
 /// Checks every route's backend once and says which answer.
-async fn report_backends(live: &Live) {
+async fn report_backends(live: &Snapshot) {
     live.health.check().await;
     for backend in live.health.snapshot() {
         match backend.reachable {

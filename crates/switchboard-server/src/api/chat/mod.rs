@@ -25,7 +25,7 @@ use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
 use crate::pipeline::{GatewayRequest, collect};
-use crate::state::Live;
+use crate::state::Snapshot;
 use render::{CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, completion_body};
 use validate::check_request;
 
@@ -47,7 +47,7 @@ pub async fn handle(
     let character_events = headers
         .get(CHARACTER_EVENTS_HEADER)
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
-    let live = caller.live();
+    let live = caller.snapshot();
     let (request, tools, presentation, stream) = match parse(live, body, character_events).await {
         Ok(parsed) => parsed,
         Err(error) => return fail(&log, "-", error),
@@ -98,7 +98,7 @@ fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
 /// The request in the pipeline's model with its tools compiled, how to present the answer,
 /// and whether to stream it.
 async fn parse(
-    live: &Live,
+    live: &Snapshot,
     body: Body,
     character_events: bool,
 ) -> Result<(ChatRequest, Toolset, Presentation, bool), ApiError> {

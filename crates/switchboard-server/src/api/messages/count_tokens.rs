@@ -28,7 +28,11 @@ pub async fn handle(
         Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
     };
     log.requested(&parsed.request.request.model);
-    let count = caller.live().pipeline.count_tokens(&parsed.request).await;
+    let count = caller
+        .snapshot()
+        .pipeline
+        .count_tokens(&parsed.request)
+        .await;
     // A count consumes nothing: no tokens are tallied.
     log.finish(
         &parsed.request.target.label(),

@@ -80,11 +80,11 @@ pub async fn handle(
     // The stream's head announces the prompt's size: counted by the backend's tokenizer
     // while the backend works on the answer, so the head and the end agree.
     let count = if parsed.stream {
-        caller.live().pipeline.count_beside(&parsed.request)
+        caller.snapshot().pipeline.count_beside(&parsed.request)
     } else {
         None
     };
-    let response = match caller.live().pipeline.start(parsed.request) {
+    let response = match caller.snapshot().pipeline.start(parsed.request) {
         Err(error) => fail(&log, "-", error),
         Ok(started) if parsed.stream => {
             sse::stream(
@@ -144,7 +144,7 @@ struct Parsed {
 
 /// The request in the pipeline's model, prepared for the kind of backend that will answer.
 async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed, ApiError> {
-    let live = caller.live();
+    let live = caller.snapshot();
     let mut value = read_json(body, live.config.max_body_bytes).await?;
     let checked = check_request(&value, endpoint)?;
     let target = caller::resolve(caller, &checked.model)?;

@@ -89,7 +89,7 @@ pub async fn create(
     if let Err(error) = caller::reserve(&caller, &gateway) {
         return fail(&log, "-", error);
     }
-    let started = match caller.live().pipeline.start(gateway) {
+    let started = match caller.snapshot().pipeline.start(gateway) {
         Ok(started) => started,
         Err(error) => return fail(&log, "-", error),
     };
@@ -232,7 +232,7 @@ fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
 }
 
 async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepared, ApiError> {
-    let limit = caller.live().config.max_body_bytes;
+    let limit = caller.snapshot().config.max_body_bytes;
     let (value, body_bytes) = read_json_sized(body, limit).await?;
     let request = check_request(value)?;
     let target = caller::resolve(caller, &request.model)?;
