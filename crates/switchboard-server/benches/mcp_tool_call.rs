@@ -7,9 +7,11 @@
 //! `cargo bench -p switchboard-server --bench mcp_tool_call -- [--samples N]`
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
 
-use std::time::{Duration, Instant};
+mod common;
 
-use serde_json::{Value, json};
+use std::time::Duration;
+
+use serde_json::json;
 use switchboard_bench::{Summary, heading, report, summarize};
 use switchboard_server::{Config, RunningGateway};
 
@@ -20,19 +22,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const CHARACTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../characters");
 const MODERN: &str = "2026-07-28";
 
-type Failure = String;
-
-fn main() -> Result<(), Failure> {
-    let mut args = std::env::args().skip(1);
-    let mut samples = 3000;
-    while let Some(arg) = args.next() {
-        if arg == "--samples" {
-            samples = args
-                .next()
-                .and_then(|n| n.parse().ok())
-                .ok_or("--samples takes a number")?;
-        }
-    }
+fn main() -> Result<(), common::Failure> {
+    let samples = common::samples(3000)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -41,7 +32,7 @@ fn main() -> Result<(), Failure> {
     runtime.block_on(compare(samples))
 }
 
-async fn compare(samples: usize) -> Result<(), Failure> {
+async fn compare(samples: usize) -> Result<(), common::Failure> {
     let text = format!(
         "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\n[[route]]\nname = \"none\"\nprovider = \"openai\"\nurl = \"http://127.0.0.1:9\"\nmodel = \"none\"\n"
     );
@@ -68,24 +59,12 @@ async fn compare(samples: usize) -> Result<(), Failure> {
                 "io.modelcontextprotocol/clientCapabilities": {}}}}),
         );
     // Both answer the same text, or the comparison means nothing.
-    let by_api = send(&api).await?;
-    let by_mcp = send(&mcp).await?;
+    let by_api = common::send(&api).await?;
+    let by_mcp = common::send(&mcp).await?;
     if by_api["content"] != by_mcp["result"]["content"][0]["text"] {
         return Err(format!("the answers differ: {by_api} / {by_mcp}"));
     }
-    let mut times = [Vec::with_capacity(samples), Vec::with_capacity(samples)];
-    for round in 0..samples + samples / 10 {
-        // Each path goes first every other round.
-        for which in [round % 2, 1 - round % 2] {
-            let request = if which == 0 { &api } else { &mcp };
-            let started = Instant::now();
-            send(request).await?;
-            // The first tenth warms both paths up.
-            if round >= samples / 10 {
-                times[which].push(started.elapsed());
-            }
-        }
-    }
+    let mut times = common::alternate(samples, [&api, &mcp]).await?;
     let [api_times, mcp_times] = &mut times;
     let (api_summary, mcp_summary) = (summarize(api_times), summarize(mcp_times));
     heading("the narrator's log_story_event, one call at a time");
@@ -102,21 +81,4 @@ async fn compare(samples: usize) -> Result<(), Failure> {
 
 fn ratio(a: &Summary, b: &Summary, of: impl Fn(&Summary) -> Duration) -> f64 {
     of(a).as_secs_f64() / of(b).as_secs_f64().max(f64::MIN_POSITIVE)
-}
-
-async fn send(request: &reqwest::RequestBuilder) -> Result<Value, Failure> {
-    let response = request
-        .try_clone()
-        .ok_or("the request cannot be sent twice")?
-        .send()
-        .await
-        .map_err(|error| error.to_string())?;
-    if !response.status().is_success() {
-        return Err(format!(
-            "{}: {}",
-            response.status(),
-            response.text().await.unwrap_or_default()
-        ));
-    }
-    response.json().await.map_err(|error| error.to_string())
 }

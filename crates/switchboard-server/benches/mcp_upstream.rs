@@ -8,6 +8,8 @@
 //! `cargo bench -p switchboard-server --bench mcp_upstream -- [--samples N]`
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,8 +33,6 @@ use tokio::sync::watch;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const MODERN: &str = "2026-07-28";
-
-type Failure = String;
 
 /// One tool that answers its text at once: the upstream costs next to nothing, so what
 /// the gateway adds shows.
@@ -76,17 +76,8 @@ impl ToolCatalog for Echo {
     }
 }
 
-fn main() -> Result<(), Failure> {
-    let mut args = std::env::args().skip(1);
-    let mut samples = 3000;
-    while let Some(arg) = args.next() {
-        if arg == "--samples" {
-            samples = args
-                .next()
-                .and_then(|n| n.parse().ok())
-                .ok_or("--samples takes a number")?;
-        }
-    }
+fn main() -> Result<(), common::Failure> {
+    let samples = common::samples(3000)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -96,7 +87,7 @@ fn main() -> Result<(), Failure> {
 }
 
 /// Serves the echo server on a free loopback port; its URL.
-async fn upstream() -> Result<String, Failure> {
+async fn upstream() -> Result<String, common::Failure> {
     let server = McpServer::new(
         Arc::new(Echo {
             changes: watch::Sender::new(0),
@@ -131,7 +122,7 @@ async fn upstream() -> Result<String, Failure> {
     Ok(format!("http://{address}/mcp"))
 }
 
-async fn compare(samples: usize) -> Result<(), Failure> {
+async fn compare(samples: usize) -> Result<(), common::Failure> {
     let url = upstream().await?;
     let text = format!(
         "listen = \"127.0.0.1:0\"\n[[route]]\nname = \"none\"\nprovider = \"openai\"\nurl = \"http://127.0.0.1:9\"\nmodel = \"none\"\n[[mcp_server]]\nname = \"fast\"\nurl = \"{url}\"\n"
@@ -159,30 +150,18 @@ async fn compare(samples: usize) -> Result<(), Failure> {
     // The gateway connects to the server in the background: wait until it serves the tool.
     let deadline = Instant::now() + Duration::from_secs(30);
     let by_gateway = loop {
-        match send(&through).await {
+        match common::send(&through).await {
             Ok(answer) if answer.get("result").is_some() => break answer,
             _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
             other => return Err(format!("the gateway never served fast_echo: {other:?}")),
         }
     };
-    let by_server = send(&direct).await?;
+    let by_server = common::send(&direct).await?;
     // Both answer the same text, or the comparison means nothing.
     if by_server["result"]["content"] != by_gateway["result"]["content"] {
         return Err(format!("the answers differ: {by_server} / {by_gateway}"));
     }
-    let mut times = [Vec::with_capacity(samples), Vec::with_capacity(samples)];
-    for round in 0..samples + samples / 10 {
-        // Each path goes first every other round.
-        for which in [round % 2, 1 - round % 2] {
-            let request = if which == 0 { &direct } else { &through };
-            let started = Instant::now();
-            send(request).await?;
-            // The first tenth warms both paths up.
-            if round >= samples / 10 {
-                times[which].push(started.elapsed());
-            }
-        }
-    }
+    let mut times = common::alternate(samples, [&direct, &through]).await?;
     let [direct_times, through_times] = &mut times;
     let (direct_summary, through_summary) = (summarize(direct_times), summarize(through_times));
     heading("tools/call of an in-process echo server's tool, one call at a time");
@@ -201,21 +180,4 @@ async fn compare(samples: usize) -> Result<(), Failure> {
         added(|s| s.p99)
     );
     gateway.stop().await.map_err(|error| error.to_string())
-}
-
-async fn send(request: &reqwest::RequestBuilder) -> Result<Value, Failure> {
-    let response = request
-        .try_clone()
-        .ok_or("the request cannot be sent twice")?
-        .send()
-        .await
-        .map_err(|error| error.to_string())?;
-    if !response.status().is_success() {
-        return Err(format!(
-            "{}: {}",
-            response.status(),
-            response.text().await.unwrap_or_default()
-        ));
-    }
-    response.json().await.map_err(|error| error.to_string())
 }

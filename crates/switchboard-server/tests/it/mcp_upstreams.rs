@@ -67,18 +67,76 @@ fn command(program: &str, args: &[&str]) -> String {
     format!("command = [{}]", parts.join(", "))
 }
 
-async fn gateway(settings: &str) -> (RunningGateway, tempfile::TempDir) {
-    let characters = tempfile::tempdir().unwrap();
+/// The reference servers as `[[mcp_server]]` entries, each named as the tests name it.
+fn everything_server(node: &str, everything: &std::path::Path) -> String {
+    server(
+        "everything",
+        &command(node, &[everything.to_str().unwrap(), "stdio"]),
+        "",
+    )
+}
+
+fn fs_server(node: &str, filesystem: &std::path::Path, root: &std::path::Path) -> String {
+    server(
+        "fs",
+        &command(
+            node,
+            &[filesystem.to_str().unwrap(), root.to_str().unwrap()],
+        ),
+        "",
+    )
+}
+
+/// The memory server, keeping its graph in `dir`.
+fn memory_server(node: &str, memory: &std::path::Path, dir: &std::path::Path) -> String {
+    server(
+        "memory",
+        &command(node, &[memory.to_str().unwrap()]),
+        &format!(
+            "env = {{ MEMORY_FILE_PATH = \"{}\" }}",
+            dir.join("memory.jsonl").display()
+        ),
+    )
+}
+
+/// A gateway on `characters` with `settings` and one route to `backend`.
+async fn gateway_on(characters: &std::path::Path, settings: &str, backend: &str) -> RunningGateway {
     let text = format!(
         "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{settings}\n{}",
-        characters.path().display(),
-        route("qwen", "openai", "http://127.0.0.1:9", "")
+        characters.display(),
+        route("qwen", "openai", backend, "")
     );
     let config = Config::from_toml(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
-    (
-        RunningGateway::start(&config, &|_| None).await.unwrap(),
-        characters,
-    )
+    RunningGateway::start(&config, &|_| None).await.unwrap()
+}
+
+async fn fetch_text(gateway: &RunningGateway, path: &str) -> String {
+    client()
+        .get(format!("{}{path}", gateway.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// `/healthz` once `done` says so of it, or after 30 s.
+async fn health_when(gateway: &RunningGateway, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let health: Value = serde_json::from_str(&fetch_text(gateway, "/healthz").await).unwrap();
+        if done(&health) || Instant::now() > deadline {
+            return health;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn gateway(settings: &str) -> (RunningGateway, tempfile::TempDir) {
+    let characters = tempfile::tempdir().unwrap();
+    let gateway = gateway_on(characters.path(), settings, "http://127.0.0.1:9").await;
+    (gateway, characters)
 }
 
 /// The tools `/mcp` lists once every server named has connected and listed its tools.
@@ -122,27 +180,9 @@ async fn the_reference_servers_tools_are_served_prefixed_and_per_server() {
     std::fs::write(notes.path().join("todo.txt"), "water the plants\n").unwrap();
     let graph = tempfile::tempdir().unwrap();
     let settings = [
-        server(
-            "everything",
-            &command(&node, &[everything.to_str().unwrap(), "stdio"]),
-            "",
-        ),
-        server(
-            "fs",
-            &command(
-                &node,
-                &[filesystem.to_str().unwrap(), notes.path().to_str().unwrap()],
-            ),
-            "",
-        ),
-        server(
-            "memory",
-            &command(&node, &[memory.to_str().unwrap()]),
-            &format!(
-                "env = {{ MEMORY_FILE_PATH = \"{}\" }}",
-                graph.path().join("memory.jsonl").display()
-            ),
-        ),
+        everything_server(&node, &everything),
+        fs_server(&node, &filesystem, notes.path()),
+        memory_server(&node, &memory, graph.path()),
     ]
     .concat();
     let (gateway, _characters) = gateway(&settings).await;
@@ -329,11 +369,7 @@ async fn a_keys_tools_globs_filter_lists_and_calls_on_every_endpoint() {
         "{}{}{}",
         key("all", KEY, ""),
         key("echo-only", ECHO_KEY, "tools = [\"everything_echo\"]"),
-        server(
-            "everything",
-            &command(&node, &[everything.to_str().unwrap(), "stdio"]),
-            "",
-        )
+        everything_server(&node, &everything)
     );
     let (gateway, _characters) = gateway(&settings).await;
     let mut all = Client::modern(&gateway, "/mcp").with_key(KEY);
@@ -382,11 +418,7 @@ async fn health_and_metrics_show_each_server() {
         return;
     };
     let settings = [
-        server(
-            "everything",
-            &command(&node, &[everything.to_str().unwrap(), "stdio"]),
-            "",
-        ),
+        everything_server(&node, &everything),
         // A program that exits at once: down, its calls failing clearly.
         server("broken", &command("false", &[]), ""),
     ]
@@ -396,22 +428,11 @@ async fn health_and_metrics_show_each_server() {
     tools_once_ready(&mut mcp, &["everything"]).await;
     let answer = mcp.call("everything_echo", json!({"message": "m"})).await;
     text_of(&answer);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let health = loop {
-        let health: Value = client()
-            .get(format!("{}/healthz", gateway.base_url()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+    let health = health_when(&gateway, |health| {
         let broken = &health["mcp_servers"][1]["state"];
-        if broken == "down" || broken == "restarting" || Instant::now() > deadline {
-            break health;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        broken == "down" || broken == "restarting"
+    })
+    .await;
     assert_eq!(health["status"], "degraded", "{health}");
     let servers = health["mcp_servers"].as_array().unwrap();
     assert_eq!(servers[0]["name"], "everything");
@@ -419,14 +440,7 @@ async fn health_and_metrics_show_each_server() {
     assert!(servers[0]["tools"].as_u64().unwrap() > 5, "{health}");
     assert_eq!(servers[1]["name"], "broken");
     assert!(servers[1]["error"].is_string(), "{health}");
-    let metrics = client()
-        .get(format!("{}/metrics", gateway.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = fetch_text(&gateway, "/metrics").await;
     assert!(
         metrics.contains(
             "gateway_mcp_tool_calls_total{mcp_server=\"everything\",tool=\"echo\",character=\"-\"}"
@@ -486,29 +500,12 @@ async fn a_character_uses_its_mcp_servers_tools_in_a_conversation() {
         .text("Your list says: water the plants.")
         .finish("stop", 150, 10);
     let backend = ScriptedServer::start(vec![read.reply(), remember.reply(), words.reply()]).await;
-    let text = format!(
-        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{}{}{}",
-        characters.path().display(),
-        server(
-            "fs",
-            &command(
-                &node,
-                &[filesystem.to_str().unwrap(), notes.path().to_str().unwrap()],
-            ),
-            "",
-        ),
-        server(
-            "memory",
-            &command(&node, &[memory.to_str().unwrap()]),
-            &format!(
-                "env = {{ MEMORY_FILE_PATH = \"{}\" }}",
-                graph.path().join("memory.jsonl").display()
-            ),
-        ),
-        route("qwen", "openai", &backend.base, "")
+    let settings = format!(
+        "{}{}",
+        fs_server(&node, &filesystem, notes.path()),
+        memory_server(&node, &memory, graph.path())
     );
-    let config = Config::from_toml(&text).unwrap();
-    let gateway = RunningGateway::start(&config, &|_| None).await.unwrap();
+    let gateway = gateway_on(characters.path(), &settings, &backend.base).await;
     // Both servers connected: their tools are listed at /mcp.
     tools_once_ready(&mut Client::modern(&gateway, "/mcp"), &["fs", "memory"]).await;
 
@@ -584,14 +581,7 @@ async fn a_character_uses_its_mcp_servers_tools_in_a_conversation() {
         .await;
     assert_eq!(text_of(&answer), "water the plants\n");
 
-    let metrics = client()
-        .get(format!("{}/metrics", gateway.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = fetch_text(&gateway, "/metrics").await;
     assert!(
         metrics.contains(
             "gateway_mcp_tool_calls_total{mcp_server=\"fs\",tool=\"read_text_file\",character=\"Librarian\"} 1"
@@ -609,19 +599,8 @@ async fn a_reload_adds_keeps_and_removes_servers() {
         return;
     };
     let graph = tempfile::tempdir().unwrap();
-    let everything = server(
-        "everything",
-        &command(&node, &[everything.to_str().unwrap(), "stdio"]),
-        "",
-    );
-    let memory = server(
-        "memory",
-        &command(&node, &[memory.to_str().unwrap()]),
-        &format!(
-            "env = {{ MEMORY_FILE_PATH = \"{}\" }}",
-            graph.path().join("memory.jsonl").display()
-        ),
-    );
+    let everything = everything_server(&node, &everything);
+    let memory = memory_server(&node, &memory, graph.path());
     let (gateway, characters) = gateway(&everything).await;
     let mut mcp = Client::modern(&gateway, "/mcp");
     tools_once_ready(&mut mcp, &["everything"]).await;
@@ -720,31 +699,13 @@ async fn credentials_come_from_the_environment_and_never_show() {
     .await
     .unwrap();
     // Nothing listens there: the server is down, and says why without the credential.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let health = loop {
-        let health: Value = client()
-            .get(format!("{}/healthz", gateway.base_url()))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if health["mcp_servers"][0]["state"] != "starting" || Instant::now() > deadline {
-            break health;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let health = health_when(&gateway, |health| {
+        health["mcp_servers"][0]["state"] != "starting"
+    })
+    .await;
     assert_ne!(health["mcp_servers"][0]["state"], "ready", "{health}");
     assert!(!health.to_string().contains(secret), "{health}");
-    let metrics = client()
-        .get(format!("{}/metrics", gateway.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = fetch_text(&gateway, "/metrics").await;
     assert!(!metrics.contains(secret));
     gateway.stop().await.unwrap();
 }
@@ -812,14 +773,12 @@ async fn long_and_dotted_names_reach_a_model_as_function_names_and_map_back() {
         reply.reply()
     })
     .await;
-    let text = format!(
-        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{}{}",
-        characters.path().display(),
-        server("py", &format!("url = \"http://127.0.0.1:{port}/mcp\""), ""),
-        route("qwen", "openai", &backend.base, "")
-    );
-    let config = Config::from_toml(&text).unwrap();
-    let gateway = RunningGateway::start(&config, &|_| None).await.unwrap();
+    let gateway = gateway_on(
+        characters.path(),
+        &server("py", &format!("url = \"http://127.0.0.1:{port}/mcp\""), ""),
+        &backend.base,
+    )
+    .await;
     tools_once_ready(&mut Client::modern(&gateway, "/mcp"), &["py"]).await;
     let answer = post(
         &gateway,
@@ -885,14 +844,12 @@ async fn a_character_whose_server_is_down_loads_and_its_calls_say_why() {
         .finish("stop", 10, 2);
     let backend = ScriptedServer::start(vec![call.reply(), words.reply()]).await;
     // A program that exits at once: the server never connects.
-    let text = format!(
-        "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{}{}",
-        characters.path().display(),
-        server("fs", &command("false", &[]), ""),
-        route("qwen", "openai", &backend.base, "")
-    );
-    let config = Config::from_toml(&text).unwrap();
-    let gateway = RunningGateway::start(&config, &|_| None).await.unwrap();
+    let gateway = gateway_on(
+        characters.path(),
+        &server("fs", &command("false", &[]), ""),
+        &backend.base,
+    )
+    .await;
     let answer = post(
         &gateway,
         &json!({"model": "character/librarian", "messages": [{"role": "user", "content": "Read."}]}),
