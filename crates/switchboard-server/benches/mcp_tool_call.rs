@@ -23,13 +23,7 @@ const CHARACTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../characters"
 const MODERN: &str = "2026-07-28";
 
 fn main() -> Result<(), common::Failure> {
-    let samples = common::samples(3000)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|error| error.to_string())?;
-    runtime.block_on(compare(samples))
+    common::run(compare)
 }
 
 async fn compare(samples: usize) -> Result<(), common::Failure> {

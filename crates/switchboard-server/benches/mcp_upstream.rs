@@ -77,13 +77,7 @@ impl ToolCatalog for Echo {
 }
 
 fn main() -> Result<(), common::Failure> {
-    let samples = common::samples(3000)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|error| error.to_string())?;
-    runtime.block_on(compare(samples))
+    common::run(compare)
 }
 
 /// Serves the echo server on a free loopback port; its URL.

@@ -44,8 +44,22 @@ pub async fn alternate(
     Ok(times)
 }
 
+/// Runs `compare` with `--samples N` from the command line (3000 when absent) on two
+/// worker threads.
+pub fn run<F: std::future::Future<Output = Result<(), Failure>>>(
+    compare: impl FnOnce(usize) -> F,
+) -> Result<(), Failure> {
+    let samples = samples(3000)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| error.to_string())?;
+    runtime.block_on(compare(samples))
+}
+
 /// `--samples N` from the command line, else `default`.
-pub fn samples(default: usize) -> Result<usize, Failure> {
+fn samples(default: usize) -> Result<usize, Failure> {
     let mut args = std::env::args().skip(1);
     let mut samples = default;
     while let Some(arg) = args.next() {
