@@ -122,7 +122,7 @@ impl RunningGateway {
     /// Builds the state from `config` (API keys read through `env`), binds `config.listen`
     /// (port 0 picks a free one) and serves in the background.
     pub async fn start(
-        config: &crate::Config,
+        config: &crate::config::Config,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
         let state = AppState::build(config, env).map_err(|problems| problems.to_string())?;

@@ -18,23 +18,9 @@ use switchboard_providers::{Backend, BackendError, ConnectionFailure, EventStrea
 use switchboard_tools::Message;
 use switchboard_wire::ChatRequest;
 
-use super::replica::{Replica, prefix8};
+use super::replica::{PoolSettings, Replica, prefix8};
 use super::request::{PoolError, ReplicaStream, RetryReason, SendOptions, UpstreamRecord, outcome};
 use super::settings::Balance;
-
-/// How a failed attempt is retried and how replicas are ejected, from the route's settings.
-#[derive(Debug, Clone, Copy)]
-pub struct PoolSettings {
-    pub balance: Balance,
-    /// Attempts after the first, over all replicas.
-    pub retries: u32,
-    /// Consecutive failures that take a replica out.
-    pub eject_after: u32,
-    /// The first ejection's length; each further one in a row doubles it.
-    pub eject_for: Duration,
-    /// Longest wait for an attempt's first event.
-    pub first_byte: Duration,
-}
 
 /// The first back-off between attempts; doubled for each further attempt, jittered.
 const RETRY_BACKOFF: Duration = Duration::from_millis(50);

@@ -10,13 +10,27 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use switchboard_providers::{Backend, BackendError, TimeoutPhase};
 
-use super::pool::PoolSettings;
+use super::settings::Balance;
 
 /// The longest ejection, however long a replica keeps failing.
 const MAX_EJECTION: Duration = Duration::from_secs(300);
 /// Longest wait for a health check's answer, connecting included: a model list is small,
 /// and a replica that cannot send it in this time is not serving.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How a failed attempt is retried and how replicas are ejected, from the route's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSettings {
+    pub balance: Balance,
+    /// Attempts after the first, over all replicas.
+    pub retries: u32,
+    /// Consecutive failures that take a replica out.
+    pub eject_after: u32,
+    /// The first ejection's length; each further one in a row doubles it.
+    pub eject_for: Duration,
+    /// Longest wait for an attempt's first event.
+    pub first_byte: Duration,
+}
 
 /// One server of a route.
 pub struct Replica {

@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use switchboard_providers::{BackendError, EventStream, RetryClass};
 
-use super::pool::PoolSettings;
-use super::replica::InFlight;
+use super::replica::{InFlight, PoolSettings};
 
 /// Why the pool tried again elsewhere, or gave up on a route; a metric label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,8 @@ use switchboard_parsers::{Family, Markup, family_for_model};
 use switchboard_providers::{Backend, BackendConfig, config_from_env, connect, shown_url};
 use switchboard_wire::Format;
 
-use super::pool::{Pool, PoolSettings};
+use super::pool::Pool;
+use super::replica::PoolSettings;
 use super::settings::{RouteConfig, ToolCallPolicy, ToolCalling};
 use crate::traces;
 
