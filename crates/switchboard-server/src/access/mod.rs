@@ -1,7 +1,7 @@
 //! Access control: client keys, the routes each key may use, and per-key rate limits, in
 //! this process or shared by replicas through Redis. This part decides; it knows neither
 //! the configuration file (it is built from [`Settings`]) nor HTTP front-ends: the gate in
-//! front of the endpoints and the per-request [`Caller`](crate::api) live with the APIs, and
+//! front of the endpoints and the per-request `Caller` live with the APIs, and
 //! ask it.
 
 mod keys;

@@ -34,9 +34,14 @@ use crate::tool_servers::{Offered, ToolServer};
 #[derive(Debug)]
 pub struct CharacterTools {
     registry: Arc<CharacterRegistry>,
+    /// Each configuration as a reload swaps it in, over HTTP (the servers it runs).
+    configurations: Option<watch::Receiver<Arc<Snapshot>>>,
     /// Bumped when any tool list may have changed: the characters', a server's, or the set
     /// of servers (a reload).
     changes: watch::Sender<u64>,
+    /// Whether the tasks that bump `changes` run: started by the first client that listens,
+    /// within the runtime that serves it (a router may be built outside one).
+    following: std::sync::Mutex<bool>,
 }
 
 /// The part of the catalog a request's URL names: one character's tools
@@ -65,12 +70,25 @@ enum Source {
 }
 
 impl CharacterTools {
-    /// The characters' tools alone (`switchboard mcp` over stdio). Within a Tokio runtime:
-    /// a task follows the registry's changes.
+    /// The characters' tools alone (`switchboard mcp` over stdio).
     pub fn new(registry: Arc<CharacterRegistry>) -> Self {
-        let changes = watch::Sender::new(0);
-        forward(registry.subscribe(), changes.clone());
-        Self { registry, changes }
+        Self {
+            registry,
+            configurations: None,
+            changes: watch::Sender::new(0),
+            following: std::sync::Mutex::new(false),
+        }
+    }
+
+    /// The characters' tools and the servers' of each configuration swapped in.
+    fn serving(
+        registry: Arc<CharacterRegistry>,
+        configurations: watch::Receiver<Arc<Snapshot>>,
+    ) -> Self {
+        Self {
+            configurations: Some(configurations),
+            ..Self::new(registry)
+        }
     }
 
     /// The tools a request may see: characters by file stem, then servers in file order,
@@ -339,6 +357,17 @@ impl ToolCatalog for CharacterTools {
     }
 
     fn changes(&self) -> watch::Receiver<u64> {
+        let mut following = self
+            .following
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !*following && tokio::runtime::Handle::try_current().is_ok() {
+            forward(self.registry.subscribe(), self.changes.clone());
+            if let Some(configurations) = &self.configurations {
+                follow_servers(configurations.clone(), self.changes.clone());
+            }
+            *following = true;
+        }
         self.changes.subscribe()
     }
 }
@@ -369,8 +398,7 @@ pub const FRONT_END: super::FrontEnd = super::FrontEnd {
 pub fn routes(state: &AppState) -> Router<AppState> {
     let live = state.snapshot();
     let config = &live.config;
-    let tools = CharacterTools::new(Arc::clone(&state.characters));
-    follow_servers(state.configurations(), tools.changes.clone());
+    let tools = CharacterTools::serving(Arc::clone(&state.characters), state.configurations());
     let server = McpServer::new(
         Arc::new(tools),
         server_options(config.mcp_tool_name_max_chars),

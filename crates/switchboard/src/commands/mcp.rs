@@ -34,15 +34,14 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         loaded.characters.len(),
         loaded.rejections.len()
     );
+    let server = McpServer::new(
+        Arc::new(CharacterTools::new(Arc::clone(&registry))),
+        server_options(usize::from(args.max_name_chars)),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        // Within the runtime: the catalog follows the folder's changes on a task of its own.
-        let server = McpServer::new(
-            Arc::new(CharacterTools::new(Arc::clone(&registry))),
-            server_options(usize::from(args.max_name_chars)),
-        );
         // Kept while serving: dropping it stops following the folder.
         let _watching = registry
             .watch()
