@@ -13,7 +13,7 @@ use switchboard_wire::{
     ChatRequest, CollectError, Collector, FinishReason, StreamEvent, ToolChoice, Usage,
 };
 
-use crate::events::TurnEvent;
+use crate::events::{ToolEvent, TurnEvent};
 use crate::executor::ToolExecutor;
 use crate::history::History;
 use crate::metrics::record_turn;
@@ -317,11 +317,11 @@ impl Conversation {
         call: ToolCall,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> futures::future::BoxFuture<'static, (ToolResult, String, Duration)> {
-        on_event(TurnEvent::ToolStarted {
+        on_event(TurnEvent::Tool(ToolEvent::ToolStarted {
             id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
-        });
+        }));
         let tools = Arc::clone(&self.tools);
         async move {
             let started = Instant::now();
@@ -338,13 +338,13 @@ fn report_finished(
     latency: Duration,
     on_event: &mut (dyn FnMut(TurnEvent) + Send),
 ) {
-    on_event(TurnEvent::ToolFinished {
+    on_event(TurnEvent::Tool(ToolEvent::ToolFinished {
         id: result.call_id.clone(),
         name,
         content: result.content.clone(),
         is_error: result.is_error,
-        latency,
-    });
+        duration_ms: latency.as_secs_f64() * 1000.0,
+    }));
 }
 
 struct Round {

@@ -9,6 +9,6 @@ mod history;
 mod metrics;
 
 pub use conversation::{Conversation, ConversationOptions, TurnError, TurnSummary};
-pub use events::TurnEvent;
+pub use events::{ToolEvent, TurnEvent};
 pub use executor::ToolExecutor;
 pub use history::History;

@@ -10,7 +10,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_characters::{LoadOptions, load_characters};
 use switchboard_providers::{BackendConfig, BackendError, OpenAiBackend};
-use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnError, TurnEvent};
+use switchboard_runtime::{
+    Conversation, ConversationOptions, ToolEvent, ToolExecutor, TurnError, TurnEvent,
+};
 use switchboard_testkit::{OpenAiScript, Reply, ScriptedServer};
 use switchboard_wire::FinishReason;
 
@@ -150,16 +152,16 @@ async fn the_narrator_logs_a_story_event_and_keeps_talking() {
     assert_eq!(summary.usage.total_tokens, 342);
     let finished: Vec<&TurnEvent> = events
         .iter()
-        .filter(|event| matches!(event, TurnEvent::ToolFinished { .. }))
+        .filter(|event| matches!(event, TurnEvent::Tool(ToolEvent::ToolFinished { .. })))
         .collect();
     assert_eq!(finished.len(), 1, "the tool ran once");
-    let TurnEvent::ToolFinished {
+    let TurnEvent::Tool(ToolEvent::ToolFinished {
         id,
         name,
         content,
         is_error,
         ..
-    } = finished[0]
+    }) = finished[0]
     else {
         unreachable!()
     };
@@ -243,7 +245,7 @@ async fn parallel_calls_all_run_and_answer_in_call_order() {
         .lock()
         .unwrap()
         .iter()
-        .filter(|event| matches!(event, TurnEvent::ToolStarted { .. }))
+        .filter(|event| matches!(event, TurnEvent::Tool(ToolEvent::ToolStarted { .. })))
         .count();
     assert_eq!(started, 2);
     let second = &server.requests()[1].body;
@@ -378,7 +380,7 @@ async fn a_backend_dying_mid_stream_ends_the_turn_but_not_the_conversation() {
             .lock()
             .unwrap()
             .iter()
-            .any(|event| matches!(event, TurnEvent::ToolStarted { .. })),
+            .any(|event| matches!(event, TurnEvent::Tool(ToolEvent::ToolStarted { .. }))),
         "a cut call never runs"
     );
 

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use switchboard_characters::Character;
-use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
+use switchboard_runtime::{Conversation, ConversationOptions, ToolEvent, ToolExecutor, TurnEvent};
 use switchboard_tools::{Content, Message};
 use switchboard_wire::{ChatRequest, StreamEvent};
 use tokio::sync::mpsc;
@@ -125,31 +125,15 @@ pub fn start(
                 let output = match event {
                     TurnEvent::Text(text) => Output::Event(StreamEvent::TextDelta(text)),
                     TurnEvent::Reasoning(text) => Output::Event(StreamEvent::ReasoningDelta(text)),
-                    TurnEvent::ToolStarted {
-                        id,
-                        name,
-                        arguments,
-                    } => {
-                        tracing::info!(character = %character.name(), tool = %name, %arguments, "character tool call");
-                        Output::Character(CharacterEvent::ToolStarted {
-                            id,
-                            name,
-                            arguments,
-                        })
+                    TurnEvent::Tool(event) => {
+                        if let ToolEvent::ToolStarted {
+                            name, arguments, ..
+                        } = &event
+                        {
+                            tracing::info!(character = %character.name(), tool = %name, %arguments, "character tool call");
+                        }
+                        Output::Character(CharacterEvent::Tool(event))
                     }
-                    TurnEvent::ToolFinished {
-                        id,
-                        name,
-                        content,
-                        is_error,
-                        latency,
-                    } => Output::Character(CharacterEvent::ToolFinished {
-                        id,
-                        name,
-                        content,
-                        is_error,
-                        duration_ms: latency.as_secs_f64() * 1000.0,
-                    }),
                     TurnEvent::Round { .. } => return,
                 };
                 let _ = events.send(Ok(output));

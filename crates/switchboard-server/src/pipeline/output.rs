@@ -3,6 +3,8 @@
 //! besides speaking.
 
 use serde::Serialize;
+use serde::ser::SerializeStruct;
+use switchboard_runtime::ToolEvent;
 use switchboard_wire::StreamEvent;
 use tokio::sync::mpsc;
 
@@ -35,24 +37,29 @@ pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError>
     Ok(())
 }
 
-/// Something a character did during a turn besides speaking, in the order it happened.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// Something a character did during a turn besides speaking, in the order it happened:
+/// the system prompt it built, and its tool calls as the tool loop reports them.
+#[derive(Debug, Clone, PartialEq)]
 pub enum CharacterEvent {
     /// The system prompt the character built for this turn's conversation.
-    SystemPrompt { content: String },
-    /// A complete tool call the model made, about to run.
-    ToolStarted {
-        id: String,
-        name: String,
-        arguments: String,
-    },
-    /// The call's result as the model reads it (an `Error: …` string when it failed).
-    ToolFinished {
-        id: String,
-        name: String,
+    SystemPrompt {
         content: String,
-        is_error: bool,
-        duration_ms: f64,
     },
+    Tool(ToolEvent),
+}
+
+/// Each event as one object with its `type` (`system_prompt`, `tool_started`,
+/// `tool_finished`).
+impl Serialize for CharacterEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::SystemPrompt { content } => {
+                let mut event = serializer.serialize_struct("CharacterEvent", 2)?;
+                event.serialize_field("type", "system_prompt")?;
+                event.serialize_field("content", content)?;
+                event.end()
+            }
+            Self::Tool(event) => event.serialize(serializer),
+        }
+    }
 }

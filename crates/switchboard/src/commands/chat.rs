@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use switchboard_runtime::{Conversation, ConversationOptions, ToolExecutor, TurnEvent};
+use switchboard_runtime::{Conversation, ConversationOptions, ToolEvent, ToolExecutor, TurnEvent};
 use switchboard_server::CharacterToolbox;
 use switchboard_tools::{Content, Message};
 use tokio::io::AsyncBufReadExt;
@@ -172,23 +172,20 @@ impl Style {
                 print!("{text}");
                 let _ = std::io::stdout().flush();
             }
-            TurnEvent::ToolStarted {
+            TurnEvent::Tool(ToolEvent::ToolStarted {
                 name, arguments, ..
-            } => {
+            }) => {
                 eprintln!("{}", self.dim(&format!("[tool] {name} {arguments}")));
             }
-            TurnEvent::ToolFinished {
+            TurnEvent::Tool(ToolEvent::ToolFinished {
                 name,
                 content,
                 is_error,
-                latency,
+                duration_ms,
                 ..
-            } => {
+            }) => {
                 let outcome = if is_error { "failed" } else { "returned" };
-                let line = format!(
-                    "[tool] {name} {outcome} in {:.1} ms: {content}",
-                    latency.as_secs_f64() * 1000.0
-                );
+                let line = format!("[tool] {name} {outcome} in {duration_ms:.1} ms: {content}");
                 eprintln!(
                     "{}",
                     if is_error {
