@@ -1,6 +1,8 @@
 //! Latency percentiles for benchmarks. divan reports medians but no tail; the project's
 //! figures are median and p99 on a shared, noisy machine, so each bench also takes raw
 //! samples here and prints both, side by side with whatever it is compared against.
+//!
+//! It must not know what is measured: benches bring their own paths and only report here.
 #![allow(clippy::print_stdout)] // printing the table is this crate's job
 
 use std::time::{Duration, Instant};

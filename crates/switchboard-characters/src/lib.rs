@@ -4,6 +4,9 @@
 //! validates, dispatches, enforces a hard timeout and a memory limit, and counts the outcome.
 //! A registry holds the current set, reloads it (all of it, or the files just saved, as its
 //! directory watcher sees them) and keeps a broken file's last good version running.
+//!
+//! It must not know models, backends, HTTP or the MCP protocol: a character is its file, its
+//! sandbox and its tools (the servers it names are names).
 
 mod character;
 mod console;

@@ -5,6 +5,8 @@
 //! A check takes the fuzzer's bytes and returns a [`Finding`] when a promise of the code
 //! under test is broken; a panic inside that code is a finding too. The fuzz targets turn
 //! both into crashes, the replay test into failures.
+//!
+//! It must not change what it checks: the promises are the code under test's own.
 
 mod characters;
 mod chunks;

@@ -4,6 +4,8 @@
 //! `foo(&self, …)` it adds `fn foo_tool(self: Arc<Self>) -> FnTool`. The definition comes from
 //! the signature and doc comments; the arguments are deserialized into a generated struct
 //! whose JSON Schema (via schemars) is the tool's parameters schema.
+//!
+//! It must not know anything beyond the tool model of `switchboard-tools`.
 
 mod docs;
 mod expand;

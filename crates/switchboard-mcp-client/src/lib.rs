@@ -9,6 +9,9 @@
 //! its own calls a clear error, never the gateway a hang or its memory.
 //!
 //! Built on `rmcp`, the official Rust SDK, on its client side.
+//!
+//! It must not know the gateway's configuration file, keys or front-ends: an upstream is a
+//! plain `UpstreamConfig`.
 
 mod config;
 mod error;

@@ -8,6 +8,9 @@
 //!
 //! Built on `rmcp`, the official Rust SDK, which also checks the transport's rules
 //! (`Origin` and `Host`, `Mcp-Method`/`Mcp-Name` against the body, protocol versions).
+//!
+//! It must not know characters, keys, upstream servers or the gateway's configuration: the
+//! catalog is all it is given.
 
 mod catalog;
 mod handler;

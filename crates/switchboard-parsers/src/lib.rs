@@ -11,6 +11,8 @@
 //! the family's markup in the system prompt, [`render_tool_calls`] and
 //! [`render_tool_results`] rewrite history into it, and what they write parses back into the
 //! same calls.
+//!
+//! It must not know HTTP, backends or the gateway: text in, events out.
 
 mod detect;
 mod event;

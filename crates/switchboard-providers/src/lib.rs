@@ -2,6 +2,9 @@
 //! `Backend` trait: a request in our model in, a stream of our events out, whatever the
 //! backend speaks. Everything format-specific lives in `switchboard-wire`; this crate adds
 //! connections, timeouts, retries and typed errors.
+//!
+//! It must not know the gateway, its configuration file or its front-ends: a backend is a
+//! URL, a key and a format.
 
 mod anthropic;
 mod backend;

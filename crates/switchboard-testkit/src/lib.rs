@@ -4,6 +4,9 @@
 //! runs against ([`LlamaServer`]) and a relay that shows what reached it ([`Tap`]); and a
 //! real Redis server for shared-state tests; and [`peers`], which decides what a test does
 //! when a program it drives is missing. Only tests depend on this crate.
+//!
+//! It must not be a dependency of product code: doubles and peers for tests and benches
+//! only.
 // A test double fails loudly: a panic here is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

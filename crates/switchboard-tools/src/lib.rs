@@ -1,6 +1,8 @@
 //! The tool model every part of Switchboard shares: definitions, calls, results and
 //! messages in OpenAI's shape; validation of tool lists under a profile; argument and
 //! result checking with validators compiled once; and Rust functions as tools (`#[tool]`).
+//!
+//! It must not know any wire format, backend or server: every other crate builds on it.
 
 mod call;
 mod defaults;

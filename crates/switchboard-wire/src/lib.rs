@@ -5,6 +5,8 @@
 //!
 //! Pure code: no I/O. Decoders are incremental state machines fed bytes in any chunking;
 //! encoders turn events back into each format's stream; conversions go both ways.
+//!
+//! It must not know HTTP, backends, tool execution or the gateway: bytes in, events out.
 
 pub mod anthropic;
 mod calls;
