@@ -112,12 +112,12 @@ pub async fn call_tool(
     let log = RequestLog::new(request_id, "character_tool").with_caller(&caller);
     let loaded = state.characters.current();
     let Some(character) = loaded.get(&name).cloned() else {
-        return fail(&log, "-", not_found(&caller, &name, &loaded));
+        return log.fail("-", not_found(&caller, &name, &loaded), FRONT_END.error);
     };
     let model = format!("{CHARACTER_PREFIX}{name}");
     let target = Target::Character(Arc::clone(&character));
     if let Err(error) = caller::authorize(&caller, &target, &model) {
-        return fail(&log, "-", error);
+        return log.fail("-", error, FRONT_END.error);
     }
     let route = format!("{CHARACTER_PREFIX}{}", character.name());
     let arguments = match read_json(body, caller.snapshot().config.max_body_bytes)
@@ -125,7 +125,7 @@ pub async fn call_tool(
         .and_then(|body| arguments(&body))
     {
         Ok(arguments) => arguments,
-        Err(error) => return fail(&log, &route, error),
+        Err(error) => return log.fail(&route, error, FRONT_END.error),
     };
     let call = ToolCall {
         id: "call_playground".to_owned(),
@@ -141,7 +141,7 @@ pub async fn call_tool(
                 error.to_string(),
                 "character_failed",
             );
-            return fail(&log, &route, error);
+            return log.fail(&route, error, FRONT_END.error);
         }
     };
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -170,11 +170,6 @@ fn arguments(body: &Value) -> Result<String, ApiError> {
             Some("arguments".into()),
         )),
     }
-}
-
-fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
-    log.finish(route, error.status, Tally::default(), false);
-    error.into_response()
 }
 
 /// A character as the API shows it; `problems` are those of its file's last load when that

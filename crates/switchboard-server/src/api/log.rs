@@ -15,6 +15,7 @@ use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::api::caller::Caller;
+use crate::error::ApiError;
 use crate::pipeline::{Answer, Output, Started};
 use crate::traces;
 use crate::upstream::UpstreamRecord;
@@ -153,6 +154,18 @@ impl RequestLog {
     /// reached one.
     pub fn finish(&self, route: &str, status: StatusCode, tally: Tally, streamed: bool) {
         self.write(route, status.as_str(), tally, streamed);
+    }
+
+    /// Writes the line of a request that failed (`route` is `-` before one was resolved)
+    /// and answers the error in the API's shape (its front-end's `FrontEnd::error`).
+    pub fn fail(
+        &self,
+        route: &str,
+        error: ApiError,
+        shape: fn(ApiError) -> axum::response::Response,
+    ) -> axum::response::Response {
+        self.finish(route, error.status, Tally::default(), false);
+        shape(error)
     }
 
     /// `outcome` is the HTTP status, or `client_closed`.

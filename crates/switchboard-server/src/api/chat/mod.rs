@@ -50,7 +50,7 @@ pub async fn handle(
     let live = caller.snapshot();
     let (request, tools, presentation, stream) = match parse(live, body, character_events).await {
         Ok(parsed) => parsed,
-        Err(error) => return fail(&log, "-", error),
+        Err(error) => return log.fail("-", error, FRONT_END.error),
     };
     log.requested(&request.model);
     let request = match caller::resolve(&caller, &request.model) {
@@ -60,14 +60,14 @@ pub async fn handle(
             tools,
             call_ids: CallIdShape::OpenAi,
         },
-        Err(error) => return fail(&log, "-", error),
+        Err(error) => return log.fail("-", error, FRONT_END.error),
     };
     if let Err(error) = caller::reserve(&caller, &request) {
-        return fail(&log, "-", error);
+        return log.fail("-", error, FRONT_END.error);
     }
     let started = match live.pipeline.start(request) {
         Ok(started) => started,
-        Err(error) => return fail(&log, "-", error),
+        Err(error) => return log.fail("-", error, FRONT_END.error),
     };
     if stream {
         let renderer = ChunkRenderer::new(presentation);
@@ -84,15 +84,10 @@ pub async fn handle(
             );
             Json(completion_body(&answer, &presentation)).into_response()
         }
-        Err(error) => fail(&log, &started.label, error),
+        Err(error) => log.fail(&started.label, error, FRONT_END.error),
     };
     super::upstream_headers(&mut response, &started.trail);
     response
-}
-
-fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
-    log.finish(route, error.status, Tally::default(), false);
-    error.into_response()
 }
 
 /// The request in the pipeline's model with its tools compiled, how to present the answer,

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::render::TOKEN_COUNT;
 use super::validate::Endpoint;
-use super::{fail, parse, with_headers};
+use super::{parse, with_headers};
 use crate::api::RequestId;
 use crate::api::caller::Caller;
 use crate::api::log::{RequestLog, Tally};
@@ -25,7 +25,13 @@ pub async fn handle(
     let log = RequestLog::new(request_id.clone(), "count_tokens").with_caller(&caller);
     let parsed = match parse(&caller, body, Endpoint::CountTokens).await {
         Ok(parsed) => parsed,
-        Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
+        Err(error) => {
+            return with_headers(
+                log.fail("-", error, super::FRONT_END.error),
+                &request_id,
+                &[],
+            );
+        }
     };
     log.requested(&parsed.request.request.model);
     let count = caller

@@ -61,11 +61,11 @@ pub async fn handle(
     let log = RequestLog::new(request_id.clone(), "messages").with_caller(&caller);
     let parsed = match parse(&caller, body, Endpoint::Messages).await {
         Ok(parsed) => parsed,
-        Err(error) => return with_headers(fail(&log, "-", error), &request_id, &[]),
+        Err(error) => return with_headers(log.fail("-", error, FRONT_END.error), &request_id, &[]),
     };
     log.requested(&parsed.request.request.model);
     if let Err(error) = caller::reserve(&caller, &parsed.request) {
-        return with_headers(fail(&log, "-", error), &request_id, &[]);
+        return with_headers(log.fail("-", error, FRONT_END.error), &request_id, &[]);
     }
     let presentation = Presentation {
         id: message_id(),
@@ -85,7 +85,7 @@ pub async fn handle(
         None
     };
     let response = match caller.snapshot().pipeline.start(parsed.request) {
-        Err(error) => fail(&log, "-", error),
+        Err(error) => log.fail("-", error, FRONT_END.error),
         Ok(started) if parsed.stream => {
             sse::stream(
                 started,
@@ -104,18 +104,13 @@ pub async fn handle(
                         log.finish(&started.label, StatusCode::OK, Tally::of(&answer), false);
                         Json(whole.finish(&answer.problems)).into_response()
                     }
-                    Err(error) => fail(&log, &started.label, error),
+                    Err(error) => log.fail(&started.label, error, FRONT_END.error),
                 };
             super::upstream_headers(&mut response, &started.trail);
             response
         }
     };
     with_headers(response, &request_id, &parsed.dropped)
-}
-
-fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
-    log.finish(route, error.status, Tally::default(), false);
-    error_response(error)
 }
 
 /// The request's id as `request-id` (where Anthropic's SDKs read it), and the server tools

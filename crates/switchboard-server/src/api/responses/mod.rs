@@ -75,7 +75,7 @@ pub async fn create(
     let log = RequestLog::new(request_id, "responses").with_caller(&caller);
     let prepared = match prepare(&state, &caller, body).await {
         Ok(prepared) => prepared,
-        Err(error) => return fail(&log, "-", error),
+        Err(error) => return log.fail("-", error, FRONT_END.error),
     };
     let Prepared {
         gateway,
@@ -87,11 +87,11 @@ pub async fn create(
     } = prepared;
     log.requested(&gateway.request.model);
     if let Err(error) = caller::reserve(&caller, &gateway) {
-        return fail(&log, "-", error);
+        return log.fail("-", error, FRONT_END.error);
     }
     let started = match caller.snapshot().pipeline.start(gateway) {
         Ok(started) => started,
-        Err(error) => return fail(&log, "-", error),
+        Err(error) => return log.fail("-", error, FRONT_END.error),
     };
     let mut renderer = ResponseRenderer::new(Encoder::new(skeleton, kinds), keep);
     let mut response = if stream {
@@ -108,7 +108,7 @@ pub async fn create(
                     renderer.take(output, false);
                 }
                 Err(error) => {
-                    failed = Some(fail(&log, &started.label, error));
+                    failed = Some(log.fail(&started.label, error, FRONT_END.error));
                     break;
                 }
             }
@@ -224,11 +224,6 @@ fn store_error(error: store::StoreError) -> ApiError {
         error.to_string(),
         store::STORE_UNAVAILABLE,
     )
-}
-
-fn fail(log: &RequestLog, route: &str, error: ApiError) -> Response {
-    log.finish(route, error.status, Tally::default(), false);
-    error.into_response()
 }
 
 async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepared, ApiError> {
