@@ -1,7 +1,7 @@
 //! The tool loop: one user message in, a streamed reply out, with as many tool rounds as
 //! the model needs up to a bound.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -233,7 +233,6 @@ impl Conversation {
     ) -> Result<Round, TurnError> {
         let mut stream = self.backend.chat(request).await?;
         let mut collector = Collector::new();
-        let mut pending: BTreeMap<usize, ToolCall> = BTreeMap::new();
         let mut running = FuturesUnordered::new();
         let mut results: HashMap<String, ToolResult> = HashMap::new();
         let mut text = String::new();
@@ -258,19 +257,12 @@ impl Conversation {
                             summary.time_to_first_token.get_or_insert_with(|| started.elapsed());
                             on_event(TurnEvent::Reasoning(delta));
                         }
-                        StreamEvent::ToolCallStart { index, id, name } => {
-                            pending.insert(index, ToolCall { id, name, arguments: String::new() });
-                        }
-                        StreamEvent::ToolCallArguments { index, delta } => {
-                            if let Some(call) = pending.get_mut(&index) {
-                                call.arguments.push_str(&delta);
-                            }
-                        }
                         StreamEvent::ToolCallEnd { index } => {
-                            if let Some(call) = pending.remove(&index) {
-                                running.push(self.execute(call, on_event));
+                            if let Some(call) = collector.ended_call(index) {
+                                running.push(self.execute(call.clone(), on_event));
                             }
                         }
+                        StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallArguments { .. } => {}
                         StreamEvent::ReasoningSignature(_)
                         | StreamEvent::Usage(_)
                         | StreamEvent::Finish(_) => {}
@@ -283,7 +275,8 @@ impl Conversation {
             }
         }
         // Calls the stream never closed explicitly are complete once the stream is.
-        for call in std::mem::take(&mut pending).into_values() {
+        let open: Vec<ToolCall> = collector.open_calls().cloned().collect();
+        for call in open {
             running.push(self.execute(call, on_event));
         }
         while let Some((result, name, latency)) = running.next().await {

@@ -162,6 +162,23 @@ impl Collector {
         Ok(call)
     }
 
+    /// The call at `index`, once its end has been pushed: a caller that runs each call as
+    /// soon as it is complete takes it here rather than assembling fragments itself.
+    pub fn ended_call(&self, index: usize) -> Option<&ToolCall> {
+        self.calls
+            .get(index)
+            .filter(|partial| partial.ended)
+            .map(|partial| &partial.call)
+    }
+
+    /// The calls begun and not ended, in order.
+    pub fn open_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.calls
+            .iter()
+            .filter(|partial| !partial.ended)
+            .map(|partial| &partial.call)
+    }
+
     pub fn finish(self) -> Result<ChatResponse, CollectError> {
         if let Some(error) = self.error {
             return Err(error);
