@@ -1,15 +1,17 @@
 //! Anthropic Messages: a backend format, and one the gateway serves to Anthropic clients.
 
-mod convert;
 mod decode;
 mod encode;
 mod fold;
+mod from_client;
+mod to_backend;
 mod types;
 
-pub use convert::{build_request, parse_request};
 pub use decode::{Decoder, body_events};
 pub use encode::{SseEncoder, message, push_sse_event};
 pub use fold::MessageBuilder;
+pub use from_client::parse_request;
+pub use to_backend::build_request;
 pub use types::*;
 
 use crate::FinishReason;

@@ -1,14 +1,16 @@
 //! Ollama `/api/chat`: NDJSON streaming, whole tool calls with object arguments, no ids,
 //! no `tool_choice`.
 
-mod convert;
 mod decode;
 mod encode;
+mod from_client;
+mod to_backend;
 mod types;
 
-pub use convert::{build_request, parse_request};
 pub use decode::{Decoder, body_events};
 pub use encode::{NdjsonEncoder, response};
+pub use from_client::parse_request;
+pub use to_backend::build_request;
 pub use types::*;
 
 use crate::FinishReason;
