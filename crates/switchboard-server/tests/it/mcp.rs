@@ -183,6 +183,20 @@ impl Client {
         message
     }
 
+    /// A legacy session's GET stream, open (what a client that listens for notices holds).
+    pub(crate) async fn listen(&self) -> reqwest::Response {
+        let stream = client()
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", self.session.as_deref().unwrap())
+            .header("mcp-protocol-version", LEGACY)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        stream
+    }
+
     pub(crate) async fn tools(&mut self) -> Vec<Value> {
         let message = self.request("tools/list", json!({})).await;
         message["result"]["tools"].as_array().unwrap().clone()
@@ -191,6 +205,19 @@ impl Client {
     pub(crate) async fn call(&mut self, name: &str, arguments: Value) -> Value {
         self.request("tools/call", json!({"name": name, "arguments": arguments}))
             .await
+    }
+}
+
+/// Reads a session's stream until `notifications/tools/list_changed` comes, for at most 10 s.
+pub(crate) async fn hear_list_changed(stream: &mut reqwest::Response) {
+    let mut seen = String::new();
+    while !seen.contains("notifications/tools/list_changed") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no list_changed on the stream: {seen}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
     }
 }
 
@@ -603,15 +630,7 @@ async fn a_queued_call_whose_client_leaves_never_runs() {
 async fn a_legacy_session_hears_of_a_reload_on_its_stream() {
     let (gateway, dir) = gateway("").await;
     let client = Client::legacy(&gateway, "/mcp").await;
-    let mut stream = reqwest::Client::new()
-        .get(&client.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", client.session.as_deref().unwrap())
-        .header("mcp-protocol-version", LEGACY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), 200);
+    let mut stream = client.listen().await;
     std::fs::write(
         dir.path().join("coin.js"),
         concat!(
@@ -629,15 +648,7 @@ async fn a_legacy_session_hears_of_a_reload_on_its_stream() {
     tokio::task::spawn_blocking(move || registry.reload())
         .await
         .unwrap();
-    let mut seen = String::new();
-    while !seen.contains("notifications/tools/list_changed") {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
-            .await
-            .unwrap_or_else(|_| panic!("no list_changed on the stream: {seen}"))
-            .unwrap()
-            .unwrap_or_else(|| panic!("the stream ended: {seen}"));
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    hear_list_changed(&mut stream).await;
     let mut client = client;
     let tools = client.tools().await;
     assert!(names(&tools).contains(&"coin_flip"), "{:?}", names(&tools));

@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use crate::mcp::{Client, LEGACY, key, names, outcome};
+use crate::mcp::{Client, hear_list_changed, key, names, outcome};
 
 use std::time::{Duration, Instant};
 
@@ -52,6 +52,29 @@ def hang() -> str:
 
 app.run("streamable-http", stateless_http=True, host="127.0.0.1", port=int(sys.argv[1]))
 "#;
+
+/// The Python SDK server on a free port (and where it listens), or `None` (a SKIP, or a
+/// failure under SWITCHBOARD_REQUIRE_PEERS) without Python's `mcp`.
+async fn python_server() -> Option<(PythonServer, u16)> {
+    let python = python(Some("mcp.server.mcpserver"))?;
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "server.py", PYTHON_SERVER);
+    let port = free_port();
+    let process = ServerProcess::start(&python, &[&path, &port.to_string()], &[], port).await;
+    Some((
+        PythonServer {
+            _process: process,
+            _script: dir,
+        },
+        port,
+    ))
+}
+
+/// The server process and the folder of its script, both kept while the test runs.
+struct PythonServer {
+    _process: ServerProcess,
+    _script: tempfile::TempDir,
+}
 
 /// An `[[mcp_server]]` entry.
 fn server(name: &str, place: &str, extra: &str) -> String {
@@ -286,13 +309,9 @@ async fn everything_over_streamable_http() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn long_and_dotted_names_are_served_within_the_limit_and_map_back() {
-    let Some(python) = python(Some("mcp.server.mcpserver")) else {
+    let Some((_server, port)) = python_server().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "server.py", PYTHON_SERVER);
-    let port = free_port();
-    let _server = ServerProcess::start(&python, &[&path, &port.to_string()], &[], port).await;
     let (gateway, _characters) = gateway(&server(
         "py",
         &format!("url = \"http://127.0.0.1:{port}/mcp\""),
@@ -606,15 +625,7 @@ async fn a_reload_adds_keeps_and_removes_servers() {
     tools_once_ready(&mut mcp, &["everything"]).await;
     // A client of the older era listening on its session's stream.
     let listener = Client::legacy(&gateway, "/mcp").await;
-    let mut stream = client()
-        .get(&listener.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", listener.session.as_deref().unwrap())
-        .header("mcp-protocol-version", LEGACY)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stream.status(), 200);
+    let mut stream = listener.listen().await;
     let config_with = |servers: &str| {
         Config::from_toml(&format!(
             "listen = \"127.0.0.1:0\"\ncharacters = \"{}\"\n{servers}\n{}",
@@ -633,15 +644,7 @@ async fn a_reload_adds_keeps_and_removes_servers() {
             .ends_with(", 2 MCP server(s) (added memory)"),
         "{reloaded}"
     );
-    let mut seen = String::new();
-    while !seen.contains("notifications/tools/list_changed") {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
-            .await
-            .unwrap_or_else(|_| panic!("no list_changed on the stream: {seen}"))
-            .unwrap()
-            .unwrap_or_else(|| panic!("the stream ended: {seen}"));
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    hear_list_changed(&mut stream).await;
     drop(stream);
     let tools = tools_once_ready(&mut mcp, &["everything", "memory"]).await;
     assert!(names(&tools).contains(&"memory_read_graph"));
@@ -724,13 +727,9 @@ export class PromptGenerator {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn long_and_dotted_names_reach_a_model_as_function_names_and_map_back() {
-    let Some(python) = python(Some("mcp.server.mcpserver")) else {
+    let Some((_server, port)) = python_server().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "server.py", PYTHON_SERVER);
-    let port = free_port();
-    let _server = ServerProcess::start(&python, &[&path, &port.to_string()], &[], port).await;
     let characters = tempfile::tempdir().unwrap();
     std::fs::write(characters.path().join("forecaster.js"), FORECASTER).unwrap();
     // The model calls each of the server's two odd tools by the name it was offered, then
