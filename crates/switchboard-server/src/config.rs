@@ -79,6 +79,11 @@ pub struct Config {
     /// Upstream MCP servers: their tools served at `/mcp` and offered to characters.
     #[serde(default, rename = "mcp_server")]
     pub mcp_servers: Vec<McpServerConfig>,
+    /// URL globs (`https://tools.example.com/*`) of MCP servers a request may name itself
+    /// for the gateway to run (OpenAI's `server_url`, Anthropic's `url`), besides the
+    /// configured ones. None by default: the gateway fetches no URL a request makes up.
+    #[serde(default)]
+    pub mcp_allowed_urls: Vec<String>,
     /// Client keys; without any, the gateway is open (and then only on a loopback address
     /// unless `allow_unauthenticated`).
     #[serde(default, rename = "key")]
@@ -255,6 +260,7 @@ impl Config {
             max_connections: default_max_connections(),
             routes,
             mcp_servers: Vec::new(),
+            mcp_allowed_urls: Vec::new(),
             keys: Vec::new(),
             allow_unauthenticated: false,
             metrics_key: None,
@@ -295,6 +301,7 @@ impl Config {
             max_answer_bytes: self.max_answer_bytes,
             character_max_tokens: self.character_max_tokens,
             upstream_header: self.upstream_header,
+            mcp_allowed_urls: self.mcp_allowed_urls.clone(),
         }
     }
 
@@ -396,6 +403,22 @@ impl Config {
             problems.push("responses.store_max_entries must be at least 1".to_owned());
         }
         problems.extend(crate::tool_servers::check_servers(&self.mcp_servers));
+        let servers = self.mcp_server_names();
+        for (index, route) in self.routes.iter().enumerate() {
+            for (position, name) in route.mcp_servers.iter().enumerate() {
+                if !servers.contains(name) {
+                    problems.push(format!(
+                        "route[{index}] (\"{}\").mcp_servers[{position}]: no [[mcp_server]] is named \"{name}\"",
+                        route.name
+                    ));
+                }
+            }
+        }
+        for (index, pattern) in self.mcp_allowed_urls.iter().enumerate() {
+            if let Err(error) = globset::Glob::new(pattern) {
+                problems.push(format!("mcp_allowed_urls[{index}]: {error}"));
+            }
+        }
         problems.extend(crate::access::check(
             &self.keys,
             self.metrics_key.as_ref(),

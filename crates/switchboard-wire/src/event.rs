@@ -81,6 +81,10 @@ pub enum FinishReason {
     Length,
     ToolCalls,
     ContentFilter,
+    /// The gateway ran tools for the model as many rounds (or calls) as the request allows
+    /// and stopped with the model's turn unfinished: Chat's `length`, Messages'
+    /// `pause_turn`, Responses' `incomplete` for `max_tool_calls`.
+    ToolLimit,
     /// One of the request's stop sequences ended the answer, this one (Anthropic and vLLM
     /// say which; OpenAI's own name for it is plain `stop`).
     StopSequence(String),
@@ -104,7 +108,7 @@ impl FinishReason {
     pub fn as_openai(&self) -> &str {
         match self {
             FinishReason::Stop | FinishReason::StopSequence(_) => "stop",
-            FinishReason::Length => "length",
+            FinishReason::Length | FinishReason::ToolLimit => "length",
             FinishReason::ToolCalls => "tool_calls",
             FinishReason::ContentFilter => "content_filter",
             FinishReason::Other(other) => other,

@@ -15,6 +15,7 @@ mod error;
 mod event;
 pub mod ids;
 mod lines;
+pub mod mcp;
 pub mod ollama;
 pub mod openai;
 mod request;

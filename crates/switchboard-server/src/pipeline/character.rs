@@ -4,7 +4,7 @@
 //! the gateway's `character_max_tokens`, bounds the whole turn with its tool rounds: the
 //! client asked for one reply, however many requests it takes. What the character did on
 //! its own (the prompt it built, each tool call and its result) travels beside the words as
-//! [`CharacterEvent`]s, which a front-end shows only to clients that ask for them.
+//! [`GatewayEvent`]s, which a front-end shows only to clients that ask for them.
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::Limits;
-use super::output::{CharacterEvent, Output, Outputs};
+use super::output::{GatewayEvent, Output, Outputs, ToolSource};
 use crate::error::ApiError;
 use crate::tool_servers::{CharacterToolbox, ToolServers};
 use crate::upstream::{PoolBackend, Route, SendOptions};
@@ -93,10 +93,11 @@ pub fn start(
                 )
             })?;
             let prompt = session.system_prompt().to_owned();
-            let _ = sender.send(Ok(Output::Character(CharacterEvent::SystemPrompt {
+            let _ = sender.send(Ok(Output::Gateway(GatewayEvent::SystemPrompt {
                 content: prompt.clone(),
             })));
-            let tools: Arc<dyn ToolExecutor> = Arc::new(CharacterToolbox::new(session, &servers));
+            let toolbox = Arc::new(CharacterToolbox::new(session, &servers));
+            let tools: Arc<dyn ToolExecutor> = Arc::clone(&toolbox) as Arc<dyn ToolExecutor>;
             let history = history
                 .into_iter()
                 .filter(|message| !is_empty_assistant(message));
@@ -132,7 +133,14 @@ pub fn start(
                         {
                             tracing::info!(character = %character.name(), tool = %name, %arguments, "character tool call");
                         }
-                        Output::Character(CharacterEvent::Tool(event))
+                        let name = match &event {
+                            ToolEvent::ToolStarted { name, .. }
+                            | ToolEvent::ToolFinished { name, .. } => name,
+                        };
+                        let source = toolbox
+                            .source(name)
+                            .map(|(server, tool)| ToolSource { server, tool });
+                        Output::Gateway(GatewayEvent::Tool { event, source })
                     }
                     TurnEvent::Round { .. } => return,
                 };

@@ -5,7 +5,7 @@
 use axum::http::StatusCode;
 use switchboard_wire::{ChatResponse, Collector};
 
-use super::output::{CharacterEvent, Output, Outputs};
+use super::output::{GatewayEvent, Output, Outputs};
 use super::tool_checks::ToolCallProblem;
 use crate::error::ApiError;
 
@@ -15,7 +15,7 @@ use crate::error::ApiError;
 pub struct Answer {
     pub response: ChatResponse,
     pub problems: Vec<ToolCallProblem>,
-    pub character_events: Vec<CharacterEvent>,
+    pub gateway_events: Vec<GatewayEvent>,
 }
 
 /// Waits for the whole answer; the first error ends it.
@@ -31,14 +31,14 @@ pub async fn collect_with(
 ) -> Result<Answer, ApiError> {
     let mut collector = Collector::new();
     let mut problems = Vec::new();
-    let mut character_events = Vec::new();
+    let mut gateway_events = Vec::new();
     while let Some(output) = outputs.recv().await {
         let output = output?;
         observe(&output);
         match output {
             Output::Event(event) => collector.push(&event),
             Output::Problems(found) => problems.extend(found),
-            Output::Character(event) => character_events.push(event),
+            Output::Gateway(event) => gateway_events.push(event),
         }
     }
     let response = collector.finish().map_err(|error| {
@@ -51,6 +51,6 @@ pub async fn collect_with(
     Ok(Answer {
         response,
         problems,
-        character_events,
+        gateway_events,
     })
 }

@@ -17,12 +17,14 @@ use tracing::Instrument;
 
 use super::Limits;
 use super::finisher::Finisher;
+use super::gateway_tools::GatewayTools;
 use super::output::{Output, Outputs, Sender, send};
 use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
     satisfies,
 };
 use super::repair::retry_messages;
+use super::tool_loop;
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
 use crate::upstream::ToolCallPolicy;
@@ -40,6 +42,8 @@ pub struct Completion {
     pub tools: Toolset,
     pub call_ids: CallIdShape,
     pub limits: Limits,
+    /// Tools the gateway runs itself inside this request, when there are any.
+    pub gateway: Option<Arc<GatewayTools>>,
 }
 
 /// Starts the answer. Dropping the receiver (the client went away) cancels the backend
@@ -50,24 +54,12 @@ pub fn start(mut completion: Completion) -> Outputs {
         let timeout = completion.limits.timeout;
         let hard_stop = completion.limits.hard_stop.clone();
         let work = async {
-            let mut fallbacks = std::mem::take(&mut completion.fallbacks).into_iter();
-            loop {
-                let error = match answer(&completion, &sender, fallbacks.len() > 0).await {
-                    Ok(()) => break,
-                    Err(Failure::Unanswered { error, reason }) => match fallbacks.next() {
-                        Some(fallback) => {
-                            tracing::warn!(route = %completion.route.name, fallback = %fallback.name, reason = reason.label(), "every replica failed; falling back");
-                            metrics::counter!("gateway_fallbacks_total", "route" => completion.route.name.clone(), "fallback" => fallback.name.clone(), "reason" => reason.label())
-                                .increment(1);
-                            completion.route = fallback;
-                            continue;
-                        }
-                        None => error,
-                    },
-                    Err(Failure::Answered(error)) => error,
-                };
+            let answered = match completion.gateway.take() {
+                None => answer_or_fall_back(&mut completion, &sender).await,
+                Some(tools) => tool_loop::run(&mut completion, tools, &sender).await,
+            };
+            if let Err(error) = answered {
                 let _ = sender.send(Err(error));
-                break;
             }
         };
         tokio::select! {
@@ -85,6 +77,31 @@ pub fn start(mut completion: Completion) -> Outputs {
     // Under the request's span, so that its backend attempts are children of it.
     tokio::spawn(answering.in_current_span());
     receiver
+}
+
+/// One answer of the route, or of its fallbacks in order when every replica of the route
+/// failed before answering. The fallbacks are used up: a later answer of the same request
+/// (a tool loop's next round) stays where this one was answered.
+pub async fn answer_or_fall_back(
+    completion: &mut Completion,
+    sender: &Sender,
+) -> Result<(), ApiError> {
+    let mut fallbacks = std::mem::take(&mut completion.fallbacks).into_iter();
+    loop {
+        match answer(completion, sender, fallbacks.len() > 0).await {
+            Ok(()) => return Ok(()),
+            Err(Failure::Unanswered { error, reason }) => match fallbacks.next() {
+                Some(fallback) => {
+                    tracing::warn!(route = %completion.route.name, fallback = %fallback.name, reason = reason.label(), "every replica failed; falling back");
+                    metrics::counter!("gateway_fallbacks_total", "route" => completion.route.name.clone(), "fallback" => fallback.name.clone(), "reason" => reason.label())
+                        .increment(1);
+                    completion.route = fallback;
+                }
+                None => return Err(error),
+            },
+            Err(Failure::Answered(error)) => return Err(error),
+        }
+    }
 }
 
 /// Fields of the OpenAI API that `ChatRequest` keeps in `extra`: forwarded to every

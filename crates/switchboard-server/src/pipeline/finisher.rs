@@ -380,7 +380,7 @@ mod tests {
                 Output::Problems(found) => {
                     Some(found.iter().map(|problem| (problem.index, problem.code)))
                 }
-                Output::Event(_) | Output::Character(_) => None,
+                Output::Event(_) | Output::Gateway(_) => None,
             })
             .flatten()
             .collect()

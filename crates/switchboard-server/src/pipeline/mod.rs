@@ -9,11 +9,13 @@ mod collect;
 mod completion;
 mod count;
 mod finisher;
+mod gateway_tools;
 mod output;
 mod prompted;
 mod repair;
 mod target;
 pub mod tool_checks;
+mod tool_loop;
 mod tools;
 
 use std::sync::Arc;
@@ -33,7 +35,8 @@ use crate::upstream::{Route, RouteTable, UpstreamRecord};
 pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect, collect_with};
 pub use count::{TokenCount, estimate_text, estimate_tokens};
-pub use output::{CharacterEvent, Output, Outputs};
+pub use gateway_tools::{ApprovalAnswer, Asked, GatewayTools};
+pub use output::{GatewayEvent, Output, Outputs};
 pub use target::Target;
 pub use tools::{compile_converted, compile_tools, report_kept as report_kept_tools};
 
@@ -65,6 +68,8 @@ pub struct Settings {
     pub character_max_tokens: u32,
     /// Whether answers name the replica that served them.
     pub upstream_header: bool,
+    /// URL globs of MCP servers a request may name itself.
+    pub mcp_allowed_urls: Vec<String>,
 }
 
 /// A request in the gateway's own model, whatever API it arrived through.
@@ -78,6 +83,8 @@ pub struct GatewayRequest {
     pub tools: Toolset,
     /// The shape of the tool-call ids the client's API uses.
     pub call_ids: CallIdShape,
+    /// Tools the gateway runs itself inside the request ([`Pipeline::gateway_tools`]).
+    pub gateway: Option<GatewayTools>,
 }
 
 /// What bounds one answer, from the configuration, and where it notes what its backends
@@ -114,9 +121,10 @@ impl Pipeline {
     pub fn start(&self, request: GatewayRequest) -> Result<Started, ApiError> {
         let GatewayRequest {
             target,
-            request,
-            tools,
+            mut request,
+            mut tools,
             call_ids,
+            gateway,
         } = request;
         let trail = Arc::new(UpstreamRecord::new(self.settings.upstream_header));
         let limits = Limits {
@@ -129,6 +137,12 @@ impl Pipeline {
         let label = target.label();
         let route = match target {
             Target::Character(character) => {
+                if gateway.is_some() {
+                    return Err(ApiError::invalid_request(
+                        "character routes run the character's own tools; send the request without MCP servers",
+                        Some("tools".into()),
+                    ));
+                }
                 let route = self.character_route.clone().ok_or_else(|| {
                     ApiError::upstream(
                         StatusCode::SERVICE_UNAVAILABLE,
@@ -152,6 +166,26 @@ impl Pipeline {
             }
             Target::Route(route) => route,
         };
+        if let Some(gateway) = &gateway {
+            // The model is offered the client's tools and the gateway's alike; the finisher
+            // checks calls to both.
+            let offered: Vec<_> = request
+                .tools
+                .iter()
+                .chain(gateway.definitions())
+                .cloned()
+                .collect();
+            tools = compile_converted("openai", &offered, || {
+                serde_json::to_value(&offered).unwrap_or_default()
+            })
+            .map_err(|problems| {
+                ApiError::invalid_request(
+                    format!("an MCP server's tools cannot be offered: {problems}"),
+                    Some("tools".into()),
+                )
+            })?;
+            request.tools = offered.into();
+        }
         let fallbacks = route
             .fallbacks
             .iter()
@@ -171,9 +205,35 @@ impl Pipeline {
                 tools,
                 call_ids,
                 limits,
+                gateway: gateway.map(Arc::new),
             }),
             trail,
         })
+    }
+
+    /// The tools the gateway runs for a request to `target`: the MCP servers the request
+    /// names (`asked`) and those the route offers on every request.
+    pub async fn gateway_tools(
+        &self,
+        target: &Target,
+        asked: Asked<'_>,
+    ) -> Result<Option<GatewayTools>, ApiError> {
+        match target {
+            Target::Route(route) => {
+                GatewayTools::resolve(
+                    &self.tool_servers,
+                    &self.settings.mcp_allowed_urls,
+                    &route.tool_loop,
+                    asked,
+                )
+                .await
+            }
+            Target::Character(_) if asked.servers.is_empty() => Ok(None),
+            Target::Character(_) => Err(ApiError::invalid_request(
+                "character routes run the character's own tools; send the request without MCP servers",
+                Some(asked.servers[0].path.clone()),
+            )),
+        }
     }
 
     /// Most tokens a character's reply to `request` may take: `character_max_tokens`, or

@@ -2,12 +2,15 @@
 //! an answer is made of ([`Output`]), the channel it travels in, what a character did
 //! besides speaking.
 
+use std::sync::Arc;
+
 use serde::Serialize;
-use serde::ser::SerializeStruct;
+use serde_json::json;
 use switchboard_runtime::ToolEvent;
 use switchboard_wire::StreamEvent;
 use tokio::sync::mpsc;
 
+use super::gateway_tools::Listing;
 use super::tool_checks::ToolCallProblem;
 use crate::error::ApiError;
 
@@ -17,9 +20,10 @@ pub enum Output {
     Event(StreamEvent),
     /// Problems with the model's calls; sent just before the finish.
     Problems(Vec<ToolCallProblem>),
-    /// What a character did besides speaking (its prompt, its own tool calls); front-ends
-    /// show it only to clients that ask.
-    Character(CharacterEvent),
+    /// What the gateway did besides passing the model's words on (a character's prompt,
+    /// tools it ran); each front-end shows it in its API's terms, or only to clients that
+    /// ask.
+    Gateway(GatewayEvent),
 }
 
 /// The outputs of one answer, in order, ending with an error where it failed.
@@ -37,29 +41,63 @@ pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError>
     Ok(())
 }
 
-/// Something a character did during a turn besides speaking, in the order it happened:
-/// the system prompt it built, and its tool calls as the tool loop reports them.
+/// What the gateway did for the model besides passing its words on, in the order it
+/// happened: a character's system prompt, the tools it listed and ran, and calls it holds
+/// for the client's approval.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CharacterEvent {
+pub enum GatewayEvent {
     /// The system prompt the character built for this turn's conversation.
-    SystemPrompt {
-        content: String,
+    SystemPrompt { content: String },
+    /// A tool call the gateway is running or ran; `source` names the MCP server a server's
+    /// tool came from (none for a character's own tools).
+    Tool {
+        event: ToolEvent,
+        source: Option<ToolSource>,
     },
-    Tool(ToolEvent),
+    /// The tools of one MCP server the request named, as offered to the model, before its
+    /// first answer (or why they could not be listed).
+    ToolList(Arc<Listing>),
+    /// A call held for the client's approval: the answer ends with it.
+    ApprovalRequest {
+        id: String,
+        source: ToolSource,
+        arguments: String,
+    },
+}
+
+/// Where a gateway-run tool lives: the server as the request named it, and the server's
+/// own name for the tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolSource {
+    pub server: String,
+    pub tool: String,
 }
 
 /// Each event as one object with its `type` (`system_prompt`, `tool_started`,
-/// `tool_finished`).
-impl Serialize for CharacterEvent {
+/// `tool_finished`, `tool_list`, `approval_request`); a server's tool names its `server`
+/// and `tool` beside the name the model called.
+impl Serialize for GatewayEvent {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::SystemPrompt { content } => {
-                let mut event = serializer.serialize_struct("CharacterEvent", 2)?;
-                event.serialize_field("type", "system_prompt")?;
-                event.serialize_field("content", content)?;
-                event.end()
+        let value = match self {
+            Self::SystemPrompt { content } => json!({"type": "system_prompt", "content": content}),
+            Self::Tool { event, source } => {
+                let mut value = serde_json::to_value(event).map_err(serde::ser::Error::custom)?;
+                if let (Some(source), Some(object)) = (source, value.as_object_mut()) {
+                    object.insert("server".into(), json!(source.server));
+                    object.insert("tool".into(), json!(source.tool));
+                }
+                value
             }
-            Self::Tool(event) => event.serialize(serializer),
-        }
+            Self::ToolList(listing) => json!({"type": "tool_list", "server": listing.label,
+                "tools": listing.tools.iter().map(|tool| &tool.name).collect::<Vec<_>>(),
+                "error": listing.error}),
+            Self::ApprovalRequest {
+                id,
+                source,
+                arguments,
+            } => json!({"type": "approval_request", "id": id, "server": source.server,
+                "tool": source.tool, "arguments": arguments}),
+        };
+        value.serialize(serializer)
     }
 }

@@ -15,7 +15,9 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 use switchboard_characters::Character;
-use switchboard_mcp_client::{CallOutput, Upstream, UpstreamConfig, UpstreamError, UpstreamState};
+use switchboard_mcp_client::{
+    CallOutput, Transport, Upstream, UpstreamConfig, UpstreamError, UpstreamState,
+};
 use switchboard_tools::{CompiledTool, Profile, Toolset};
 use tracing::Instrument;
 
@@ -48,7 +50,20 @@ pub struct Offered {
     pub description: Option<String>,
     pub input_schema: Value,
     pub output_schema: Option<Value>,
+    /// As the server sent them (`readOnlyHint`, …).
+    pub annotations: Option<Value>,
     checks: CompiledTool,
+}
+
+impl Offered {
+    /// Whether the server says the tool changes nothing (`readOnlyHint`).
+    pub fn read_only(&self) -> bool {
+        self.annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get("readOnlyHint"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
 }
 
 /// A call's outcome as the model reads it: a tool's own failure, a bad argument and an
@@ -157,6 +172,35 @@ impl ToolServers {
 }
 
 impl ToolServer {
+    /// A server a request names by URL (one the operator's `mcp_allowed_urls` let through),
+    /// connected for that request alone, with the request's own headers; it closes when
+    /// the request drops it. `label` is the request's name for it.
+    pub fn for_request(
+        label: &str,
+        url: &str,
+        headers: &[(String, String)],
+    ) -> Result<Arc<Self>, UpstreamError> {
+        let transport = Transport::Http {
+            url: url.to_owned(),
+            headers: headers.iter().cloned().collect(),
+        };
+        let started_from = UpstreamConfig::new(label, transport);
+        Ok(Arc::new(Self {
+            name: label.to_owned(),
+            upstream: Upstream::start(started_from.clone())?,
+            started_from,
+            offered: Mutex::new(None),
+        }))
+    }
+
+    /// Its Streamable HTTP endpoint; `None` for a spawned server.
+    pub fn url(&self) -> Option<&str> {
+        match &self.started_from.transport {
+            Transport::Http { url, .. } => Some(url),
+            Transport::Stdio { .. } => None,
+        }
+    }
+
     /// Its tools as offered: those its allow-list lets through whose schemas the gateway
     /// can check (one it cannot is left out, with a warning: a model API would refuse it
     /// too).
@@ -185,6 +229,7 @@ impl ToolServer {
                         description: tool.description,
                         input_schema: tool.input_schema,
                         output_schema: tool.output_schema,
+                        annotations: tool.annotations,
                     }),
                     Err(problems) => {
                         tracing::warn!(mcp_server = %self.name, tool = %tool.name, %problems, "tool left out: its schemas cannot be checked");

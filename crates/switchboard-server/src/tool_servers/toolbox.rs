@@ -75,6 +75,17 @@ impl CharacterToolbox {
     }
 }
 
+impl CharacterToolbox {
+    /// The server and its own name for the tool the model calls `name`; `None` for the
+    /// character's own tools.
+    pub fn source(&self, name: &str) -> Option<(String, String)> {
+        self.offered
+            .iter()
+            .find(|(offered, ..)| offered == name)
+            .map(|(_, server, tool)| (server.name.clone(), tool.clone()))
+    }
+}
+
 impl ToolExecutor for CharacterToolbox {
     fn definitions(&self) -> Vec<ToolDefinition> {
         self.definitions.clone()

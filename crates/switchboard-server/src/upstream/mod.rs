@@ -13,6 +13,6 @@ mod table;
 pub use health::Health;
 pub use pool::PoolBackend;
 pub use request::{PoolError, RetryReason, SendOptions, UpstreamRecord};
-pub use route::Route;
+pub use route::{Route, ToolLoopSettings};
 pub use settings::{Balance, RouteConfig, ToolCallPolicy, ToolCalling, check_routes};
 pub use table::RouteTable;

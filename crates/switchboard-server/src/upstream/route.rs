@@ -33,6 +33,18 @@ pub struct Route {
     pub recover: Option<Markup>,
     pub policy: ToolCallPolicy,
     pub forward_fields: Vec<String>,
+    /// How the gateway runs tools for the model on this route.
+    pub tool_loop: ToolLoopSettings,
+}
+
+/// A route's bounds on the tools the gateway runs inside a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolLoopSettings {
+    /// MCP servers whose tools every request to the route is offered.
+    pub servers: Vec<String>,
+    pub max_rounds: usize,
+    /// All of one request's tool calls together.
+    pub max_tool_time: Duration,
 }
 
 impl std::fmt::Debug for Route {
@@ -114,6 +126,12 @@ impl Route {
             recover,
             policy: config.tool_call_errors,
             forward_fields: config.forward_fields.clone(),
+            tool_loop: ToolLoopSettings {
+                servers: config.mcp_servers.clone(),
+                max_rounds: config.max_tool_rounds,
+                max_tool_time: Duration::try_from_secs_f64(config.max_tool_time_secs)
+                    .unwrap_or(Duration::from_secs(120)),
+            },
         })
     }
 }

@@ -75,6 +75,25 @@ pub struct RouteConfig {
     /// `top_k`, …); the OpenAI API's own fields are always forwarded.
     #[serde(default)]
     pub forward_fields: Vec<String>,
+    /// `[[mcp_server]]` names whose tools the gateway offers the model on every request to
+    /// this route and runs itself.
+    #[serde(default)]
+    pub mcp_servers: Vec<String>,
+    /// Rounds of gateway-run tool calls one request may take (model answers, the gateway
+    /// runs its calls, the model answers again); at the bound the answer ends unfinished.
+    #[serde(default = "default_max_tool_rounds")]
+    pub max_tool_rounds: usize,
+    /// Seconds all the gateway-run tool calls of one request may take together.
+    #[serde(default = "default_max_tool_time_secs")]
+    pub max_tool_time_secs: f64,
+}
+
+fn default_max_tool_rounds() -> usize {
+    10
+}
+
+fn default_max_tool_time_secs() -> f64 {
+    120.0
 }
 
 /// How a route spreads requests over its replicas.
@@ -161,6 +180,14 @@ pub fn check_routes(routes: &[RouteConfig], request_timeout_secs: u64) -> Vec<St
             ));
         }
         check_replicas(routes, route, request_timeout_secs, &place, &mut problems);
+        if !(1..=100).contains(&route.max_tool_rounds) {
+            problems.push(format!("{place}.max_tool_rounds must be from 1 to 100"));
+        }
+        if !(route.max_tool_time_secs > 0.0 && route.max_tool_time_secs <= 3600.0) {
+            problems.push(format!(
+                "{place}.max_tool_time_secs must be more than 0 and at most 3600"
+            ));
+        }
         if let Some(format) = &route.format
             && switchboard_parsers::Family::from_name(format).is_none()
         {
@@ -294,6 +321,9 @@ impl RouteConfig {
             recover_text_calls: None,
             tool_call_errors: ToolCallPolicy::Report,
             forward_fields: Vec::new(),
+            mcp_servers: Vec::new(),
+            max_tool_rounds: default_max_tool_rounds(),
+            max_tool_time_secs: default_max_tool_time_secs(),
         }
     }
 }

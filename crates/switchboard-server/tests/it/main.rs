@@ -13,6 +13,7 @@ mod characters_api;
 mod common;
 mod connections;
 mod errors;
+mod gateway_tools;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;

@@ -122,7 +122,10 @@ impl State {
                         }
                         OpenBlock::Tool(call)
                     }
-                    StartBlock::Unknown => OpenBlock::Other,
+                    // A backend that ran MCP tools itself: what it did is not ours to redo.
+                    StartBlock::McpToolUse { .. }
+                    | StartBlock::McpToolResult { .. }
+                    | StartBlock::Unknown => OpenBlock::Other,
                 };
                 self.blocks.insert(index, block);
             }

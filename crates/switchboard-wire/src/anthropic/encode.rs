@@ -29,6 +29,8 @@ enum Open {
     Text,
     Thinking,
     Tool(usize),
+    /// An MCP connector block, opened and closed at once.
+    Mcp,
 }
 
 /// Turns events into Anthropic stream payloads for one message.
@@ -169,6 +171,57 @@ impl SseEncoder {
             StreamEvent::Usage(usage) => self.usage = Some(*usage),
             StreamEvent::Finish(reason) => self.reason = Some(reason.clone()),
         }
+        out
+    }
+
+    /// A call the gateway runs on an MCP server, as the MCP connector's `mcp_tool_use`
+    /// block, its input whole (the call was complete before it ran).
+    pub fn mcp_tool_use(
+        &mut self,
+        id: &str,
+        name: &str,
+        server_name: &str,
+        arguments: &str,
+    ) -> Vec<StreamPayload> {
+        let mut out = Vec::new();
+        self.begin_message(&mut out);
+        self.close(&mut out);
+        let content_block = StartBlock::McpToolUse {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            server_name: server_name.to_owned(),
+            input: Value::Object(Map::new()),
+        };
+        self.begin(Open::Mcp, content_block, &mut out);
+        if !arguments.is_empty() {
+            self.delta(
+                BlockDelta::InputJsonDelta {
+                    partial_json: arguments.to_owned(),
+                },
+                &mut out,
+            );
+        }
+        self.close(&mut out);
+        out
+    }
+
+    /// The result of an MCP call, as an `mcp_tool_result` block.
+    pub fn mcp_tool_result(
+        &mut self,
+        tool_use_id: &str,
+        text: &str,
+        is_error: bool,
+    ) -> Vec<StreamPayload> {
+        let mut out = Vec::new();
+        self.begin_message(&mut out);
+        self.close(&mut out);
+        let content_block = StartBlock::McpToolResult {
+            tool_use_id: tool_use_id.to_owned(),
+            is_error,
+            content: serde_json::json!([{"type": "text", "text": text}]),
+        };
+        self.begin(Open::Mcp, content_block, &mut out);
+        self.close(&mut out);
         out
     }
 

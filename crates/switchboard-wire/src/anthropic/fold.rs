@@ -66,6 +66,30 @@ impl MessageBuilder {
                         thinking,
                         signature: Some(signature),
                     },
+                    StartBlock::McpToolUse {
+                        id,
+                        name,
+                        server_name,
+                        input,
+                    } => {
+                        self.inputs
+                            .push((self.message.content.len(), String::new()));
+                        Block::McpToolUse {
+                            id,
+                            name,
+                            server_name,
+                            input,
+                        }
+                    }
+                    StartBlock::McpToolResult {
+                        tool_use_id,
+                        is_error,
+                        content,
+                    } => Block::McpToolResult {
+                        tool_use_id,
+                        is_error,
+                        content,
+                    },
                     StartBlock::Unknown => return,
                 };
                 self.message.content.push(ContentBlock::Known(block));
@@ -100,8 +124,9 @@ impl MessageBuilder {
                 let Some((_, text)) = self.inputs.iter().find(|(at, _)| *at == position) else {
                     return;
                 };
-                if let Some(ContentBlock::Known(Block::ToolUse { input, .. })) =
-                    self.message.content.get_mut(position)
+                if let Some(ContentBlock::Known(
+                    Block::ToolUse { input, .. } | Block::McpToolUse { input, .. },
+                )) = self.message.content.get_mut(position)
                 {
                     *input = input_object(text);
                 }

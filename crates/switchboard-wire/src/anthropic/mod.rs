@@ -22,6 +22,7 @@ pub fn stop_reason(reason: &FinishReason) -> &str {
         FinishReason::Stop => "end_turn",
         FinishReason::StopSequence(_) => "stop_sequence",
         FinishReason::Length => "max_tokens",
+        FinishReason::ToolLimit => "pause_turn",
         FinishReason::ToolCalls => "tool_use",
         FinishReason::ContentFilter => "refusal",
         FinishReason::Other(other) => other,

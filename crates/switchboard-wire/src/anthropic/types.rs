@@ -97,6 +97,17 @@ pub enum Block {
     RedactedThinking {
         data: String,
     },
+    McpToolUse {
+        id: String,
+        name: String,
+        server_name: String,
+        input: Value,
+    },
+    McpToolResult {
+        tool_use_id: String,
+        is_error: bool,
+        content: Value,
+    },
 }
 
 impl Block {
@@ -281,6 +292,20 @@ pub enum StartBlock {
         /// Empty at the start; the signature follows as a `signature_delta`.
         #[serde(default)]
         signature: String,
+    },
+    /// A call the server side runs on an MCP server (the MCP connector).
+    McpToolUse {
+        id: String,
+        name: String,
+        server_name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    /// Its result.
+    McpToolResult {
+        tool_use_id: String,
+        is_error: bool,
+        content: Value,
     },
     #[serde(other)]
     Unknown,

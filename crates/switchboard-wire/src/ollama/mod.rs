@@ -22,7 +22,7 @@ pub fn done_reason(reason: &FinishReason) -> &str {
         | FinishReason::StopSequence(_)
         | FinishReason::ToolCalls
         | FinishReason::ContentFilter => "stop",
-        FinishReason::Length => "length",
+        FinishReason::Length | FinishReason::ToolLimit => "length",
         FinishReason::Other(other) => other,
     }
 }

@@ -6,7 +6,7 @@
 //! message; each call output a tool message, which must answer a call made earlier in the
 //! conversation. Tools become plain functions ([`OfferedTools`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 use switchboard_tools::{Content, Message, ToolCall};
@@ -35,6 +35,23 @@ pub struct Converted {
     pub tools: OfferedTools,
     /// The request's own input as items (a string input is one user message).
     pub input: Vec<Item>,
+    /// The client's answers to approval requests of MCP calls, for the server side to run
+    /// (or refuse) before the model answers; the calls themselves end the messages.
+    pub approvals: Vec<McpApproval>,
+    /// Labels of MCP servers whose tools an earlier `mcp_list_tools` item listed.
+    pub listed: Vec<String>,
+}
+
+/// An MCP call the model asked for and the client answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpApproval {
+    /// The approval request's id: the call's id in the conversation.
+    pub id: String,
+    pub server_label: String,
+    pub name: String,
+    pub arguments: String,
+    pub approve: bool,
+    pub reason: Option<String>,
 }
 
 /// The request's `input` as items, each parsed with its own path.
@@ -67,6 +84,10 @@ const ITEM_TYPES: &[&str] = &[
     "tool_search_output",
     "local_shell_call",
     "local_shell_call_output",
+    "mcp_list_tools",
+    "mcp_call",
+    "mcp_approval_request",
+    "mcp_approval_response",
     "item_reference",
 ];
 
@@ -176,7 +197,14 @@ pub fn to_chat<'a>(
         }
     }
     let tool_choice = tool_choice(choice.as_ref(), &mut tools)?;
-    let messages = messages(instructions.as_deref(), &items)?;
+    let (messages, approvals) = messages(instructions.as_deref(), &items)?;
+    let listed = items
+        .iter()
+        .filter_map(|(_, item)| match item {
+            Item::McpListTools { server_label, .. } => Some(server_label.clone()),
+            _ => None,
+        })
+        .collect();
     let mut extra = Map::new();
     for field in PASSED_ON {
         if let Some(value) = fields.get(*field) {
@@ -219,6 +247,8 @@ pub fn to_chat<'a>(
         request: chat,
         tools,
         input,
+        approvals,
+        listed,
     })
 }
 
@@ -394,7 +424,10 @@ impl Turn {
 fn messages(
     instructions: Option<&str>,
     items: &[(String, &Item)],
-) -> Result<Vec<Message>, ConvertError> {
+) -> Result<(Vec<Message>, Vec<McpApproval>), ConvertError> {
+    // An approval request is a call only once answered: one left unanswered never ran.
+    let mut requested: HashMap<&str, (&str, &str, &str)> = HashMap::new();
+    let mut approvals = Vec::new();
     let mut system: Vec<String> = instructions
         .filter(|text| !text.is_empty())
         .map(str::to_owned)
@@ -566,7 +599,61 @@ fn messages(
                     ));
                 }
             }
-            Item::AdditionalTools { .. } => {}
+            Item::McpCall {
+                id,
+                name,
+                arguments,
+                output,
+                error,
+                ..
+            } => {
+                turn.calls.push(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                });
+                turn.flush(&mut messages);
+                let content = match (output, error) {
+                    (Some(output), None) => output.clone(),
+                    (_, Some(error)) => format!("Error: {}", mcp_error_text(error)),
+                    (None, None) => "Error: the call did not finish".to_owned(),
+                };
+                messages.push(Message::tool(id.clone(), content));
+            }
+            Item::McpApprovalRequest {
+                id,
+                server_label,
+                name,
+                arguments,
+            } => {
+                requested.insert(id, (server_label, name, arguments));
+            }
+            Item::McpApprovalResponse {
+                approval_request_id,
+                approve,
+                reason,
+                ..
+            } => {
+                let Some((server_label, name, arguments)) =
+                    requested.remove(approval_request_id.as_str())
+                else {
+                    return Err(ConvertError::invalid(
+                        format!("{path}.approval_request_id"),
+                        format!(
+                            "\"{approval_request_id}\" answers no mcp_approval_request earlier in the input or in the previous response"
+                        ),
+                    ));
+                };
+                approvals.push(McpApproval {
+                    id: approval_request_id.clone(),
+                    server_label: server_label.to_owned(),
+                    name: name.to_owned(),
+                    arguments: arguments.to_owned(),
+                    approve: *approve,
+                    reason: reason.clone(),
+                });
+            }
+            Item::AdditionalTools { .. } | Item::McpListTools { .. } => {}
             Item::ItemReference { .. } => {
                 return Err(ConvertError::invalid(
                     format!("{path}.type"),
@@ -576,10 +663,40 @@ fn messages(
         }
     }
     turn.flush(&mut messages);
+    if !approvals.is_empty() {
+        // The answered calls end the conversation; their results follow once run.
+        turn.calls = approvals
+            .iter()
+            .map(|approval| ToolCall {
+                id: approval.id.clone(),
+                name: approval.name.clone(),
+                arguments: approval.arguments.clone(),
+            })
+            .collect();
+        turn.flush(&mut messages);
+    }
     if !system.is_empty() {
         messages.insert(0, Message::system(system.join("\n\n")));
     }
-    Ok(messages)
+    Ok((messages, approvals))
+}
+
+/// What an `mcp_call`'s error object says, for the model.
+fn mcp_error_text(error: &Value) -> String {
+    if let Some(text) = error.as_str() {
+        return text.to_owned();
+    }
+    if let Some(message) = error.get("message").and_then(Value::as_str) {
+        return message.to_owned();
+    }
+    match error.get("content") {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => error.to_string(),
+    }
 }
 
 /// The text of a message: text parts and refusals, in order.

@@ -33,6 +33,8 @@ pub struct Encoder {
     open: Option<OpenText>,
     /// Calls being written, by their index in the event stream.
     calls: BTreeMap<usize, OpenCall>,
+    /// MCP calls the server side is running: their item and output index, by call id.
+    mcp_calls: HashMap<String, (usize, Item)>,
     usage: Option<Usage>,
     reason: Option<FinishReason>,
 }
@@ -69,6 +71,7 @@ impl Encoder {
             started: false,
             open: None,
             calls: BTreeMap::new(),
+            mcp_calls: HashMap::new(),
             usage: None,
             reason: None,
         }
@@ -134,6 +137,7 @@ impl Encoder {
         }
         let incomplete = match &self.reason {
             Some(FinishReason::Length) => Some("max_output_tokens"),
+            Some(FinishReason::ToolLimit) => Some("max_tool_calls"),
             Some(FinishReason::ContentFilter) => Some("content_filter"),
             _ => None,
         };
@@ -168,6 +172,174 @@ impl Encoder {
         });
         let response = Arc::clone(&self.response);
         out.push(self.sequenced(Event::Failed { response }));
+        out
+    }
+
+    /// The tools of an MCP server the server side will run (`tools` in the shape of
+    /// `mcp_list_tools`), or why it could not list them.
+    pub fn mcp_list_tools(
+        &mut self,
+        server_label: &str,
+        tools: Vec<Value>,
+        error: Option<String>,
+    ) -> Vec<Sequenced> {
+        let mut out = Vec::new();
+        self.ensure_started(&mut out);
+        self.close_text(&mut out);
+        let id = item_id("mcpl");
+        let listing = |tools: Vec<Value>, error: Option<String>| Item::McpListTools {
+            id: id.clone(),
+            server_label: server_label.to_owned(),
+            tools,
+            error,
+        };
+        let output_index = self.add_item(listing(Vec::new(), None), &mut out);
+        let item_id = id.clone();
+        self.push(
+            &mut out,
+            Event::McpListToolsInProgress {
+                item_id: item_id.clone(),
+                output_index,
+            },
+        );
+        let event = if error.is_some() {
+            Event::McpListToolsFailed {
+                item_id,
+                output_index,
+            }
+        } else {
+            Event::McpListToolsCompleted {
+                item_id,
+                output_index,
+            }
+        };
+        self.push(&mut out, event);
+        self.done_item(output_index, listing(tools, error), &mut out);
+        out
+    }
+
+    /// An MCP call the server side starts: announced with its arguments whole (the model's
+    /// call was complete before it ran). `approval_request_id`: the approval it answers.
+    pub fn mcp_call_started(
+        &mut self,
+        call_id: &str,
+        server_label: &str,
+        name: &str,
+        arguments: &str,
+        approval_request_id: Option<&str>,
+    ) -> Vec<Sequenced> {
+        let mut out = Vec::new();
+        self.ensure_started(&mut out);
+        self.close_text(&mut out);
+        let id = item_id("mcp");
+        let item = Item::McpCall {
+            id: id.clone(),
+            server_label: server_label.to_owned(),
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+            output: None,
+            error: None,
+            status: Some("in_progress".into()),
+            approval_request_id: approval_request_id.map(str::to_owned),
+        };
+        let output_index = self.add_item(item.clone(), &mut out);
+        self.push(
+            &mut out,
+            Event::McpCallInProgress {
+                item_id: id.clone(),
+                output_index,
+            },
+        );
+        if !arguments.is_empty() {
+            self.push(
+                &mut out,
+                Event::McpCallArgumentsDelta {
+                    item_id: id.clone(),
+                    output_index,
+                    delta: arguments.to_owned(),
+                },
+            );
+        }
+        self.push(
+            &mut out,
+            Event::McpCallArgumentsDone {
+                item_id: id,
+                output_index,
+                arguments: arguments.to_owned(),
+            },
+        );
+        self.mcp_calls
+            .insert(call_id.to_owned(), (output_index, item));
+        out
+    }
+
+    /// The end of an MCP call: its output, or its failure as a tool execution error.
+    pub fn mcp_call_finished(
+        &mut self,
+        call_id: &str,
+        content: &str,
+        is_error: bool,
+    ) -> Vec<Sequenced> {
+        let mut out = Vec::new();
+        let Some((output_index, mut item)) = self.mcp_calls.remove(call_id) else {
+            return out;
+        };
+        let Item::McpCall {
+            id,
+            output,
+            error,
+            status,
+            ..
+        } = &mut item
+        else {
+            return out;
+        };
+        let item_id = id.clone();
+        if is_error {
+            *error = Some(json!({"type": "mcp_tool_execution_error",
+                "content": [{"type": "text", "text": content}]}));
+            *status = Some("failed".into());
+            self.push(
+                &mut out,
+                Event::McpCallFailed {
+                    item_id,
+                    output_index,
+                },
+            );
+        } else {
+            *output = Some(content.to_owned());
+            *status = Some("completed".into());
+            self.push(
+                &mut out,
+                Event::McpCallCompleted {
+                    item_id,
+                    output_index,
+                },
+            );
+        }
+        self.done_item(output_index, item, &mut out);
+        out
+    }
+
+    /// A call that waits for the client's approval; `id` is what the client answers.
+    pub fn mcp_approval_request(
+        &mut self,
+        id: &str,
+        server_label: &str,
+        name: &str,
+        arguments: &str,
+    ) -> Vec<Sequenced> {
+        let mut out = Vec::new();
+        self.ensure_started(&mut out);
+        self.close_text(&mut out);
+        let item = Item::McpApprovalRequest {
+            id: id.to_owned(),
+            server_label: server_label.to_owned(),
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        };
+        let output_index = self.add_item(item.clone(), &mut out);
+        self.done_item(output_index, item, &mut out);
         out
     }
 

@@ -109,6 +109,48 @@ pub enum Event {
         output_index: usize,
         input: String,
     },
+    #[serde(rename = "response.mcp_list_tools.in_progress")]
+    McpListToolsInProgress {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_list_tools.completed")]
+    McpListToolsCompleted {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_list_tools.failed")]
+    McpListToolsFailed {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_call.in_progress")]
+    McpCallInProgress {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_call_arguments.delta")]
+    McpCallArgumentsDelta {
+        item_id: String,
+        output_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.mcp_call_arguments.done")]
+    McpCallArgumentsDone {
+        item_id: String,
+        output_index: usize,
+        arguments: String,
+    },
+    #[serde(rename = "response.mcp_call.completed")]
+    McpCallCompleted {
+        item_id: String,
+        output_index: usize,
+    },
+    #[serde(rename = "response.mcp_call.failed")]
+    McpCallFailed {
+        item_id: String,
+        output_index: usize,
+    },
 }
 
 impl Event {
@@ -126,6 +168,14 @@ impl Event {
             Event::ContentPartDone { .. } => "response.content_part.done",
             Event::OutputTextDelta { .. } => "response.output_text.delta",
             Event::OutputTextDone { .. } => "response.output_text.done",
+            Event::McpListToolsInProgress { .. } => "response.mcp_list_tools.in_progress",
+            Event::McpListToolsCompleted { .. } => "response.mcp_list_tools.completed",
+            Event::McpListToolsFailed { .. } => "response.mcp_list_tools.failed",
+            Event::McpCallInProgress { .. } => "response.mcp_call.in_progress",
+            Event::McpCallArgumentsDelta { .. } => "response.mcp_call_arguments.delta",
+            Event::McpCallArgumentsDone { .. } => "response.mcp_call_arguments.done",
+            Event::McpCallCompleted { .. } => "response.mcp_call.completed",
+            Event::McpCallFailed { .. } => "response.mcp_call.failed",
             Event::ReasoningSummaryPartAdded { .. } => "response.reasoning_summary_part.added",
             Event::ReasoningSummaryPartDone { .. } => "response.reasoning_summary_part.done",
             Event::ReasoningSummaryTextDelta { .. } => "response.reasoning_summary_text.delta",

@@ -120,6 +120,47 @@ pub enum Item {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         status: Option<String>,
     },
+    /// The tools an MCP server offered, listed by the server side before the model's
+    /// first answer (or why it could not list them).
+    McpListTools {
+        id: String,
+        server_label: String,
+        tools: Vec<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A call the server side ran on an MCP server: `output`, or `error` (one of OpenAI's
+    /// error objects).
+    McpCall {
+        id: String,
+        server_label: String,
+        name: String,
+        arguments: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval_request_id: Option<String>,
+    },
+    /// A call the model made that waits for the client's approval.
+    McpApprovalRequest {
+        id: String,
+        server_label: String,
+        name: String,
+        arguments: String,
+    },
+    /// The client's answer to an approval request.
+    McpApprovalResponse {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        approval_request_id: String,
+        approve: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// A reference to a stored item by id; refused (use `previous_response_id`).
     ItemReference { id: String },
 }
@@ -139,6 +180,10 @@ impl Item {
             Item::ToolSearchOutput { .. } => "tool_search_output",
             Item::LocalShellCall { .. } => "local_shell_call",
             Item::LocalShellCallOutput { .. } => "local_shell_call_output",
+            Item::McpListTools { .. } => "mcp_list_tools",
+            Item::McpCall { .. } => "mcp_call",
+            Item::McpApprovalRequest { .. } => "mcp_approval_request",
+            Item::McpApprovalResponse { .. } => "mcp_approval_response",
             Item::ItemReference { .. } => "item_reference",
         }
     }
@@ -164,9 +209,9 @@ impl Item {
                 Item::Reasoning {
                     summary, content, ..
                 } => (summary.len() + content.as_ref().map_or(0, Vec::len)) * size_of::<TextPart>(),
-                Item::AdditionalTools { tools, .. } | Item::ToolSearchOutput { tools, .. } => {
-                    tools.iter().map(value_slot_bytes).sum()
-                }
+                Item::AdditionalTools { tools, .. }
+                | Item::ToolSearchOutput { tools, .. }
+                | Item::McpListTools { tools, .. } => tools.iter().map(value_slot_bytes).sum(),
                 Item::ToolSearchCall {
                     arguments: value, ..
                 }

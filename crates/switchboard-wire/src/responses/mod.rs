@@ -13,7 +13,7 @@ mod request;
 mod response;
 mod tools;
 
-pub use convert::{Converted, parse_input, to_chat};
+pub use convert::{Converted, McpApproval, parse_input, to_chat};
 pub use encode::Encoder;
 pub use events::{Event, Sequenced, sse, write_sse};
 pub use items::{ContentPart, Item, MessageContent, Role, TextPart, ToolOutput, value_slot_bytes};

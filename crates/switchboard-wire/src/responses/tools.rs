@@ -9,8 +9,9 @@
 //!   default namespace `functions` keep their own name); calls come back with `namespace`;
 //! - client-executed `tool_search` and `local_shell`: functions whose calls come back as
 //!   `tool_search_call` and `local_shell_call`;
-//! - hosted tools (`web_search`, `file_search`, `mcp`, …), which nothing here can run:
-//!   left out, and named in [`OfferedTools::dropped`].
+//! - `mcp` servers: taken out into [`OfferedTools::mcp`], for the server side to run;
+//! - other hosted tools (`web_search`, `file_search`, …), which nothing here can run: left
+//!   out, and named in [`OfferedTools::dropped`].
 
 use std::collections::HashMap;
 
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 use switchboard_tools::{FunctionDefinition, ToolDefinition, ToolKind};
 
 use crate::ConvertError;
+use crate::mcp::McpServerRequest;
 
 /// The namespace whose tools a model calls by their bare name (OpenAI's own default).
 pub const DEFAULT_NAMESPACE: &str = "functions";
@@ -46,8 +48,10 @@ pub struct OfferedTools {
     pub sources: Vec<String>,
     /// What each model-facing name stands for.
     pub kinds: HashMap<String, CallKind>,
-    /// Hosted tools left out, by type (`mcp:LABEL` for MCP servers), without repeats.
+    /// Hosted tools left out, by type, without repeats.
     pub dropped: Vec<String>,
+    /// MCP servers (`{"type": "mcp"}`) for the server side to run.
+    pub mcp: Vec<McpServerRequest>,
 }
 
 /// The name the model calls a tool by.
@@ -195,13 +199,13 @@ impl OfferedTools {
                 );
                 self.offer(definition, path, CallKind::LocalShell)
             }
+            "mcp" => {
+                self.mcp.push(McpServerRequest::from_openai(&tool, path)?);
+                Ok(())
+            }
             hosted => {
-                let label = match tool.get("server_label").and_then(Value::as_str) {
-                    Some(label) if hosted == "mcp" => format!("mcp:{label}"),
-                    _ => hosted.to_owned(),
-                };
-                if !self.dropped.contains(&label) {
-                    self.dropped.push(label);
+                if !self.dropped.iter().any(|dropped| dropped == hosted) {
+                    self.dropped.push(hosted.to_owned());
                 }
                 Ok(())
             }
@@ -286,7 +290,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_kind_of_tool_becomes_a_function_or_is_dropped() {
+    fn every_kind_of_tool_becomes_a_function_an_mcp_server_or_is_dropped() {
         let tools = json!([
             {"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}},
             {"type": "custom", "name": "apply_patch", "description": "Edit files.", "format": {"type": "grammar", "syntax": "lark", "definition": "start: x"}},
@@ -318,7 +322,10 @@ mod tests {
                 "local_shell"
             ]
         );
-        assert_eq!(offered.dropped, ["web_search", "mcp:docs"]);
+        assert_eq!(offered.dropped, ["web_search"]);
+        assert_eq!(offered.mcp.len(), 1);
+        assert_eq!(offered.mcp[0].label, "docs");
+        assert_eq!(offered.mcp[0].path, "tools[7]");
         assert_eq!(offered.sources[2], "tools[2].tools[0]");
         assert_eq!(
             offered.kind("agents__spawn"),

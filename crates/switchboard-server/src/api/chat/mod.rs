@@ -13,8 +13,10 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use serde_json::Value;
 use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
+use switchboard_wire::mcp::McpServerRequest;
 use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
 
 use super::RequestId;
@@ -24,9 +26,11 @@ use super::sse;
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
-use crate::pipeline::{GatewayRequest, collect};
+use crate::pipeline::{Asked, GatewayRequest, collect};
 use crate::state::Snapshot;
-use render::{CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, completion_body};
+use render::{
+    CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, TOOL_EVENTS_HEADER, completion_body,
+};
 use validate::check_request;
 
 /// Chat Completions, in OpenAI's error shape.
@@ -44,24 +48,28 @@ pub async fn handle(
     body: Body,
 ) -> Response {
     let log = RequestLog::new(request_id, "chat_completions").with_caller(&caller);
-    let character_events = headers
-        .get(CHARACTER_EVENTS_HEADER)
-        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+    let gateway_events = [TOOL_EVENTS_HEADER, CHARACTER_EVENTS_HEADER]
+        .iter()
+        .filter_map(|name| headers.get(*name))
+        .any(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
     let live = caller.snapshot();
-    let (request, tools, presentation, stream) = match parse(live, body, character_events).await {
+    let parsed = match parse(live, body, gateway_events).await {
         Ok(parsed) => parsed,
         Err(error) => return log.fail("-", error, FRONT_END.error),
     };
+    let Parsed {
+        request,
+        tools,
+        mut presentation,
+        stream,
+        mcp,
+    } = parsed;
     log.requested(&request.model);
-    let request = match caller::resolve(&caller, &request.model) {
-        Ok(target) => GatewayRequest {
-            target,
-            request,
-            tools,
-            call_ids: CallIdShape::OpenAi,
-        },
+    let request = match gateway_request(&caller, request, tools, &mcp).await {
+        Ok(request) => request,
         Err(error) => return log.fail("-", error, FRONT_END.error),
     };
+    presentation.gateway_tools = request.gateway.is_some();
     if let Err(error) = caller::reserve(&caller, &request) {
         return log.fail("-", error, FRONT_END.error);
     }
@@ -91,13 +99,84 @@ pub async fn handle(
 }
 
 /// The request in the pipeline's model with its tools compiled, how to present the answer,
-/// and whether to stream it.
-async fn parse(
-    live: &Snapshot,
-    body: Body,
-    character_events: bool,
-) -> Result<(ChatRequest, Toolset, Presentation, bool), ApiError> {
-    let value = read_json(body, live.config.max_body_bytes).await?;
+/// whether to stream it, and the MCP servers it names for the gateway to run.
+struct Parsed {
+    request: ChatRequest,
+    tools: Toolset,
+    presentation: Presentation,
+    stream: bool,
+    mcp: Vec<McpServerRequest>,
+}
+
+/// The request resolved: its route or character, and the tools the gateway runs for it.
+async fn gateway_request(
+    caller: &Caller,
+    request: ChatRequest,
+    tools: Toolset,
+    mcp: &[McpServerRequest],
+) -> Result<GatewayRequest, ApiError> {
+    let target = caller::resolve(caller, &request.model)?;
+    let asked = Asked {
+        servers: mcp,
+        taken: request
+            .tools
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .collect(),
+        may_use: &|name| caller.may_use_tool(name),
+        max_calls: None,
+    };
+    let gateway = caller
+        .snapshot()
+        .pipeline
+        .gateway_tools(&target, asked)
+        .await?;
+    Ok(GatewayRequest {
+        target,
+        request,
+        tools,
+        call_ids: CallIdShape::OpenAi,
+        gateway,
+    })
+}
+
+/// Takes the `{"type": "mcp"}` entries out of `tools`: servers for the gateway to run, not
+/// functions for the model.
+fn take_mcp_tools(body: &mut Value) -> Result<Vec<McpServerRequest>, ApiError> {
+    let Some(Value::Array(tools)) = body.get_mut("tools") else {
+        return Ok(Vec::new());
+    };
+    let mut servers = Vec::new();
+    let mut index = 0;
+    let mut failed = None;
+    tools.retain(|tool| {
+        let path = format!("tools[{index}]");
+        index += 1;
+        if tool.get("type").and_then(Value::as_str) != Some("mcp") {
+            return true;
+        }
+        match McpServerRequest::from_openai(tool, &path) {
+            Ok(server) => servers.push(server),
+            Err(error) => {
+                failed.get_or_insert(error);
+            }
+        }
+        false
+    });
+    if tools.is_empty() {
+        if let Some(object) = body.as_object_mut() {
+            object.remove("tools");
+        }
+    }
+    match failed {
+        Some(error) => Err(ApiError::invalid_request(error.to_string(), None)),
+        None => Ok(servers),
+    }
+}
+
+async fn parse(live: &Snapshot, body: Body, gateway_events: bool) -> Result<Parsed, ApiError> {
+    let mut value = read_json(body, live.config.max_body_bytes).await?;
+    let mcp = take_mcp_tools(&mut value)?;
     let checked = check_request(&value)?;
     let wire: ChatCompletionRequest = serde_json::from_value(value).map_err(|error| {
         ApiError::invalid_request(
@@ -114,7 +193,14 @@ async fn parse(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs()),
         include_usage: checked.include_usage,
-        character_events,
+        gateway_events,
+        gateway_tools: false,
     };
-    Ok((request, checked.tools, presentation, checked.stream))
+    Ok(Parsed {
+        request,
+        tools: checked.tools,
+        presentation,
+        stream: checked.stream,
+        mcp,
+    })
 }

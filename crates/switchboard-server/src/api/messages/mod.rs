@@ -15,9 +15,11 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use serde_json::Value;
 use switchboard_tools::{Content, Message, ToolDefinition};
 use switchboard_wire::anthropic::{MessagesRequest, parse_request};
 use switchboard_wire::ids::IdMap;
+use switchboard_wire::mcp::{McpServerRequest, anthropic_history_as_tool_blocks};
 use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
 
 use super::RequestId;
@@ -27,7 +29,7 @@ use super::sse;
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, message_id};
-use crate::pipeline::{GatewayRequest, Target, collect_with, estimate_tokens};
+use crate::pipeline::{Asked, GatewayRequest, Target, collect_with, estimate_tokens};
 pub use render::error_response;
 use render::{EventRenderer, Presentation, WholeMessage};
 use validate::{Endpoint, check_request};
@@ -141,6 +143,7 @@ struct Parsed {
 async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed, ApiError> {
     let live = caller.snapshot();
     let mut value = read_json(body, live.config.max_body_bytes).await?;
+    let mcp = take_mcp_servers(&mut value)?;
     let checked = check_request(&value, endpoint)?;
     let target = caller::resolve(caller, &checked.model)?;
     if endpoint == Endpoint::CountTokens {
@@ -175,16 +178,74 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
     if !anthropic_backend {
         for_model_servers(&mut request);
     }
+    let asked = Asked {
+        servers: &mcp,
+        taken: request
+            .tools
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .collect(),
+        may_use: &|name| caller.may_use_tool(name),
+        max_calls: None,
+    };
+    // Counting tokens runs nothing.
+    let gateway = match endpoint {
+        Endpoint::Messages => live.pipeline.gateway_tools(&target, asked).await?,
+        Endpoint::CountTokens => None,
+    };
     Ok(Parsed {
         request: GatewayRequest {
             target,
             request,
             tools: checked.tools,
             call_ids: CallIdShape::Anthropic,
+            gateway,
         },
         stream: checked.stream && endpoint == Endpoint::Messages,
         dropped: checked.dropped,
     })
+}
+
+/// Takes the MCP connector out of the request (`mcp_servers`, the `mcp_toolset` tools) for
+/// the gateway to run, and turns the connector's blocks in the conversation into ordinary
+/// tool blocks.
+fn take_mcp_servers(body: &mut Value) -> Result<Vec<McpServerRequest>, ApiError> {
+    let Some(object) = body.as_object_mut() else {
+        return Ok(Vec::new());
+    };
+    let servers = match object.remove("mcp_servers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(servers)) => servers,
+        Some(_) => {
+            return Err(ApiError::invalid_request(
+                "mcp_servers: must be an array of MCP servers",
+                Some("mcp_servers".into()),
+            ));
+        }
+    };
+    let mut toolsets = Vec::new();
+    if let Some(Value::Array(tools)) = object.get_mut("tools") {
+        let mut index = 0;
+        tools.retain(|tool| {
+            let position = index;
+            index += 1;
+            if tool.get("type").and_then(Value::as_str) == Some("mcp_toolset") {
+                toolsets.push((position, tool.clone()));
+                return false;
+            }
+            true
+        });
+        if tools.is_empty() {
+            object.remove("tools");
+        }
+    }
+    if let Some(messages) = object.get_mut("messages") {
+        anthropic_history_as_tool_blocks(messages);
+    }
+    if servers.is_empty() && toolsets.is_empty() {
+        return Ok(Vec::new());
+    }
+    McpServerRequest::from_anthropic(&servers, &toolsets).map_err(convert_error)
 }
 
 fn convert_error(error: ConvertError) -> ApiError {

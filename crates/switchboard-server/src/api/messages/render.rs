@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use switchboard_runtime::ToolEvent;
 use switchboard_wire::anthropic::{MessageBuilder, SseEncoder, StreamPayload, push_sse_event};
 use switchboard_wire::ids::IdMap;
 use tokio_util::task::AbortOnDropHandle;
@@ -18,7 +19,7 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::api::sse::Renderer;
 use crate::error::ApiError;
 use crate::pipeline::tool_checks::ToolCallProblem;
-use crate::pipeline::{Output, TokenCount};
+use crate::pipeline::{GatewayEvent, Output, TokenCount};
 
 /// Says where a prompt count came from: `backend` (its tokenizer) or `estimate`.
 pub const TOKEN_COUNT: &str = "x-switchboard-token-count";
@@ -91,17 +92,13 @@ impl Renderer for EventRenderer {
     }
 
     fn output(&mut self, output: Output) -> String {
-        // Messages has no place for what a character did on its own.
-        if let Output::Character(_) = output {
-            return String::new();
-        }
         // The first output always opens the message, whatever it is: clients fall back to
         // a non-streaming retry when the stream does not begin with `message_start`.
         let mut payloads = self.encoder.start();
         match output {
             Output::Problems(found) => self.problems.extend(found),
             Output::Event(event) => payloads.extend(self.encoder.event(&event)),
-            Output::Character(_) => {}
+            Output::Gateway(event) => payloads.extend(connector_blocks(&mut self.encoder, &event)),
         }
         sse(&payloads, &self.problems)
     }
@@ -139,6 +136,28 @@ fn sse(payloads: &[StreamPayload], problems: &[ToolCallProblem]) -> String {
     text
 }
 
+/// A call the gateway ran on an MCP server, as the MCP connector's blocks; Messages has no
+/// place for the rest of what the gateway did (a character's own tools, its prompt).
+fn connector_blocks(encoder: &mut SseEncoder, event: &GatewayEvent) -> Vec<StreamPayload> {
+    match event {
+        GatewayEvent::Tool {
+            event: ToolEvent::ToolStarted { id, arguments, .. },
+            source: Some(source),
+        } => encoder.mcp_tool_use(id, &source.tool, &source.server, arguments),
+        GatewayEvent::Tool {
+            event:
+                ToolEvent::ToolFinished {
+                    id,
+                    content,
+                    is_error,
+                    ..
+                },
+            source: Some(_),
+        } => encoder.mcp_tool_result(id, content, *is_error),
+        _ => Vec::new(),
+    }
+}
+
 /// The whole answer as one `message` body: the stream's events, folded as they come.
 #[derive(Debug)]
 pub struct WholeMessage {
@@ -155,10 +174,13 @@ impl WholeMessage {
     }
 
     pub fn push(&mut self, output: &Output) {
-        if let Output::Event(event) = output {
-            for payload in self.encoder.event(event) {
-                self.builder.push(&payload);
-            }
+        let payloads = match output {
+            Output::Event(event) => self.encoder.event(event),
+            Output::Gateway(event) => connector_blocks(&mut self.encoder, event),
+            Output::Problems(_) => Vec::new(),
+        };
+        for payload in payloads {
+            self.builder.push(&payload);
         }
     }
 

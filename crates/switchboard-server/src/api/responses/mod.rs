@@ -1,13 +1,14 @@
 //! OpenAI's Responses API (`POST /v1/responses`, and `GET`/`DELETE /v1/responses/{id}` for
 //! stored responses): the request, with the stored conversation it continues, becomes the
-//! pipeline's request (its tools plain functions, hosted tools left out and named in the
+//! pipeline's request (its tools plain functions; its `mcp` tools servers the gateway runs
+//! itself, with OpenAI's approval round trip; other hosted tools left out and named in the
 //! `x-switchboard-dropped-tools` header); the answer is rendered as Responses events or one
 //! response object, calls mapped back to the kinds of tool the client offered.
 
 mod render;
 mod validate;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
@@ -31,7 +32,7 @@ use super::sse;
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, response_id};
-use crate::pipeline::{GatewayRequest, compile_converted};
+use crate::pipeline::{ApprovalAnswer, Asked, GatewayRequest, compile_converted};
 use crate::state::AppState;
 use crate::store::{self, Conversation, StoredResponse};
 use render::{Keep, ResponseRenderer};
@@ -52,6 +53,8 @@ struct Prepared {
     stream: bool,
     keep: Option<Keep>,
     dropped: Vec<String>,
+    /// The approval requests this request answers: the calls that run for them say so.
+    approval_ids: HashSet<String>,
 }
 
 /// OpenAI's Responses and its stored responses.
@@ -84,6 +87,7 @@ pub async fn create(
         stream,
         keep,
         dropped,
+        approval_ids,
     } = prepared;
     log.requested(&gateway.request.model);
     if let Err(error) = caller::reserve(&caller, &gateway) {
@@ -93,7 +97,7 @@ pub async fn create(
         Ok(started) => started,
         Err(error) => return log.fail("-", error, FRONT_END.error),
     };
-    let mut renderer = ResponseRenderer::new(Encoder::new(skeleton, kinds), keep);
+    let mut renderer = ResponseRenderer::new(Encoder::new(skeleton, kinds), keep, approval_ids);
     let mut response = if stream {
         sse::stream(started, renderer, IntoResponse::into_response, log).await
     } else {
@@ -259,16 +263,66 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
     };
     // The skeleton echoes the request's settings; the conversion then takes the request.
     let skeleton = skeleton(&request);
+    let max_tool_calls = request
+        .extra
+        .get("max_tool_calls")
+        .and_then(Value::as_u64)
+        .map(|calls| usize::try_from(calls).unwrap_or(usize::MAX));
     let (store, stream) = (
         request.store != Some(false),
         request.stream.unwrap_or(false),
     );
     let Converted {
         request: chat,
-        tools: offered,
+        tools: mut offered,
         input,
+        approvals,
+        listed,
     } = to_chat(request, history.iter(), input).map_err(convert_error)?;
     let tools = compile(&chat.tools, &offered)?;
+    let asked = Asked {
+        servers: &offered.mcp,
+        taken: chat
+            .tools
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .collect(),
+        may_use: &|name| caller.may_use_tool(name),
+        max_calls: max_tool_calls,
+    };
+    let mut gateway = caller
+        .snapshot()
+        .pipeline
+        .gateway_tools(&target, asked)
+        .await?;
+    let approval_ids: HashSet<String> = approvals.iter().map(|answer| answer.id.clone()).collect();
+    match &mut gateway {
+        Some(gateway) => {
+            // Listed once per conversation: a listing in the input stands.
+            gateway
+                .listings
+                .retain(|listing| !listed.contains(&listing.label));
+            gateway.approvals = approvals
+                .into_iter()
+                .map(|approval| ApprovalAnswer {
+                    id: approval.id,
+                    label: approval.server_label,
+                    tool: approval.name,
+                    arguments: approval.arguments,
+                    approve: approval.approve,
+                    reason: approval.reason,
+                })
+                .collect();
+        }
+        None if !approvals.is_empty() => {
+            return Err(ApiError::invalid_request(
+                "input: an mcp_approval_response answers an MCP call, but the request names no MCP server (send its mcp tool again)",
+                Some("input".into()),
+            ));
+        }
+        None => {}
+    }
+    offered.mcp.clear();
     let keep = if store {
         // Told now, before the backend is asked, rather than after an answer not kept.
         state.responses.ready().await.map_err(store_error)?;
@@ -286,7 +340,9 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
             request: chat,
             tools,
             call_ids: CallIdShape::OpenAi,
+            gateway,
         },
+        approval_ids,
         skeleton,
         kinds: offered.kinds,
         stream,

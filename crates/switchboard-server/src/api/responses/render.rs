@@ -4,16 +4,18 @@
 //! A response made with `store: true` is kept before its last event goes out, so a client
 //! that continues from it at once finds it; one that could not be kept says `store: false`.
 
+use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Value, json};
+use switchboard_runtime::ToolEvent;
 use switchboard_wire::responses::{Encoder, Event, Response, Sequenced, sse, write_sse};
 
 use crate::api::sse::Renderer;
 use crate::error::ApiError;
-use crate::pipeline::Output;
 use crate::pipeline::tool_checks::ToolCallProblem;
+use crate::pipeline::{GatewayEvent, Output};
 use crate::store::{Conversation, ResponseStore, StoredResponse};
 
 /// Where a stored response goes, and the conversation it answers.
@@ -35,16 +37,71 @@ pub struct ResponseRenderer {
     ending: Option<Vec<Sequenced>>,
     /// Why the response was not kept, when it was to be and the store failed.
     unkept: Arc<OnceLock<&'static str>>,
+    /// Ids of the approval requests the request answers.
+    approvals: HashSet<String>,
 }
 
 impl ResponseRenderer {
-    pub fn new(encoder: Encoder, keep: Option<Keep>) -> Self {
+    pub fn new(encoder: Encoder, keep: Option<Keep>, approvals: HashSet<String>) -> Self {
         Self {
             encoder,
             problems: Vec::new(),
             keep,
             ending: None,
             unkept: Arc::default(),
+            approvals,
+        }
+    }
+
+    /// What the gateway did, as MCP items: listings, calls, approval requests. A
+    /// character's own tools have no place in this API.
+    fn gateway_event(&mut self, event: GatewayEvent) -> Vec<Sequenced> {
+        match event {
+            GatewayEvent::ToolList(listing) => {
+                let tools = listing
+                    .tools
+                    .iter()
+                    .map(|tool| {
+                        json!({"name": tool.name, "description": tool.description,
+                            "input_schema": tool.input_schema, "annotations": tool.annotations})
+                    })
+                    .collect();
+                self.encoder
+                    .mcp_list_tools(&listing.label, tools, listing.error.clone())
+            }
+            GatewayEvent::Tool {
+                event: ToolEvent::ToolStarted { id, arguments, .. },
+                source: Some(source),
+            } => {
+                let approval = self.approvals.contains(&id).then_some(id.as_str());
+                self.encoder.mcp_call_started(
+                    &id,
+                    &source.server,
+                    &source.tool,
+                    &arguments,
+                    approval,
+                )
+            }
+            GatewayEvent::Tool {
+                event:
+                    ToolEvent::ToolFinished {
+                        id,
+                        content,
+                        is_error,
+                        ..
+                    },
+                source: Some(_),
+            } => self.encoder.mcp_call_finished(&id, &content, is_error),
+            GatewayEvent::ApprovalRequest {
+                id,
+                source,
+                arguments,
+            } => self
+                .encoder
+                .mcp_approval_request(&id, &source.server, &source.tool, &arguments),
+            GatewayEvent::Tool { source: None, .. } | GatewayEvent::SystemPrompt { .. } => {
+                Vec::new()
+            }
         }
     }
 
@@ -56,10 +113,6 @@ impl ResponseRenderer {
     /// Takes one output; returns its SSE text when `render` (a stream), else only folds it
     /// into the response (a whole answer).
     pub fn take(&mut self, output: Output, render: bool) -> String {
-        // The Responses API has no place for what a character did on its own.
-        if let Output::Character(_) = output {
-            return String::new();
-        }
         // The opening events go first and are dropped before the response grows, so that
         // the response they share is never copied.
         let opening = self.encoder.start();
@@ -74,7 +127,7 @@ impl ResponseRenderer {
                 Vec::new()
             }
             Output::Event(event) => self.encoder.event(&event),
-            Output::Character(_) => Vec::new(),
+            Output::Gateway(event) => self.gateway_event(event),
         };
         if render {
             write_sse(&events, &mut text);

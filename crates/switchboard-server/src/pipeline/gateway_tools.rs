@@ -1,0 +1,365 @@
+//! The tools the gateway runs itself inside one request: the MCP servers the request names
+//! (OpenAI's `mcp` tool, Anthropic's MCP connector) and those its route offers on every
+//! request (`mcp_servers`), resolved once into the tools offered to the model and how each
+//! call reaches its server.
+//!
+//! Only servers the gateway knows run: `[[mcp_server]]` entries, named by label or by URL
+//! (theirs, or the gateway's own `/mcp/servers/{name}` for one), and URLs the operator
+//! allows in `mcp_allowed_urls`. Any other URL is refused: a gateway that fetched whatever
+//! URL a request names would reach into the network behind it for anyone. A request's own
+//! credentials go only to a server it named by an allowed URL.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard_mcp::names;
+use switchboard_tools::ToolDefinition;
+use switchboard_wire::mcp::McpServerRequest;
+
+use crate::error::ApiError;
+use crate::tool_servers::{ToolServer, ToolServers};
+use crate::upstream::ToolLoopSettings;
+
+/// The longest function name model APIs accept.
+const MODEL_NAME_CHARS: usize = 64;
+
+/// How long a request waits for a server it named by URL to connect.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// The gateway-run tools of one request, and the bounds of running them.
+#[derive(Debug, Clone)]
+pub struct GatewayTools {
+    pub tools: Vec<GatewayTool>,
+    /// The tools of each server the request named, in its order, for APIs that show the
+    /// listing.
+    pub listings: Vec<Arc<Listing>>,
+    /// Calls the client answered an approval request for, to act on before the model's
+    /// first answer.
+    pub approvals: Vec<ApprovalAnswer>,
+    pub max_rounds: usize,
+    /// Calls in all (OpenAI's `max_tool_calls`); rounds alone bound them when absent.
+    pub max_calls: Option<usize>,
+    pub max_tool_time: Duration,
+}
+
+/// One tool the gateway runs.
+#[derive(Debug, Clone)]
+pub struct GatewayTool {
+    /// The name the model calls it by: the server's own, or `{label}_{tool}` where that is
+    /// taken.
+    pub name: String,
+    /// The server, as the request named it.
+    pub label: String,
+    /// The server's own name for the tool.
+    pub tool: String,
+    pub server: Arc<ToolServer>,
+    /// Calls wait for the client's approval.
+    pub needs_approval: bool,
+    pub definition: ToolDefinition,
+}
+
+/// One named server's tools as offered, or why it has none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    pub label: String,
+    pub tools: Vec<ListedTool>,
+    pub error: Option<String>,
+}
+
+/// A tool as a listing shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    pub name: String,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub annotations: Option<Value>,
+}
+
+/// The client's answer to an approval request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalAnswer {
+    /// The approval request's id, which the call's result answers.
+    pub id: String,
+    pub label: String,
+    pub tool: String,
+    pub arguments: String,
+    pub approve: bool,
+    pub reason: Option<String>,
+}
+
+/// What a request asks to run, and what limits it.
+pub struct Asked<'a> {
+    pub servers: &'a [McpServerRequest],
+    /// Names the request's own tools take.
+    pub taken: HashSet<String>,
+    /// Whether the caller's key may use a tool, by its `/mcp` name (`{server}_{tool}`).
+    pub may_use: &'a (dyn Fn(&str) -> bool + Sync),
+    /// OpenAI's `max_tool_calls`.
+    pub max_calls: Option<usize>,
+}
+
+impl std::fmt::Debug for Asked<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asked")
+            .field("servers", &self.servers)
+            .field("max_calls", &self.max_calls)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GatewayTools {
+    /// The tool the model calls `name`, when the gateway runs it.
+    pub fn get(&self, name: &str) -> Option<&GatewayTool> {
+        self.tools.iter().find(|tool| tool.name == name)
+    }
+
+    /// The tool a server (by the request's label) calls `tool`.
+    pub fn find(&self, label: &str, tool: &str) -> Option<&GatewayTool> {
+        self.tools
+            .iter()
+            .find(|known| known.label == label && known.tool == tool)
+    }
+
+    pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
+        self.tools.iter().map(|tool| &tool.definition)
+    }
+
+    /// The servers the request names and those `route` offers, resolved; `None` when
+    /// there are none. A server named by a URL the operator allows is connected for this
+    /// request (and closed with it).
+    pub async fn resolve(
+        servers: &ToolServers,
+        allowed_urls: &[String],
+        route: &ToolLoopSettings,
+        asked: Asked<'_>,
+    ) -> Result<Option<Self>, ApiError> {
+        if asked.servers.is_empty() && route.servers.is_empty() {
+            return Ok(None);
+        }
+        let mut resolved = Self {
+            tools: Vec::new(),
+            listings: Vec::new(),
+            approvals: Vec::new(),
+            max_rounds: route.max_rounds,
+            max_calls: asked.max_calls,
+            max_tool_time: route.max_tool_time,
+        };
+        let mut taken = asked.taken;
+        for (index, request) in asked.servers.iter().enumerate() {
+            if asked.servers[..index]
+                .iter()
+                .any(|other| other.label == request.label)
+            {
+                return Err(invalid(
+                    &request.path,
+                    format!("two MCP servers are labelled \"{}\"", request.label),
+                ));
+            }
+            let (server, dynamic) = match configured(servers, request)? {
+                Some(server) => (Arc::clone(server), false),
+                None => (connect(request, allowed_urls).await?, true),
+            };
+            let listing = resolved.offer(&server, request, dynamic, &mut taken, asked.may_use);
+            resolved.listings.push(Arc::new(listing));
+        }
+        for name in &route.servers {
+            // Checked against the configuration when it was loaded.
+            let Some(server) = servers.get(name) else {
+                continue;
+            };
+            if resolved
+                .tools
+                .iter()
+                .any(|tool| Arc::ptr_eq(&tool.server, server))
+            {
+                continue;
+            }
+            let request = McpServerRequest {
+                label: name.clone(),
+                url: None,
+                description: None,
+                allowed_tools: None,
+                excluded_tools: Vec::new(),
+                read_only: false,
+                approval: switchboard_wire::mcp::Approval::Never,
+                headers: Vec::new(),
+                path: "mcp_servers".into(),
+            };
+            resolved.offer(server, &request, false, &mut taken, asked.may_use);
+        }
+        Ok(Some(resolved))
+    }
+
+    /// Adds what `server` offers under `request`'s filters, and returns its listing.
+    fn offer(
+        &mut self,
+        server: &Arc<ToolServer>,
+        request: &McpServerRequest,
+        dynamic: bool,
+        taken: &mut HashSet<String>,
+        may_use: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Listing {
+        let mut listing = Listing {
+            label: request.label.clone(),
+            tools: Vec::new(),
+            error: None,
+        };
+        let offered = server.offered();
+        if offered.is_empty()
+            && let Some(why) = server.unavailable()
+        {
+            listing.error = Some(why);
+            return listing;
+        }
+        // Keys name a configured server's tools as `/mcp` does; a request's own server by
+        // the label the request gave it.
+        let prefix = if dynamic {
+            &request.label
+        } else {
+            &server.name
+        };
+        for tool in offered.iter() {
+            let read_only = tool.read_only();
+            if !request.allows(&tool.name, read_only)
+                || !may_use(&names::served(
+                    &format!("{prefix}_{}", tool.name),
+                    MODEL_NAME_CHARS,
+                ))
+            {
+                continue;
+            }
+            let name = if names::fits(&tool.name, MODEL_NAME_CHARS) && !taken.contains(&tool.name) {
+                tool.name.clone()
+            } else {
+                names::served(
+                    &format!("{}_{}", request.label, tool.name),
+                    MODEL_NAME_CHARS,
+                )
+                .into_owned()
+            };
+            if !taken.insert(name.clone()) {
+                continue;
+            }
+            let mut definition =
+                ToolDefinition::function(name.clone(), String::new(), tool.input_schema.clone());
+            definition.function.description = tool.description.clone();
+            self.tools.push(GatewayTool {
+                name,
+                label: request.label.clone(),
+                tool: tool.name.clone(),
+                server: Arc::clone(server),
+                needs_approval: request.approval.required(&tool.name, read_only),
+                definition,
+            });
+            listing.tools.push(ListedTool {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                input_schema: tool.input_schema.clone(),
+                annotations: tool.annotations.clone(),
+            });
+        }
+        listing
+    }
+}
+
+/// The configured server `request` names by label or URL; `None` when it names none.
+fn configured<'a>(
+    servers: &'a ToolServers,
+    request: &McpServerRequest,
+) -> Result<Option<&'a Arc<ToolServer>>, ApiError> {
+    let by_label = servers.get(&request.label);
+    let by_url = request.url.as_deref().and_then(|url| {
+        servers.all().iter().find(|server| {
+            server.url() == Some(url) || gateway_path(url) == Some(server.name.as_str())
+        })
+    });
+    match (by_label, by_url) {
+        (Some(label), Some(url)) if !Arc::ptr_eq(label, url) => Err(invalid(
+            &request.path,
+            format!(
+                "the label \"{}\" names the MCP server {} and the URL names {}; name one server",
+                request.label, label.name, url.name
+            ),
+        )),
+        // A label of one server with a URL that is none of them: the client means a
+        // server somewhere else, not the one configured under that name.
+        (Some(server), None) if request.url.is_some() => Err(invalid(
+            &request.path,
+            format!(
+                "the label \"{}\" names the MCP server {} but the URL is not its URL; leave the URL out or give its own",
+                request.label, server.name
+            ),
+        )),
+        (Some(server), _) | (None, Some(server)) => Ok(Some(server)),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The server name in the gateway's own `…/mcp/servers/{name}` URL.
+fn gateway_path(url: &str) -> Option<&str> {
+    let path = url.split_once("://")?.1;
+    let path = &path[path.find('/')?..];
+    let path = path.split(['?', '#']).next()?.trim_end_matches('/');
+    path.strip_prefix("/mcp/servers/")
+        .filter(|name| !name.is_empty() && !name.contains('/'))
+}
+
+/// A server the request names by a URL the operator allows, connected for the request.
+async fn connect(
+    request: &McpServerRequest,
+    allowed_urls: &[String],
+) -> Result<Arc<ToolServer>, ApiError> {
+    let Some(url) = &request.url else {
+        return Err(invalid(
+            &request.path,
+            format!(
+                "no MCP server here is named \"{}\"; name one of the gateway's MCP servers",
+                request.label
+            ),
+        ));
+    };
+    let allowed = (url.starts_with("http://") || url.starts_with("https://"))
+        && allowed_urls.iter().any(|pattern| {
+            globset::Glob::new(pattern)
+                .is_ok_and(|glob| glob.compile_matcher().is_match(url.as_str()))
+        });
+    if !allowed {
+        return Err(invalid(
+            &request.path,
+            format!(
+                "the MCP server URL {url} is not one this gateway runs: name one of its MCP servers, or ask its operator to allow the URL (mcp_allowed_urls)"
+            ),
+        ));
+    }
+    let server = ToolServer::for_request(&request.label, url, &request.headers)
+        .map_err(|error| invalid(&request.path, error.to_string()))?;
+    // A server that cannot connect is still listed, with why, as a listing error.
+    let _ = tokio::time::timeout(CONNECT_WAIT, server.ready()).await;
+    Ok(server)
+}
+
+fn invalid(path: &str, message: String) -> ApiError {
+    ApiError::invalid_request(format!("{path}: {message}"), Some(path.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gateways_own_server_urls_name_their_server() {
+        assert_eq!(
+            gateway_path("http://127.0.0.1:8080/mcp/servers/fs"),
+            Some("fs")
+        );
+        assert_eq!(
+            gateway_path("https://gw.example/mcp/servers/fs/"),
+            Some("fs")
+        );
+        assert_eq!(gateway_path("http://h/mcp/servers/"), None);
+        assert_eq!(gateway_path("http://h/mcp"), None);
+        assert_eq!(gateway_path("http://h/mcp/servers/a/b"), None);
+    }
+}

@@ -1,0 +1,477 @@
+//! The tool loop of a request whose tools the gateway runs (MCP servers the request or its
+//! route names): the model answers; each call to a gateway-run tool runs as soon as it is
+//! complete, concurrently with the rest of the answer, and its progress goes to the client
+//! as [`GatewayEvent`]s while its result is appended to the conversation; then the model
+//! answers again, until it stops calling them.
+//!
+//! Every round is an ordinary answer of the route (native or prompted, checked by the
+//! finisher, with its retries), so nothing about tool calling differs inside the loop.
+//! Calls to the client's own tools end the loop: they go back to the client as they always
+//! do, after the round's gateway calls have run and shown their results. What bounds it:
+//! the route's `max_tool_rounds` (and OpenAI's `max_tool_calls`), each server's call
+//! deadline, the request's total tool time, each result's size (cut by the MCP client),
+//! and the client's `max_tokens` across all rounds. At a bound the answer ends cleanly with
+//! [`FinishReason::ToolLimit`] or `Length`, never with a call that has no result.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use switchboard_runtime::ToolEvent;
+use switchboard_tools::{Message, ToolCall, ToolResult};
+use switchboard_wire::{Collector, FinishReason, StreamEvent, ToolChoice, Usage};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use super::completion::{Completion, answer_or_fall_back};
+use super::gateway_tools::{GatewayTool, GatewayTools};
+use super::output::{GatewayEvent, Output, Sender, ToolSource, send};
+use crate::error::ApiError;
+
+/// Runs the request's rounds to the end of its answer.
+pub async fn run(
+    completion: &mut Completion,
+    tools: Arc<GatewayTools>,
+    sender: &Sender,
+) -> Result<(), ApiError> {
+    let deadline = Instant::now() + tools.max_tool_time;
+    let asked_tokens = completion.request.max_tokens;
+    let route = completion.route.name.clone();
+    let mut usage: Option<Usage> = None;
+    let mut calls = 0;
+    send(
+        sender,
+        tools
+            .listings
+            .iter()
+            .map(|listing| Output::Gateway(GatewayEvent::ToolList(Arc::clone(listing))))
+            .collect(),
+    )
+    .await?;
+    let answered = answer_approvals(&tools, sender, deadline).await;
+    calls += answered.len();
+    completion.request.messages.extend(answered);
+    let mut rounds = 0;
+    let reason = loop {
+        let spent = usage.map_or(0, |usage| usage.completion_tokens);
+        if let Some(asked) = asked_tokens {
+            let left = u64::from(asked).saturating_sub(spent);
+            if left == 0 {
+                break FinishReason::Length;
+            }
+            completion.request.max_tokens = Some(u32::try_from(left).unwrap_or(u32::MAX));
+        }
+        rounds += 1;
+        let budget = tools.max_calls.map(|max| max.saturating_sub(calls));
+        let round = one_round(completion, &tools, sender, deadline, budget)
+            .instrument(tracing::info_span!("tool_round", round = rounds))
+            .await?;
+        if let Some(round_usage) = round.usage {
+            usage = Some(usage.map_or(round_usage, |total| total.plus(round_usage)));
+        }
+        calls += round.results.len();
+        let end = if round.client_calls {
+            Some(FinishReason::ToolCalls)
+        } else if round.awaiting_approval {
+            Some(FinishReason::Stop)
+        } else if round.results.is_empty() {
+            Some(if round.limited {
+                FinishReason::ToolLimit
+            } else {
+                round.finish.clone()
+            })
+        } else if round.finish == FinishReason::Length {
+            Some(FinishReason::Length)
+        } else if round.limited
+            || rounds >= tools.max_rounds
+            || tools.max_calls.is_some_and(|max| calls >= max)
+        {
+            Some(FinishReason::ToolLimit)
+        } else {
+            None
+        };
+        if let Some(reason) = end {
+            break reason;
+        }
+        completion.request.messages.push(round.message);
+        completion.request.messages.extend(
+            round
+                .results
+                .into_iter()
+                .map(|result| Message::tool(result.call_id, result.content)),
+        );
+        // A forced call is asked for once: later rounds let the model answer in words.
+        if completion.request.tool_choice.is_some() {
+            completion.request.tool_choice = Some(ToolChoice::Auto);
+        }
+    };
+    metrics::histogram!("gateway_tool_rounds", "route" => route).record(rounds as f64);
+    let mut end = vec![Output::Event(StreamEvent::Finish(reason))];
+    end.extend(usage.map(|usage| Output::Event(StreamEvent::Usage(usage))));
+    send(sender, end).await
+}
+
+/// Runs the calls the client approved (and answers those it refused) before the model's
+/// first answer: the model asked for them in the answer that requested approval.
+async fn answer_approvals(
+    tools: &GatewayTools,
+    sender: &Sender,
+    deadline: Instant,
+) -> Vec<Message> {
+    let mut running = Running::new(sender, deadline);
+    for answer in &tools.approvals {
+        let call = ToolCall {
+            id: answer.id.clone(),
+            name: answer.tool.clone(),
+            arguments: answer.arguments.clone(),
+        };
+        match tools.find(&answer.label, &answer.tool) {
+            Some(tool) if answer.approve => running.start(call, tool),
+            found => {
+                let why = if found.is_none() {
+                    format!(
+                        "the MCP server {} offers no tool {} in this request",
+                        answer.label, answer.tool
+                    )
+                } else {
+                    match &answer.reason {
+                        Some(reason) => format!("the user refused this call: {reason}"),
+                        None => "the user refused this call".to_owned(),
+                    }
+                };
+                let source = ToolSource {
+                    server: answer.label.clone(),
+                    tool: answer.tool.clone(),
+                };
+                running.refuse(call, source, format!("Error: {why}"));
+            }
+        }
+    }
+    running
+        .finish()
+        .await
+        .into_iter()
+        .map(|result| Message::tool(result.call_id, result.content))
+        .collect()
+}
+
+/// What one round did.
+struct Round {
+    /// The model's answer, as the conversation records it.
+    message: Message,
+    /// The gateway-run calls' results, in the order the model made the calls.
+    results: Vec<ToolResult>,
+    finish: FinishReason,
+    usage: Option<Usage>,
+    /// The model called the client's own tools too.
+    client_calls: bool,
+    /// Calls wait for the client's approval.
+    awaiting_approval: bool,
+    /// Calls past `max_tool_calls` were left out.
+    limited: bool,
+}
+
+/// One answer of the route, its gateway-run calls taken out of the stream and run.
+async fn one_round(
+    completion: &mut Completion,
+    tools: &GatewayTools,
+    sender: &Sender,
+    deadline: Instant,
+    budget: Option<usize>,
+) -> Result<Round, ApiError> {
+    let (round_sender, mut outputs) = mpsc::unbounded_channel();
+    let mut taker = Taker {
+        tools,
+        sender,
+        collector: Collector::new(),
+        calls: BTreeMap::new(),
+        client_indices: HashMap::new(),
+        running: Running::new(sender, deadline),
+        finish: None,
+        usage: None,
+        budget,
+        limited: false,
+        awaiting_approval: false,
+    };
+    let answering = async move {
+        let answered = answer_or_fall_back(completion, &round_sender).await;
+        drop(round_sender);
+        answered
+    };
+    let taking = async {
+        while let Some(output) = outputs.recv().await {
+            taker.take(output?)?;
+        }
+        Ok::<_, ApiError>(())
+    };
+    let (answered, taken) = tokio::join!(answering, taking);
+    answered?;
+    taken?;
+    taker.finish().await
+}
+
+/// Takes one round's outputs: the gateway's calls out, the rest on to the client.
+struct Taker<'a> {
+    tools: &'a GatewayTools,
+    sender: &'a Sender,
+    /// The whole round, gateway calls included, for the conversation.
+    collector: Collector,
+    /// Gateway-run calls being received, by their index in the round.
+    calls: BTreeMap<usize, ToolCall>,
+    /// The client's calls renumbered 0, 1, … as the client sees them.
+    client_indices: HashMap<usize, usize>,
+    running: Running<'a>,
+    finish: Option<FinishReason>,
+    usage: Option<Usage>,
+    /// Calls the request may still make (`max_tool_calls`).
+    budget: Option<usize>,
+    limited: bool,
+    awaiting_approval: bool,
+}
+
+impl Taker<'_> {
+    fn take(&mut self, output: Output) -> Result<(), ApiError> {
+        let Output::Event(event) = output else {
+            return pass(self.sender, output);
+        };
+        self.collector.push(&event);
+        match event {
+            StreamEvent::ToolCallStart { index, id, name } => {
+                if self.tools.get(&name).is_some() {
+                    self.calls.insert(
+                        index,
+                        ToolCall {
+                            id,
+                            name,
+                            arguments: String::new(),
+                        },
+                    );
+                    return Ok(());
+                }
+                let client = self.client_indices.len();
+                self.client_indices.insert(index, client);
+                pass(
+                    self.sender,
+                    Output::Event(StreamEvent::ToolCallStart {
+                        index: client,
+                        id,
+                        name,
+                    }),
+                )
+            }
+            StreamEvent::ToolCallArguments { index, delta } => {
+                if let Some(call) = self.calls.get_mut(&index) {
+                    call.arguments.push_str(&delta);
+                    return Ok(());
+                }
+                let index = self.client_indices.get(&index).copied().unwrap_or(index);
+                pass(
+                    self.sender,
+                    Output::Event(StreamEvent::ToolCallArguments { index, delta }),
+                )
+            }
+            StreamEvent::ToolCallEnd { index } => {
+                if let Some(call) = self.calls.remove(&index) {
+                    self.ended(call);
+                    return Ok(());
+                }
+                let index = self.client_indices.get(&index).copied().unwrap_or(index);
+                pass(
+                    self.sender,
+                    Output::Event(StreamEvent::ToolCallEnd { index }),
+                )
+            }
+            StreamEvent::Finish(reason) => {
+                self.finish = Some(reason);
+                Ok(())
+            }
+            StreamEvent::Usage(usage) => {
+                self.usage = Some(usage);
+                Ok(())
+            }
+            event => pass(self.sender, Output::Event(event)),
+        }
+    }
+
+    /// A gateway-run call is complete: it runs, waits for approval, or is left out past
+    /// the request's call budget.
+    fn ended(&mut self, call: ToolCall) {
+        let Some(tool) = self.tools.get(&call.name) else {
+            return;
+        };
+        if let Some(left) = &mut self.budget {
+            if *left == 0 {
+                self.limited = true;
+                return;
+            }
+            *left -= 1;
+        }
+        if tool.needs_approval {
+            self.awaiting_approval = true;
+            let _ = pass(
+                self.sender,
+                Output::Gateway(GatewayEvent::ApprovalRequest {
+                    id: call.id,
+                    source: source(tool),
+                    arguments: call.arguments,
+                }),
+            );
+            return;
+        }
+        self.running.start(call, tool);
+    }
+
+    async fn finish(mut self) -> Result<Round, ApiError> {
+        // Calls the stream never closed explicitly are complete once it is.
+        for (_, call) in std::mem::take(&mut self.calls) {
+            self.ended(call);
+        }
+        let results = self.running.finish().await;
+        let response = self.collector.finish().map_err(|error| {
+            ApiError::upstream(
+                axum::http::StatusCode::BAD_GATEWAY,
+                format!("the backend's answer is incomplete: {error}"),
+                "backend_bad_answer",
+            )
+        })?;
+        Ok(Round {
+            message: response.message(),
+            results,
+            finish: self.finish.unwrap_or(response.finish_reason),
+            usage: self.usage,
+            client_calls: !self.client_indices.is_empty(),
+            awaiting_approval: self.awaiting_approval,
+            limited: self.limited,
+        })
+    }
+}
+
+fn pass(sender: &Sender, output: Output) -> Result<(), ApiError> {
+    sender
+        .send(Ok(output))
+        .map_err(|_| ApiError::invalid_request("the client went away", None))
+}
+
+fn source(tool: &GatewayTool) -> ToolSource {
+    ToolSource {
+        server: tool.label.clone(),
+        tool: tool.tool.clone(),
+    }
+}
+
+/// Gateway-run calls under way, each reporting its start and its result to the client as
+/// they happen; dropped, it stops them.
+struct Running<'a> {
+    sender: &'a Sender,
+    deadline: Instant,
+    tasks: JoinSet<(usize, ToolResult)>,
+    /// Results known without running (refusals), by order.
+    known: Vec<(usize, ToolResult)>,
+    started: usize,
+}
+
+impl<'a> Running<'a> {
+    fn new(sender: &'a Sender, deadline: Instant) -> Self {
+        Self {
+            sender,
+            deadline,
+            tasks: JoinSet::new(),
+            known: Vec::new(),
+            started: 0,
+        }
+    }
+
+    fn start(&mut self, call: ToolCall, tool: &GatewayTool) {
+        let order = self.next(&call, source(tool));
+        let sender = self.sender.clone();
+        let deadline = self.deadline;
+        let server = Arc::clone(&tool.server);
+        let (label, name) = (tool.label.clone(), tool.tool.clone());
+        let running = async move {
+            let started = Instant::now();
+            let traceparent = crate::traces::current_traceparent();
+            let call_server = server.call(&name, &call.arguments, traceparent.as_deref(), None);
+            let (content, is_error) = match tokio::time::timeout_at(deadline.into(), call_server)
+                .await
+            {
+                Ok(reply) => (reply.text, reply.is_error),
+                Err(_) => (
+                    format!(
+                        "Error: the request's time for tools (max_tool_time_secs) ran out before {name} on {label} finished"
+                    ),
+                    true,
+                ),
+            };
+            let source = ToolSource {
+                server: label,
+                tool: name,
+            };
+            let result = ToolResult {
+                call_id: call.id.clone(),
+                content,
+                is_error,
+            };
+            report_finished(&sender, call, &result, source, started.elapsed());
+            (order, result)
+        };
+        self.tasks.spawn(running.in_current_span());
+    }
+
+    /// A call answered without running it.
+    fn refuse(&mut self, call: ToolCall, source: ToolSource, content: String) {
+        let order = self.next(&call, source.clone());
+        let result = ToolResult {
+            call_id: call.id.clone(),
+            content,
+            is_error: true,
+        };
+        report_finished(self.sender, call, &result, source, Duration::ZERO);
+        self.known.push((order, result));
+    }
+
+    fn next(&mut self, call: &ToolCall, source: ToolSource) -> usize {
+        let _ = self.sender.send(Ok(Output::Gateway(GatewayEvent::Tool {
+            event: ToolEvent::ToolStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+            source: Some(source),
+        })));
+        self.started += 1;
+        self.started - 1
+    }
+
+    /// Every result, in the order the calls were made.
+    async fn finish(mut self) -> Vec<ToolResult> {
+        let mut results = std::mem::take(&mut self.known);
+        while let Some(done) = self.tasks.join_next().await {
+            // A call's task only ends by returning (it is aborted only when dropped).
+            if let Ok(done) = done {
+                results.push(done);
+            }
+        }
+        results.sort_by_key(|(order, _)| *order);
+        results.into_iter().map(|(_, result)| result).collect()
+    }
+}
+
+fn report_finished(
+    sender: &Sender,
+    call: ToolCall,
+    result: &ToolResult,
+    source: ToolSource,
+    took: Duration,
+) {
+    let _ = sender.send(Ok(Output::Gateway(GatewayEvent::Tool {
+        event: ToolEvent::ToolFinished {
+            id: call.id,
+            name: call.name,
+            content: result.content.clone(),
+            is_error: result.is_error,
+            duration_ms: took.as_secs_f64() * 1000.0,
+        },
+        source: Some(source),
+    })));
+}

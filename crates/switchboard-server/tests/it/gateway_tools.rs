@@ -1,0 +1,649 @@
+//! MCP tools the gateway runs inside a request, on all three APIs: OpenAI's `mcp` tool
+//! (Responses, and Chat Completions by the same fields), Anthropic's MCP connector, and a
+//! route's own `mcp_servers`. The server is the reference `server-everything` over stdio or
+//! a Python SDK server over HTTP; the model is a scripted backend that calls a tool until it
+//! has read a result, then answers with what it read. Streamed answers say the same as
+//! whole ones; the loop's bounds end answers in each API's own terms.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::*;
+use serde_json::{Value, json};
+use switchboard_server::{Config, RunningGateway};
+use switchboard_testkit::mcp::{ServerProcess, free_port, python, reference_server, script};
+use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer, message_text};
+
+/// A model that calls `tool` with `arguments` until a tool result is the last message, then
+/// says what the result said.
+async fn caller_model(tool: &'static str, arguments: Value) -> ScriptedServer {
+    ScriptedServer::responding(move |request: &Captured| {
+        let messages = request.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let last = messages.last().cloned().unwrap_or(Value::Null);
+        if last["role"] == "tool" {
+            let read = message_text(&last);
+            OpenAiScript::new()
+                .text("The tool said: ")
+                .text(&read)
+                .finish("stop", 20, 7)
+                .reply()
+        } else {
+            OpenAiScript::new()
+                .text("Let me check.")
+                .tool_call("call_model_1", tool, &[&arguments.to_string()])
+                .finish("tool_calls", 10, 5)
+                .reply()
+        }
+    })
+    .await
+}
+
+/// A model that calls `tool` every time it is asked, counting the requests.
+async fn looping_model(tool: &'static str, asked: Arc<AtomicUsize>) -> ScriptedServer {
+    ScriptedServer::responding(move |_: &Captured| {
+        let round = asked.fetch_add(1, Ordering::SeqCst);
+        OpenAiScript::new()
+            .tool_call(
+                &format!("call_loop_{round}"),
+                tool,
+                &[&json!({"message": format!("round {round}")}).to_string()],
+            )
+            .finish("tool_calls", 10, 5)
+            .reply()
+    })
+    .await
+}
+
+/// `[[mcp_server]]` for the reference server-everything over stdio; `None` without it.
+fn everything() -> Option<String> {
+    let (node, path) = reference_server("everything")?;
+    Some(format!(
+        "[[mcp_server]]\nname = \"everything\"\ncommand = [{}, {}, \"stdio\"]\n",
+        json!(node),
+        json!(path.to_str().unwrap())
+    ))
+}
+
+async fn gateway(servers: &str, backend: &ScriptedServer, route_extra: &str) -> RunningGateway {
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\n{servers}\n{}",
+        route(
+            "local",
+            "openai",
+            &format!("{}/v1", backend.base),
+            route_extra
+        )
+    );
+    let config = Config::from_toml(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let gateway = RunningGateway::start(&config, &|_| None).await.unwrap();
+    ready(&gateway).await;
+    gateway
+}
+
+/// Waits until every configured MCP server has listed its tools.
+async fn ready(gateway: &RunningGateway) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let health: Value = client()
+            .get(format!("{}/healthz", gateway.base_url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let servers = health["mcp_servers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if servers.iter().all(|server| server["state"] == "ready") {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{health}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+async fn post(gateway: &RunningGateway, path: &str, body: Value) -> (u16, Value) {
+    let response = client()
+        .post(format!("{}{path}", gateway.base_url()))
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The SSE `data:` payloads of a streamed answer.
+async fn stream(
+    gateway: &RunningGateway,
+    path: &str,
+    body: Value,
+    headers: &[(&str, &str)],
+) -> Vec<Value> {
+    let mut request = client()
+        .post(format!("{}{path}", gateway.base_url()))
+        .header("anthropic-version", "2023-06-01")
+        .json(&body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let text = request.send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|data| *data != "[DONE]")
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
+}
+
+fn mcp_tool() -> Value {
+    json!({"type": "mcp", "server_label": "everything", "require_approval": "never",
+        "allowed_tools": ["echo"]})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_runs_the_servers_tool_and_answers_with_its_result() {
+    let Some(servers) = everything() else { return };
+    let backend = caller_model("echo", json!({"message": "hi from the model"})).await;
+    let gateway = gateway(&servers, &backend, "").await;
+    let body = json!({"model": "local", "messages": [{"role": "user", "content": "echo something"}],
+        "tools": [mcp_tool()]});
+    let (status, whole) = post(&gateway, "/v1/chat/completions", body.clone()).await;
+    assert_eq!(status, 200, "{whole}");
+    let choice = &whole["choices"][0];
+    assert_eq!(
+        choice["message"]["content"],
+        "Let me check.The tool said: Echo: hi from the model"
+    );
+    assert!(
+        choice["message"]
+            .get("tool_calls")
+            .is_none_or(Value::is_null),
+        "{whole}"
+    );
+    assert_eq!(choice["finish_reason"], "stop");
+    let ran = &choice["gateway_tool_calls"][0];
+    assert_eq!(ran["server"], "everything");
+    assert_eq!(ran["name"], "echo");
+    assert_eq!(ran["outcome"], "ok");
+    assert_eq!(ran["content"], "Echo: hi from the model");
+    // Usage is the sum of both rounds.
+    assert_eq!(whole["usage"]["completion_tokens"], 12);
+
+    // The model saw the result as a tool message answering its call.
+    let second = &backend.requests()[1].body;
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[messages.len() - 2]["tool_calls"][0]["function"]["name"],
+        "echo"
+    );
+    assert_eq!(
+        messages[messages.len() - 1]["content"],
+        "Echo: hi from the model"
+    );
+
+    // Streamed: the same words, and with the opt-in header each call as it happens.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let chunks = stream(
+        &gateway,
+        "/v1/chat/completions",
+        streamed,
+        &[("x-switchboard-tool-events", "true")],
+    )
+    .await;
+    let text: String = chunks
+        .iter()
+        .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, choice["message"]["content"].as_str().unwrap());
+    let events: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|chunk| chunk.get("character_event"))
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["tool_list", "tool_started", "tool_finished"],
+        "{events:?}"
+    );
+    assert_eq!(events[2]["server"], "everything");
+    let last = chunks
+        .iter()
+        .rfind(|chunk| !chunk["choices"][0]["finish_reason"].is_null())
+        .unwrap();
+    assert_eq!(
+        last["choices"][0]["gateway_tool_calls"][0]["content"],
+        "Echo: hi from the model"
+    );
+    assert!(
+        chunks
+            .iter()
+            .all(|chunk| chunk["choices"][0]["delta"].get("tool_calls").is_none()),
+        "no gateway call reaches the client as a tool call"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_routes_own_servers_are_offered_on_every_request() {
+    let Some(servers) = everything() else { return };
+    let backend = caller_model("echo", json!({"message": "routed"})).await;
+    let gateway = gateway(&servers, &backend, "mcp_servers = [\"everything\"]").await;
+    let body = json!({"model": "local", "messages": [{"role": "user", "content": "go"}]});
+    let (status, whole) = post(&gateway, "/v1/chat/completions", body).await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(
+        whole["choices"][0]["message"]["content"],
+        "Let me check.The tool said: Echo: routed"
+    );
+    let offered = backend.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        offered
+            .iter()
+            .any(|tool| tool["function"]["name"] == "echo"),
+        "{offered:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_show_the_listing_the_call_and_the_answer_streamed_as_whole() {
+    let Some(servers) = everything() else { return };
+    let backend = caller_model("echo", json!({"message": "via responses"})).await;
+    let gateway = gateway(&servers, &backend, "").await;
+    let body = json!({"model": "local", "input": "echo it", "tools": [mcp_tool()], "store": false});
+    let (status, whole) = post(&gateway, "/v1/responses", body.clone()).await;
+    assert_eq!(status, 200, "{whole}");
+    let kinds: Vec<&str> = whole["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["mcp_list_tools", "message", "mcp_call", "message"],
+        "{whole}"
+    );
+    let listing = &whole["output"][0];
+    assert_eq!(listing["server_label"], "everything");
+    assert_eq!(listing["tools"][0]["name"], "echo");
+    assert!(listing["tools"][0]["input_schema"].is_object());
+    let call = &whole["output"][2];
+    assert_eq!(call["name"], "echo");
+    assert_eq!(call["server_label"], "everything");
+    assert_eq!(call["output"], "Echo: via responses");
+    assert_eq!(call["status"], "completed");
+    assert_eq!(
+        whole["output"][3]["content"][0]["text"],
+        "The tool said: Echo: via responses"
+    );
+    assert_eq!(whole["status"], "completed");
+
+    let mut streamed = body;
+    streamed["stream"] = json!(true);
+    let events = stream(&gateway, "/v1/responses", streamed, &[]).await;
+    let types: Vec<&str> = events
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .collect();
+    for expected in [
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_call.completed",
+    ] {
+        assert!(types.contains(&expected), "{expected} in {types:?}");
+    }
+    let sequence: Vec<u64> = events
+        .iter()
+        .map(|event| event["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert!(sequence.windows(2).all(|pair| pair[1] == pair[0] + 1));
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "response.completed");
+    let strip = |response: &Value| {
+        let mut output = response["output"].clone();
+        for item in output.as_array_mut().unwrap() {
+            item.as_object_mut().unwrap().remove("id");
+        }
+        output
+    };
+    assert_eq!(strip(&done["response"]), strip(&whole));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_that_needs_approval_ends_the_response_and_runs_once_approved() {
+    let Some(servers) = everything() else { return };
+    let backend = caller_model("echo", json!({"message": "approved"})).await;
+    let gateway = gateway(&servers, &backend, "").await;
+    let tool = json!({"type": "mcp", "server_label": "everything", "allowed_tools": ["echo"]});
+    let (status, first) = post(
+        &gateway,
+        "/v1/responses",
+        json!({"model": "local", "input": "echo", "tools": [tool]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["status"], "completed");
+    let request = first["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "mcp_approval_request")
+        .unwrap_or_else(|| panic!("{first}"))
+        .clone();
+    assert_eq!(request["name"], "echo");
+    assert_eq!(backend.requests().len(), 1, "nothing ran before approval");
+
+    let (status, second) = post(
+        &gateway,
+        "/v1/responses",
+        json!({"model": "local", "previous_response_id": first["id"], "tools": [tool],
+            "input": [{"type": "mcp_approval_response", "approval_request_id": request["id"], "approve": true}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{second}");
+    let kinds: Vec<&str> = second["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["mcp_call", "message"],
+        "listed once per conversation: {second}"
+    );
+    assert_eq!(second["output"][0]["approval_request_id"], request["id"]);
+    assert_eq!(second["output"][0]["output"], "Echo: approved");
+
+    // Refused: the model reads that the user refused, nothing runs.
+    let (_, third) = post(
+        &gateway,
+        "/v1/responses",
+        json!({"model": "local", "previous_response_id": first["id"], "tools": [tool],
+            "input": [{"type": "mcp_approval_response", "approval_request_id": request["id"], "approve": false, "reason": "not now"}]}),
+    )
+    .await;
+    assert_eq!(third["output"][0]["status"], "failed", "{third}");
+    let said = third["output"][1]["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("refused this call: not now"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_the_gateway_does_not_run_is_refused() {
+    let Some(servers) = everything() else { return };
+    let backend = caller_model("echo", json!({})).await;
+    let gateway = gateway(&servers, &backend, "").await;
+    let (status, body) = post(
+        &gateway,
+        "/v1/responses",
+        json!({"model": "local", "input": "x", "tools": [{"type": "mcp", "server_label": "x",
+            "server_url": "http://169.254.169.254/latest/meta-data"}]}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("http://169.254.169.254/latest/meta-data"),
+        "{message}"
+    );
+    assert!(message.contains("mcp_allowed_urls"), "{message}");
+    // A configured server's label with a URL that is not its own.
+    let (status, body) = post(
+        &gateway,
+        "/v1/chat/completions",
+        json!({"model": "local", "messages": [{"role": "user", "content": "x"}],
+            "tools": [{"type": "mcp", "server_label": "everything", "server_url": "http://elsewhere/mcp"}]}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(backend.requests().is_empty());
+    // The gateway's own URL for a server names it, whatever the label.
+    let (status, body) = post(
+        &gateway,
+        "/v1/chat/completions",
+        json!({"model": "local", "messages": [{"role": "user", "content": "x"}],
+            "tools": [{"type": "mcp", "server_label": "mine", "require_approval": "never",
+                "server_url": format!("{}/mcp/servers/everything", gateway.base_url())}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["choices"][0]["gateway_tool_calls"][0]["server"],
+        "mine"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_anthropic_connector_shows_its_blocks_in_order_streamed_as_whole() {
+    let Some(servers) = everything() else { return };
+    let backend = caller_model("echo", json!({"message": "from claude"})).await;
+    let gateway = gateway(&servers, &backend, "").await;
+    let url = format!("{}/mcp/servers/everything", gateway.base_url());
+    let body = json!({"model": "local", "max_tokens": 200,
+        "messages": [{"role": "user", "content": "echo"}],
+        "mcp_servers": [{"type": "url", "url": url, "name": "ev"}],
+        "tools": [{"type": "mcp_toolset", "mcp_server_name": "ev",
+            "default_config": {"enabled": false}, "configs": {"echo": {"enabled": true}}}]});
+    let (status, whole) = post(&gateway, "/v1/messages", body.clone()).await;
+    assert_eq!(status, 200, "{whole}");
+    let kinds: Vec<&str> = whole["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|block| block["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["text", "mcp_tool_use", "mcp_tool_result", "text"],
+        "{whole}"
+    );
+    assert_eq!(whole["content"][1]["server_name"], "ev");
+    assert_eq!(whole["content"][1]["name"], "echo");
+    assert_eq!(
+        whole["content"][1]["input"],
+        json!({"message": "from claude"})
+    );
+    assert_eq!(
+        whole["content"][2]["tool_use_id"],
+        whole["content"][1]["id"]
+    );
+    assert_eq!(
+        whole["content"][2]["content"][0]["text"],
+        "Echo: from claude"
+    );
+    assert_eq!(whole["stop_reason"], "end_turn");
+    // Only the toolset's enabled tool was offered.
+    let offered = backend.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(offered.len(), 1, "{offered:?}");
+
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let events = stream(&gateway, "/v1/messages", streamed, &[]).await;
+    let starts: Vec<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "content_block_start")
+        .map(|event| event["content_block"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(starts, kinds);
+
+    // The answer sent back as history: the connector's blocks become tool blocks.
+    let mut next = body;
+    next["messages"] = json!([
+        {"role": "user", "content": "echo"},
+        {"role": "assistant", "content": whole["content"]},
+        {"role": "user", "content": "again"}]);
+    let (status, again) = post(&gateway, "/v1/messages", next).await;
+    assert_eq!(status, 200, "{again}");
+    let sent = backend.requests().last().unwrap().body["messages"].clone();
+    assert!(
+        sent.as_array()
+            .unwrap()
+            .iter()
+            .any(|message| message["role"] == "tool"),
+        "{sent}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_calls_forever_stops_at_max_tool_rounds_in_each_apis_terms() {
+    let Some(servers) = everything() else { return };
+    let asked = Arc::new(AtomicUsize::new(0));
+    let backend = looping_model("echo", Arc::clone(&asked)).await;
+    let gateway = gateway(
+        &servers,
+        &backend,
+        "mcp_servers = [\"everything\"]\nmax_tool_rounds = 3",
+    )
+    .await;
+
+    let (_, chat) = post(
+        &gateway,
+        "/v1/chat/completions",
+        json!({"model": "local", "messages": [{"role": "user", "content": "loop"}]}),
+    )
+    .await;
+    assert_eq!(chat["choices"][0]["finish_reason"], "length", "{chat}");
+    assert_eq!(
+        chat["choices"][0]["gateway_tool_calls"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(asked.swap(0, Ordering::SeqCst), 3);
+
+    let (_, messages) = post(
+        &gateway,
+        "/v1/messages",
+        json!({"model": "local", "max_tokens": 100, "messages": [{"role": "user", "content": "loop"}]}),
+    )
+    .await;
+    assert_eq!(messages["stop_reason"], "pause_turn", "{messages}");
+    let blocks = messages["content"].as_array().unwrap();
+    assert_eq!(
+        blocks.last().unwrap()["type"],
+        "mcp_tool_result",
+        "no dangling call"
+    );
+    asked.store(0, Ordering::SeqCst);
+
+    let (_, response) = post(
+        &gateway,
+        "/v1/responses",
+        json!({"model": "local", "input": "loop", "store": false, "max_tool_calls": 2}),
+    )
+    .await;
+    assert_eq!(response["status"], "incomplete", "{response}");
+    assert_eq!(response["incomplete_details"]["reason"], "max_tool_calls");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        2,
+        "max_tool_calls counts calls"
+    );
+}
+
+/// A Python SDK server over HTTP with a tool that never answers in time and one whose
+/// result is 2 MB.
+const SLOW_AND_LARGE: &str = r#"
+import sys, time
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("bounds")
+
+@app.tool()
+def hang() -> str:
+    """Never answers in time."""
+    time.sleep(30)
+    return "late"
+
+@app.tool()
+def dump() -> str:
+    """A very large result."""
+    return "x" * (2 * 1024 * 1024)
+
+app.run("streamable-http", stateless_http=True, host="127.0.0.1", port=int(sys.argv[1]))
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_tool_ends_at_its_deadline_and_a_huge_result_reaches_the_model_cut() {
+    let Some(python) = python(Some("mcp.server.mcpserver")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "server.py", SLOW_AND_LARGE);
+    let port = free_port();
+    let _server = ServerProcess::start(&python, &[&path, &port.to_string()], &[], port).await;
+    let servers = format!(
+        "[[mcp_server]]\nname = \"bounds\"\nurl = \"http://127.0.0.1:{port}/mcp\"\ncall_timeout_secs = 1\n"
+    );
+
+    let backend = caller_model("hang", json!({})).await;
+    let gateway = gateway(&servers, &backend, "").await;
+    let tool = json!({"type": "mcp", "server_label": "bounds", "require_approval": "never"});
+    let started = std::time::Instant::now();
+    let (status, whole) = post(
+        &gateway,
+        "/v1/chat/completions",
+        json!({"model": "local", "messages": [{"role": "user", "content": "x"}], "tools": [tool]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{whole}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let said = whole["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(
+        said.starts_with("Let me check.The tool said: Error:"),
+        "{said}"
+    );
+    assert_eq!(
+        whole["choices"][0]["gateway_tool_calls"][0]["outcome"],
+        "error"
+    );
+
+    let backend = caller_model("dump", json!({})).await;
+    let gateway = self::gateway(&servers, &backend, "").await;
+    let (status, whole) = post(
+        &gateway,
+        "/v1/chat/completions",
+        json!({"model": "local", "messages": [{"role": "user", "content": "x"}], "tools": [tool]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{whole}");
+    let seen = message_text(
+        backend.requests()[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+    );
+    assert!(
+        seen.len() < 70 * 1024,
+        "{} bytes reached the model",
+        seen.len()
+    );
+    assert!(
+        seen.contains("bytes cut"),
+        "{}",
+        &seen[..200.min(seen.len())]
+    );
+}
