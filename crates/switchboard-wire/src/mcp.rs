@@ -363,7 +363,8 @@ fn string_map(map: &Map<String, Value>, path: &str) -> Result<Vec<(String, Strin
 /// An Anthropic conversation sent back with the MCP connector's blocks in it, as ordinary
 /// tool blocks every backend understands: each assistant message's `mcp_tool_use` becomes a
 /// `tool_use`, and each `mcp_tool_result` a `tool_result` in a user message of its own,
-/// the assistant's later blocks in another message after it.
+/// the assistant's later blocks in another message after it; `mcp_tool_listing` blocks are
+/// left out.
 pub fn anthropic_history_as_tool_blocks(messages: &mut Value) {
     let Some(list) = messages.as_array_mut() else {
         return;
@@ -377,7 +378,7 @@ pub fn anthropic_history_as_tool_blocks(messages: &mut Value) {
                     blocks.iter().any(|block| {
                         matches!(
                             block.get("type").and_then(Value::as_str),
-                            Some("mcp_tool_use" | "mcp_tool_result")
+                            Some("mcp_tool_use" | "mcp_tool_result" | "mcp_tool_listing")
                         )
                     })
                 })
@@ -428,6 +429,8 @@ pub fn anthropic_history_as_tool_blocks(messages: &mut Value) {
                         _ => rewritten.push(serde_json::json!({"role": "user", "content": [block], "mcp_results": true})),
                     }
                 }
+                // A listing is for the client to pin in a toolset, not for the model.
+                Some("mcp_tool_listing") => {}
                 _ => assistant.push(block),
             }
         }

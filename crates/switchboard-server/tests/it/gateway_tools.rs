@@ -19,7 +19,7 @@ use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer, message_text};
 
 /// A model that calls `tool` with `arguments` until a tool result is the last message, then
 /// says what the result said.
-async fn caller_model(tool: &'static str, arguments: Value) -> ScriptedServer {
+pub async fn caller_model(tool: &'static str, arguments: Value) -> ScriptedServer {
     ScriptedServer::responding(move |request: &Captured| {
         let messages = request.body["messages"]
             .as_array()
@@ -61,7 +61,7 @@ async fn looping_model(tool: &'static str, asked: Arc<AtomicUsize>) -> ScriptedS
 }
 
 /// `[[mcp_server]]` for the reference server-everything over stdio; `None` without it.
-fn everything() -> Option<String> {
+pub fn everything() -> Option<String> {
     let (node, path) = reference_server("everything")?;
     Some(format!(
         "[[mcp_server]]\nname = \"everything\"\ncommand = [{}, {}, \"stdio\"]\n",
@@ -70,7 +70,7 @@ fn everything() -> Option<String> {
     ))
 }
 
-async fn gateway(servers: &str, backend: &ScriptedServer, route_extra: &str) -> RunningGateway {
+pub async fn gateway(servers: &str, backend: &ScriptedServer, route_extra: &str) -> RunningGateway {
     let text = format!(
         "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\n{servers}\n{}",
         route(

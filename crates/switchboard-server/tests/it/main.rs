@@ -14,6 +14,7 @@ mod common;
 mod connections;
 mod errors;
 mod gateway_tools;
+mod gateway_tools_sdk;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;

@@ -125,6 +125,7 @@ impl State {
                     // A backend that ran MCP tools itself: what it did is not ours to redo.
                     StartBlock::McpToolUse { .. }
                     | StartBlock::McpToolResult { .. }
+                    | StartBlock::McpToolListing { .. }
                     | StartBlock::Unknown => OpenBlock::Other,
                 };
                 self.blocks.insert(index, block);

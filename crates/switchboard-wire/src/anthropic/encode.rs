@@ -205,6 +205,21 @@ impl SseEncoder {
         out
     }
 
+    /// The tools listed from an MCP server, as the 2026-09-15 beta's `mcp_tool_listing`
+    /// block (`tools`: name, description and input_schema of each).
+    pub fn mcp_tool_listing(&mut self, mcp_server_name: &str, tools: Value) -> Vec<StreamPayload> {
+        let mut out = Vec::new();
+        self.begin_message(&mut out);
+        self.close(&mut out);
+        let content_block = StartBlock::McpToolListing {
+            mcp_server_name: mcp_server_name.to_owned(),
+            tools,
+        };
+        self.begin(Open::Mcp, content_block, &mut out);
+        self.close(&mut out);
+        out
+    }
+
     /// The result of an MCP call, as an `mcp_tool_result` block.
     pub fn mcp_tool_result(
         &mut self,

@@ -90,6 +90,13 @@ impl MessageBuilder {
                         is_error,
                         content,
                     },
+                    StartBlock::McpToolListing {
+                        mcp_server_name,
+                        tools,
+                    } => Block::McpToolListing {
+                        mcp_server_name,
+                        tools,
+                    },
                     StartBlock::Unknown => return,
                 };
                 self.message.content.push(ContentBlock::Known(block));

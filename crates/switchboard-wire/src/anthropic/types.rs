@@ -108,6 +108,10 @@ pub enum Block {
         is_error: bool,
         content: Value,
     },
+    McpToolListing {
+        mcp_server_name: String,
+        tools: Value,
+    },
 }
 
 impl Block {
@@ -306,6 +310,11 @@ pub enum StartBlock {
         tool_use_id: String,
         is_error: bool,
         content: Value,
+    },
+    /// The tools the server side listed from an MCP server (the 2026-09-15 beta).
+    McpToolListing {
+        mcp_server_name: String,
+        tools: Value,
     },
     #[serde(other)]
     Unknown,

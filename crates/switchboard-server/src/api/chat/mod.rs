@@ -163,10 +163,10 @@ fn take_mcp_tools(body: &mut Value) -> Result<Vec<McpServerRequest>, ApiError> {
         }
         false
     });
-    if tools.is_empty() {
-        if let Some(object) = body.as_object_mut() {
-            object.remove("tools");
-        }
+    if tools.is_empty()
+        && let Some(object) = body.as_object_mut()
+    {
+        object.remove("tools");
     }
     match failed {
         Some(error) => Err(ApiError::invalid_request(error.to_string(), None)),

@@ -11,7 +11,7 @@ mod validate;
 
 use axum::body::Body;
 use axum::extract::Extension;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -58,9 +58,17 @@ pub const FRONT_END: super::FrontEnd = super::FrontEnd {
 pub async fn handle(
     Extension(RequestId(request_id)): Extension<RequestId>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Body,
 ) -> Response {
     let log = RequestLog::new(request_id.clone(), "messages").with_caller(&caller);
+    // The newest MCP connector beta shows each server's tool listing as a block.
+    let tool_listing = headers
+        .get_all("anthropic-beta")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|beta| beta.trim() == LISTING_BETA);
     let parsed = match parse(&caller, body, Endpoint::Messages).await {
         Ok(parsed) => parsed,
         Err(error) => return with_headers(log.fail("-", error, FRONT_END.error), &request_id, &[]),
@@ -78,6 +86,7 @@ pub async fn handle(
         } else {
             0
         },
+        tool_listing,
     };
     // The stream's head announces the prompt's size: counted by the backend's tokenizer
     // while the backend works on the answer, so the head and the end agree.
@@ -129,6 +138,9 @@ fn with_headers(mut response: Response, request_id: &str, dropped: &[String]) ->
     }
     response
 }
+
+/// The MCP connector beta whose answers carry `mcp_tool_listing` blocks.
+const LISTING_BETA: &str = "mcp-client-2026-09-15";
 
 /// A request ready for the pipeline.
 #[derive(Debug)]

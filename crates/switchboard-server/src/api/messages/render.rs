@@ -37,6 +37,8 @@ pub struct Presentation {
     pub model: String,
     /// `message_start`'s input tokens where no count of the backend's arrives in time.
     pub input_estimate: u64,
+    /// Show each MCP server's tool listing (`mcp_tool_listing`, the 2026-09-15 beta).
+    pub tool_listing: bool,
 }
 
 impl Presentation {
@@ -55,6 +57,7 @@ const COUNT_WAIT: Duration = Duration::from_millis(250);
 #[derive(Debug)]
 pub struct EventRenderer {
     encoder: SseEncoder,
+    tool_listing: bool,
     problems: Vec<ToolCallProblem>,
     /// The prompt's count, being taken beside the answer; `None` once used or where none
     /// is taken.
@@ -69,6 +72,7 @@ impl EventRenderer {
     pub fn new(presentation: &Presentation, count: Option<BoxFuture<'static, TokenCount>>) -> Self {
         Self {
             encoder: presentation.encoder(),
+            tool_listing: presentation.tool_listing,
             problems: Vec::new(),
             count: count.map(|count| AbortOnDropHandle::new(tokio::spawn(count))),
             source: "estimate",
@@ -98,7 +102,11 @@ impl Renderer for EventRenderer {
         match output {
             Output::Problems(found) => self.problems.extend(found),
             Output::Event(event) => payloads.extend(self.encoder.event(&event)),
-            Output::Gateway(event) => payloads.extend(connector_blocks(&mut self.encoder, &event)),
+            Output::Gateway(event) => payloads.extend(connector_blocks(
+                &mut self.encoder,
+                &event,
+                self.tool_listing,
+            )),
         }
         sse(&payloads, &self.problems)
     }
@@ -138,8 +146,20 @@ fn sse(payloads: &[StreamPayload], problems: &[ToolCallProblem]) -> String {
 
 /// A call the gateway ran on an MCP server, as the MCP connector's blocks; Messages has no
 /// place for the rest of what the gateway did (a character's own tools, its prompt).
-fn connector_blocks(encoder: &mut SseEncoder, event: &GatewayEvent) -> Vec<StreamPayload> {
+fn connector_blocks(
+    encoder: &mut SseEncoder,
+    event: &GatewayEvent,
+    tool_listing: bool,
+) -> Vec<StreamPayload> {
     match event {
+        GatewayEvent::ToolList(listing) if tool_listing => {
+            let tools = listing
+                .tools
+                .iter()
+                .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}))
+                .collect();
+            encoder.mcp_tool_listing(&listing.label, Value::Array(tools))
+        }
         GatewayEvent::Tool {
             event: ToolEvent::ToolStarted { id, arguments, .. },
             source: Some(source),
@@ -162,6 +182,7 @@ fn connector_blocks(encoder: &mut SseEncoder, event: &GatewayEvent) -> Vec<Strea
 #[derive(Debug)]
 pub struct WholeMessage {
     encoder: SseEncoder,
+    tool_listing: bool,
     builder: MessageBuilder,
 }
 
@@ -169,6 +190,7 @@ impl WholeMessage {
     pub fn new(presentation: &Presentation) -> Self {
         Self {
             encoder: presentation.encoder(),
+            tool_listing: presentation.tool_listing,
             builder: MessageBuilder::new(),
         }
     }
@@ -176,7 +198,7 @@ impl WholeMessage {
     pub fn push(&mut self, output: &Output) {
         let payloads = match output {
             Output::Event(event) => self.encoder.event(event),
-            Output::Gateway(event) => connector_blocks(&mut self.encoder, event),
+            Output::Gateway(event) => connector_blocks(&mut self.encoder, event, self.tool_listing),
             Output::Problems(_) => Vec::new(),
         };
         for payload in payloads {
