@@ -595,3 +595,134 @@ async fn a_route_over_the_real_server_and_a_dead_replica_answers_every_request()
     }
     gateway.stop().await.unwrap();
 }
+
+/// A Python SDK MCP server whose `get_weather` answers what no model would make up.
+const WEATHER_SERVER: &str = r#"
+import sys
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("weather")
+
+@app.tool()
+def get_weather(city: str) -> str:
+    """Current weather in a city"""
+    return f"21 C and light rain over {city} (station 4471)"
+
+app.run("streamable-http", stateless_http=True, host="127.0.0.1", port=int(sys.argv[1]))
+"#;
+
+#[tokio::test]
+async fn the_models_call_runs_in_the_gateway_and_its_answer_follows_on_every_api() {
+    let Some(server) = LlamaServer::shared() else {
+        return;
+    };
+    let Some(python) = switchboard_testkit::mcp::python(Some("mcp.server.mcpserver")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = switchboard_testkit::mcp::script(dir.path(), "weather.py", WEATHER_SERVER);
+    let port = switchboard_testkit::mcp::free_port();
+    let _weather = switchboard_testkit::mcp::ServerProcess::start(
+        &python,
+        &[&path, &port.to_string()],
+        &[],
+        port,
+    )
+    .await;
+    let tap = Tap::start(server.base_url()).await;
+    let gateway = start(
+        &format!("[[mcp_server]]\nname = \"weather\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n"),
+        &[route(
+            "native",
+            "openai",
+            &format!("{}/v1", tap.base),
+            "mcp_servers = [\"weather\"]\nmax_tool_rounds = 2",
+        )],
+    )
+    .await;
+    let mark = "light rain over Tokyo (station 4471)";
+    // The server lists its tools once it has connected.
+    for _ in 0..100 {
+        if client()
+            .get(format!("{}/healthz", gateway.base_url()))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .contains("\"tools\":1")
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    let chat = post(
+        &gateway,
+        &json!({"model": "native", "messages": few_shot(4, "Tokyo"), "temperature": 0, "max_tokens": 60}),
+    )
+    .await;
+    assert_eq!(chat.status, 200, "{}", chat.text);
+    let chat = chat.json();
+    let ran = &chat["choices"][0]["gateway_tool_calls"][0];
+    assert_eq!(ran["server"], "weather", "{chat}");
+    assert!(ran["content"].as_str().unwrap().contains(mark), "{chat}");
+    assert!(
+        chat["choices"][0]["message"]
+            .get("tool_calls")
+            .is_none_or(Value::is_null),
+        "{chat}"
+    );
+    // The model was asked again with the result as a tool message.
+    let sent = tap.requests().last().unwrap()["messages"].clone();
+    assert!(sent.to_string().contains(mark), "{sent}");
+
+    let response = post_to(
+        &gateway,
+        "/v1/responses",
+        &json!({"model": "native", "input": few_shot_items(4, "Tokyo"), "temperature": 0,
+            "max_output_tokens": 60, "store": false}),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{}", response.text);
+    let response = response.json();
+    let call = response["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "mcp_call")
+        .unwrap_or_else(|| panic!("{response}"));
+    assert!(
+        call["output"].as_str().unwrap().contains(mark),
+        "{response}"
+    );
+    assert!(["completed", "incomplete"].contains(&response["status"].as_str().unwrap()));
+
+    let message = post_to(
+        &gateway,
+        "/v1/messages",
+        &json!({"model": "native", "messages": few_shot_messages(4, "Tokyo"), "temperature": 0, "max_tokens": 60}),
+    )
+    .await;
+    assert_eq!(message.status, 200, "{}", message.text);
+    let message = message.json();
+    let blocks = message["content"].as_array().unwrap();
+    let result = blocks
+        .iter()
+        .find(|block| block["type"] == "mcp_tool_result")
+        .unwrap_or_else(|| panic!("{message}"));
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(mark),
+        "{message}"
+    );
+    assert_ne!(
+        blocks.last().unwrap()["type"],
+        "mcp_tool_use",
+        "no dangling call: {message}"
+    );
+    gateway.stop().await.unwrap();
+}
