@@ -58,7 +58,11 @@ async fn compare(samples: usize) -> Result<(), common::Failure> {
     if by_api["content"] != by_mcp["result"]["content"][0]["text"] {
         return Err(format!("the answers differ: {by_api} / {by_mcp}"));
     }
-    let mut times = common::alternate(samples, [&api, &mcp]).await?;
+    let mut times = common::alternate(samples, |which| {
+        let request = [&api, &mcp][which];
+        async move { common::send(request).await.map(drop) }
+    })
+    .await?;
     let [api_times, mcp_times] = &mut times;
     let (api_summary, mcp_summary) = (summarize(api_times), summarize(mcp_times));
     heading("the narrator's log_story_event, one call at a time");

@@ -9,24 +9,16 @@
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
 
 mod common;
+#[path = "common/echo.rs"]
+mod echo;
 
-use std::sync::Arc;
+use echo::upstream;
+
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Body;
-use axum::extract::Request;
-use axum::http::Extensions;
-use axum::routing::any;
-use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use switchboard_bench::{Summary, heading, report, summarize};
-use switchboard_mcp::{
-    CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, ToolCatalog,
-    ToolOutput,
-};
 use switchboard_server::{Config, RunningGateway};
-use tokio::sync::watch;
 
 /// The allocator the `switchboard` binary uses.
 #[global_allocator]
@@ -34,86 +26,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const MODERN: &str = "2026-07-28";
 
-/// One tool that answers its text at once: the upstream costs next to nothing, so what
-/// the gateway adds shows.
-struct Echo {
-    changes: watch::Sender<u64>,
-}
-
-impl ToolCatalog for Echo {
-    fn tools(&self, _: &Extensions) -> Vec<CatalogTool> {
-        vec![CatalogTool {
-            name: "echo".to_owned(),
-            description: Some("Answers its text".to_owned()),
-            input_schema: Some(json!({"type": "object",
-                "properties": {"text": {"type": "string"}}, "required": ["text"]})),
-            output_schema: None,
-        }]
-    }
-
-    fn call(
-        &self,
-        _: &Extensions,
-        _: &str,
-        arguments: Map<String, Value>,
-    ) -> BoxFuture<'static, Result<ToolOutput, CallError>> {
-        let text = arguments
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        Box::pin(async move {
-            Ok(ToolOutput {
-                text,
-                is_error: false,
-                structured: None,
-            })
-        })
-    }
-
-    fn changes(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
-    }
-}
-
 fn main() -> Result<(), common::Failure> {
     common::run(compare)
-}
-
-/// Serves the echo server on a free loopback port; its URL.
-async fn upstream() -> Result<String, common::Failure> {
-    let server = McpServer::new(
-        Arc::new(Echo {
-            changes: watch::Sender::new(0),
-        }),
-        ServerOptions {
-            name: "echo".to_owned(),
-            version: "1".to_owned(),
-            instructions: None,
-            max_name_chars: 46,
-        },
-    );
-    let endpoint = HttpEndpoint::new(
-        server,
-        HttpOptions {
-            allowed_hosts: vec!["127.0.0.1".to_owned()],
-            allowed_origins: Vec::new(),
-            max_body_bytes: 1024 * 1024,
-        },
-    );
-    let router = Router::new().route(
-        "/mcp",
-        any(move |request: Request| {
-            let endpoint = endpoint.clone();
-            async move { endpoint.handle(request).await.map(Body::new) }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|error| error.to_string())?;
-    let address = listener.local_addr().map_err(|error| error.to_string())?;
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    Ok(format!("http://{address}/mcp"))
 }
 
 async fn compare(samples: usize) -> Result<(), common::Failure> {
@@ -155,7 +69,11 @@ async fn compare(samples: usize) -> Result<(), common::Failure> {
     if by_server["result"]["content"] != by_gateway["result"]["content"] {
         return Err(format!("the answers differ: {by_server} / {by_gateway}"));
     }
-    let mut times = common::alternate(samples, [&direct, &through]).await?;
+    let mut times = common::alternate(samples, |which| {
+        let request = [&direct, &through][which];
+        async move { common::send(request).await.map(drop) }
+    })
+    .await?;
     let [direct_times, through_times] = &mut times;
     let (direct_summary, through_summary) = (summarize(direct_times), summarize(through_times));
     heading("tools/call of an in-process echo server's tool, one call at a time");

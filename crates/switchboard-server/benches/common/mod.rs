@@ -25,17 +25,18 @@ pub async fn send(request: &reqwest::RequestBuilder) -> Result<Value, Failure> {
     response.json().await.map_err(|error| error.to_string())
 }
 
-/// `samples` timings of each of two requests, sent one at a time and alternately (each
-/// goes first every other round), after a tenth as many rounds of warm-up.
-pub async fn alternate(
+/// `samples` timings of each of two pieces of work, `work(0)` and `work(1)`, done one at a
+/// time and alternately (each goes first every other round), after a tenth as many rounds
+/// of warm-up.
+pub async fn alternate<F: Future<Output = Result<(), Failure>>>(
     samples: usize,
-    requests: [&reqwest::RequestBuilder; 2],
+    mut work: impl FnMut(usize) -> F,
 ) -> Result<[Vec<Duration>; 2], Failure> {
     let mut times = [Vec::with_capacity(samples), Vec::with_capacity(samples)];
     for round in 0..samples + samples / 10 {
         for which in [round % 2, 1 - round % 2] {
             let started = Instant::now();
-            send(requests[which]).await?;
+            work(which).await?;
             if round >= samples / 10 {
                 times[which].push(started.elapsed());
             }
