@@ -647,3 +647,141 @@ async fn a_hanging_tool_ends_at_its_deadline_and_a_huge_result_reaches_the_model
         &seen[..200.min(seen.len())]
     );
 }
+
+/// A model that calls the gateway's `echo` and the client's `get_weather` in one answer,
+/// then answers in words once it has read results.
+async fn mixed_model() -> ScriptedServer {
+    ScriptedServer::responding(|request: &Captured| {
+        let messages = request.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if messages.last().is_some_and(|last| last["role"] == "tool") {
+            return OpenAiScript::new()
+                .text("Done.")
+                .finish("stop", 30, 2)
+                .reply();
+        }
+        OpenAiScript::new()
+            .tool_call("call_mixed_1", "echo", &[r#"{"message": "both"}"#])
+            .tool_call("call_mixed_2", "get_weather", &[r#"{"city": "Oslo"}"#])
+            .finish("tool_calls", 10, 9)
+            .reply()
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_round_with_the_clients_calls_too_runs_the_gateways_and_returns_the_clients() {
+    let Some(servers) = everything() else { return };
+    let backend = mixed_model().await;
+    let gateway = gateway(&servers, &backend, "").await;
+    let weather = json!({"type": "function", "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}});
+    let (status, first) = post(
+        &gateway,
+        "/v1/responses",
+        json!({"model": "local", "input": "both", "tools": [mcp_tool(), weather]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    let kinds: Vec<&str> = first["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["type"].as_str().unwrap())
+        .collect();
+    // An MCP call's item is added once the model's call is complete and starts running; a
+    // function call's as soon as the model begins it.
+    assert_eq!(
+        kinds,
+        ["mcp_list_tools", "function_call", "mcp_call"],
+        "{first}"
+    );
+    assert_eq!(first["output"][2]["output"], "Echo: both");
+    assert_eq!(first["output"][1]["name"], "get_weather");
+    assert_eq!(
+        backend.requests().len(),
+        1,
+        "the client's call ends the loop"
+    );
+
+    // The client answers its call; the history carries the gateway's call and result.
+    let call_id = first["output"][1]["call_id"].clone();
+    let (status, second) = post(
+        &gateway,
+        "/v1/responses",
+        json!({"model": "local", "previous_response_id": first["id"], "tools": [mcp_tool(), weather],
+            "input": [{"type": "function_call_output", "call_id": call_id, "output": "cold"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["output"][0]["content"][0]["text"], "Done.");
+    let sent = backend.requests()[1].body["messages"].clone();
+    let roles: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["role"].as_str().unwrap())
+        .collect();
+    // One assistant turn with both calls, then both results.
+    assert_eq!(roles, ["user", "assistant", "tool", "tool"], "{sent}");
+    assert_eq!(sent[1]["tool_calls"].as_array().unwrap().len(), 2, "{sent}");
+    assert_eq!(sent[2]["content"], "Echo: both");
+    assert_eq!(sent[3]["content"], "cold");
+
+    // Chat: only the client's call is a tool call, numbered from 0.
+    let (_, chat) = post(
+        &gateway,
+        "/v1/chat/completions",
+        json!({"model": "local", "messages": [{"role": "user", "content": "both"}],
+            "tools": [mcp_tool(), {"type": "function", "function": {"name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]}),
+    )
+    .await;
+    let choice = &chat["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{chat}");
+    let calls = choice["message"]["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{chat}");
+    assert_eq!(calls[0]["function"]["name"], "get_weather");
+    assert_eq!(choice["gateway_tool_calls"][0]["content"], "Echo: both");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keys_tools_globs_decide_what_a_request_may_run() {
+    let Some(servers) = everything() else { return };
+    let backend = caller_model("echo", json!({"message": "x"})).await;
+    let key = "sk-sb-gt-Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk1Lz2Xc3Vb4N";
+    let servers = format!(
+        "{servers}\n[[key]]\nname = \"narrow\"\nkey_env = \"NARROW_KEY\"\ntools = [\"everything_get-sum\"]\n"
+    );
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\n{servers}\n{}",
+        route("local", "openai", &format!("{}/v1", backend.base), "")
+    );
+    let config = Config::from_toml(&text).unwrap();
+    let gateway = RunningGateway::start(&config, &|name| {
+        (name == "NARROW_KEY").then(|| key.to_owned())
+    })
+    .await
+    .unwrap();
+    ready(&gateway).await;
+    let response = client()
+        .post(format!("{}/v1/chat/completions", gateway.base_url()))
+        .bearer_auth(key)
+        .json(
+            &json!({"model": "local", "messages": [{"role": "user", "content": "x"}],
+            "tools": [{"type": "mcp", "server_label": "everything", "require_approval": "never"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let offered: Vec<String> = backend.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(offered, ["get-sum"], "only what the key may use is offered");
+}
