@@ -366,6 +366,8 @@ struct Running<'a> {
     sender: &'a Sender,
     deadline: Instant,
     tasks: JoinSet<(usize, ToolResult)>,
+    /// Each task's call, by order and id, for a result should the task fail.
+    spawned: HashMap<tokio::task::Id, (usize, String)>,
     /// Results known without running (refusals), by order.
     known: Vec<(usize, ToolResult)>,
     started: usize,
@@ -377,6 +379,7 @@ impl<'a> Running<'a> {
             sender,
             deadline,
             tasks: JoinSet::new(),
+            spawned: HashMap::new(),
             known: Vec::new(),
             started: 0,
         }
@@ -388,6 +391,7 @@ impl<'a> Running<'a> {
         let deadline = self.deadline;
         let server = Arc::clone(&tool.server);
         let (label, name) = (tool.label.clone(), tool.tool.clone());
+        let call_id = call.id.clone();
         let running = async move {
             let started = Instant::now();
             let traceparent = crate::traces::current_traceparent();
@@ -415,7 +419,8 @@ impl<'a> Running<'a> {
             report_finished(&sender, call, &result, source, started.elapsed());
             (order, result)
         };
-        self.tasks.spawn(running.in_current_span());
+        let task = self.tasks.spawn(running.in_current_span());
+        self.spawned.insert(task.id(), (order, call_id));
     }
 
     /// A call answered without running it.
@@ -446,10 +451,24 @@ impl<'a> Running<'a> {
     /// Every result, in the order the calls were made.
     async fn finish(mut self) -> Vec<ToolResult> {
         let mut results = std::mem::take(&mut self.known);
-        while let Some(done) = self.tasks.join_next().await {
-            // A call's task only ends by returning (it is aborted only when dropped).
-            if let Ok(done) = done {
-                results.push(done);
+        while let Some(done) = self.tasks.join_next_with_id().await {
+            match done {
+                Ok((_, done)) => results.push(done),
+                // A call that panicked still answers its call: no call is left without a
+                // result for the model.
+                Err(error) => {
+                    if let Some((order, call_id)) = self.spawned.remove(&error.id()) {
+                        tracing::error!(%error, "a tool call's task failed");
+                        results.push((
+                            order,
+                            ToolResult {
+                                call_id,
+                                content: "Error: the tool call failed inside the gateway".into(),
+                                is_error: true,
+                            },
+                        ));
+                    }
+                }
             }
         }
         results.sort_by_key(|(order, _)| *order);
