@@ -52,6 +52,12 @@ async fn model() -> ScriptedServer {
     .await
 }
 
+/// The body of a streamed answer, read whole.
+async fn text(request: reqwest::RequestBuilder) -> Result<String, common::Failure> {
+    let response = request.send().await.map_err(|error| error.to_string())?;
+    response.text().await.map_err(|error| error.to_string())
+}
+
 /// The round done by a client itself: ask the model, call the tool, ask again.
 async fn by_hand(client: &reqwest::Client, model: &str, mcp: &str) -> Result<(), common::Failure> {
     let ask = |messages: Value| {
@@ -61,13 +67,7 @@ async fn by_hand(client: &reqwest::Client, model: &str, mcp: &str) -> Result<(),
                 "tools": [{"type": "function", "function": {"name": "echo", "parameters": {"type": "object"}}}]}))
     };
     let user = json!({"role": "user", "content": "echo it"});
-    let first = ask(json!([user]))
-        .send()
-        .await
-        .map_err(|error| error.to_string())?
-        .text()
-        .await
-        .map_err(|error| error.to_string())?;
+    let first = text(ask(json!([user]))).await?;
     if !first.contains("call_bench_1") {
         return Err(format!("the model did not call: {first}"));
     }
@@ -88,16 +88,11 @@ async fn by_hand(client: &reqwest::Client, model: &str, mcp: &str) -> Result<(),
     )
     .await?;
     let result = call["result"]["content"][0]["text"].clone();
-    let second = ask(json!([user,
+    let second = text(ask(json!([user,
         {"role": "assistant", "tool_calls": [{"id": "call_bench_1", "type": "function",
             "function": {"name": "echo", "arguments": "{\"text\": \"benchmarked\"}"}}]},
-        {"role": "tool", "tool_call_id": "call_bench_1", "content": result}]))
-    .send()
-    .await
-    .map_err(|error| error.to_string())?
-    .text()
-    .await
-    .map_err(|error| error.to_string())?;
+        {"role": "tool", "tool_call_id": "call_bench_1", "content": result}])))
+    .await?;
     if !second.contains("It said") {
         return Err(format!("the model did not answer: {second}"));
     }

@@ -9,8 +9,12 @@ use crate::access::{Exceeded, Key, Limits, Verdict, decide};
 use axum::http::StatusCode;
 
 use crate::error::ApiError;
-use crate::pipeline::{GatewayRequest, Target, estimate_text, estimate_tokens};
+use crate::pipeline::{
+    Asked, GatewayRequest, GatewayTools, Target, estimate_text, estimate_tokens,
+};
 use crate::state::Snapshot;
+use switchboard_wire::ChatRequest;
+use switchboard_wire::mcp::McpServerRequest;
 
 /// What a request without `max_tokens` reserves for its answer (a character's reserves
 /// `character_max_tokens`).
@@ -219,4 +223,31 @@ pub(super) fn too_many(name: &str, verdict: &Verdict, exceeded: Exceeded) -> Api
         param: None,
         code: Some("rate_limit_exceeded".into()),
     }
+}
+
+/// The tools the gateway runs for this request: the MCP servers it names (`servers`) and
+/// those its route offers, as far as the caller's key allows; the request's own tools
+/// (`request`) keep their names.
+pub async fn gateway_tools(
+    caller: &Caller,
+    target: &Target,
+    servers: &[McpServerRequest],
+    request: &ChatRequest,
+    max_calls: Option<usize>,
+) -> Result<Option<GatewayTools>, ApiError> {
+    let asked = Asked {
+        servers,
+        taken: request
+            .tools
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .collect(),
+        may_use: &|name| caller.may_use_tool(name),
+        max_calls,
+    };
+    caller
+        .snapshot()
+        .pipeline
+        .gateway_tools(target, asked)
+        .await
 }

@@ -86,8 +86,17 @@ pub async fn gateway(servers: &str, backend: &ScriptedServer, route_extra: &str)
     gateway
 }
 
+/// The `type` of each item or block.
+fn types(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["type"].as_str().unwrap())
+        .collect()
+}
+
 /// Waits until every configured MCP server has listed its tools.
-async fn ready(gateway: &RunningGateway) {
+pub async fn ready(gateway: &RunningGateway) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let health: Value = client()
@@ -267,12 +276,7 @@ async fn responses_show_the_listing_the_call_and_the_answer_streamed_as_whole() 
     let body = json!({"model": "local", "input": "echo it", "tools": [mcp_tool()], "store": false});
     let (status, whole) = post(&gateway, "/v1/responses", body.clone()).await;
     assert_eq!(status, 200, "{whole}");
-    let kinds: Vec<&str> = whole["output"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item["type"].as_str().unwrap())
-        .collect();
+    let kinds = types(&whole["output"]);
     assert_eq!(
         kinds,
         ["mcp_list_tools", "message", "mcp_call", "message"],
@@ -359,12 +363,7 @@ async fn a_call_that_needs_approval_ends_the_response_and_runs_once_approved() {
     )
     .await;
     assert_eq!(status, 200, "{second}");
-    let kinds: Vec<&str> = second["output"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item["type"].as_str().unwrap())
-        .collect();
+    let kinds = types(&second["output"]);
     assert_eq!(
         kinds,
         ["mcp_call", "message"],
@@ -444,12 +443,7 @@ async fn the_anthropic_connector_shows_its_blocks_in_order_streamed_as_whole() {
             "default_config": {"enabled": false}, "configs": {"echo": {"enabled": true}}}]});
     let (status, whole) = post(&gateway, "/v1/messages", body.clone()).await;
     assert_eq!(status, 200, "{whole}");
-    let kinds: Vec<&str> = whole["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|block| block["type"].as_str().unwrap())
-        .collect();
+    let kinds = types(&whole["content"]);
     assert_eq!(
         kinds,
         ["text", "mcp_tool_use", "mcp_tool_result", "text"],
@@ -685,12 +679,7 @@ async fn a_round_with_the_clients_calls_too_runs_the_gateways_and_returns_the_cl
     )
     .await;
     assert_eq!(status, 200, "{first}");
-    let kinds: Vec<&str> = first["output"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item["type"].as_str().unwrap())
-        .collect();
+    let kinds = types(&first["output"]);
     // An MCP call's item is added once the model's call is complete and starts running; a
     // function call's as soon as the model begins it.
     assert_eq!(

@@ -641,22 +641,7 @@ async fn the_models_call_runs_in_the_gateway_and_its_answer_follows_on_every_api
     )
     .await;
     let mark = "light rain over Tokyo (station 4471)";
-    // The server lists its tools once it has connected.
-    for _ in 0..100 {
-        if client()
-            .get(format!("{}/healthz", gateway.base_url()))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-            .contains("\"tools\":1")
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    crate::gateway_tools::ready(&gateway).await;
 
     let chat = post(
         &gateway,

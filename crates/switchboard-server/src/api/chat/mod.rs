@@ -26,7 +26,7 @@ use super::sse;
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
-use crate::pipeline::{Asked, GatewayRequest, collect};
+use crate::pipeline::{GatewayRequest, collect};
 use crate::state::Snapshot;
 use render::{
     CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, TOOL_EVENTS_HEADER, completion_body,
@@ -116,21 +116,7 @@ async fn gateway_request(
     mcp: &[McpServerRequest],
 ) -> Result<GatewayRequest, ApiError> {
     let target = caller::resolve(caller, &request.model)?;
-    let asked = Asked {
-        servers: mcp,
-        taken: request
-            .tools
-            .iter()
-            .map(|tool| tool.name().to_owned())
-            .collect(),
-        may_use: &|name| caller.may_use_tool(name),
-        max_calls: None,
-    };
-    let gateway = caller
-        .snapshot()
-        .pipeline
-        .gateway_tools(&target, asked)
-        .await?;
+    let gateway = caller::gateway_tools(caller, &target, mcp, &request, None).await?;
     Ok(GatewayRequest {
         target,
         request,

@@ -29,7 +29,7 @@ use super::sse;
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, message_id};
-use crate::pipeline::{Asked, GatewayRequest, Target, collect_with, estimate_tokens};
+use crate::pipeline::{GatewayRequest, Target, collect_with, estimate_tokens};
 pub use render::error_response;
 use render::{EventRenderer, Presentation, WholeMessage};
 use validate::{Endpoint, check_request};
@@ -190,19 +190,9 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
     if !anthropic_backend {
         for_model_servers(&mut request);
     }
-    let asked = Asked {
-        servers: &mcp,
-        taken: request
-            .tools
-            .iter()
-            .map(|tool| tool.name().to_owned())
-            .collect(),
-        may_use: &|name| caller.may_use_tool(name),
-        max_calls: None,
-    };
     // Counting tokens runs nothing.
     let gateway = match endpoint {
-        Endpoint::Messages => live.pipeline.gateway_tools(&target, asked).await?,
+        Endpoint::Messages => caller::gateway_tools(caller, &target, &mcp, &request, None).await?,
         Endpoint::CountTokens => None,
     };
     Ok(Parsed {

@@ -32,7 +32,7 @@ use super::sse;
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, response_id};
-use crate::pipeline::{ApprovalAnswer, Asked, GatewayRequest, compile_converted};
+use crate::pipeline::{ApprovalAnswer, GatewayRequest, compile_converted};
 use crate::state::AppState;
 use crate::store::{self, Conversation, StoredResponse};
 use render::{Keep, ResponseRenderer};
@@ -280,21 +280,8 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
         listed,
     } = to_chat(request, history.iter(), input).map_err(convert_error)?;
     let tools = compile(&chat.tools, &offered)?;
-    let asked = Asked {
-        servers: &offered.mcp,
-        taken: chat
-            .tools
-            .iter()
-            .map(|tool| tool.name().to_owned())
-            .collect(),
-        may_use: &|name| caller.may_use_tool(name),
-        max_calls: max_tool_calls,
-    };
-    let mut gateway = caller
-        .snapshot()
-        .pipeline
-        .gateway_tools(&target, asked)
-        .await?;
+    let mut gateway =
+        caller::gateway_tools(caller, &target, &offered.mcp, &chat, max_tool_calls).await?;
     let approval_ids: HashSet<String> = approvals.iter().map(|answer| answer.id.clone()).collect();
     match &mut gateway {
         Some(gateway) => {
