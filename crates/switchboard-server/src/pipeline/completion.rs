@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use switchboard_parsers::{
     Family, Markup, ParseEvent, ToolCallParser, ToolRequirement, markup_parser,
 };
@@ -17,14 +18,12 @@ use tracing::Instrument;
 
 use super::Limits;
 use super::finisher::Finisher;
-use super::gateway_tools::GatewayTools;
 use super::output::{Output, Outputs, Sender, send};
 use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
     satisfies,
 };
 use super::repair::retry_messages;
-use super::tool_loop;
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
 use crate::upstream::ToolCallPolicy;
@@ -42,23 +41,31 @@ pub struct Completion {
     pub tools: Toolset,
     pub call_ids: CallIdShape,
     pub limits: Limits,
-    /// Tools the gateway runs itself inside this request, when there are any.
-    pub gateway: Option<Arc<GatewayTools>>,
 }
 
 /// Starts the answer. Dropping the receiver (the client went away) cancels the backend
 /// request.
-pub fn start(mut completion: Completion) -> Outputs {
+pub fn start(completion: Completion) -> Outputs {
+    spawn(completion, |completion, sender| {
+        Box::pin(answer_or_fall_back(completion, sender))
+    })
+}
+
+/// Runs `work` for an answer on a task of its own, under the request's deadline and the
+/// gateway's hard stop, its error the answer's last output; dropping the receiver (the
+/// client went away) cancels it.
+pub fn spawn(
+    mut completion: Completion,
+    work: impl for<'a> FnOnce(&'a mut Completion, &'a Sender) -> BoxFuture<'a, Result<(), ApiError>>
+    + Send
+    + 'static,
+) -> Outputs {
     let (sender, receiver) = mpsc::unbounded_channel();
     let answering = async move {
         let timeout = completion.limits.timeout;
         let hard_stop = completion.limits.hard_stop.clone();
         let work = async {
-            let answered = match completion.gateway.take() {
-                None => answer_or_fall_back(&mut completion, &sender).await,
-                Some(tools) => tool_loop::run(&mut completion, tools, &sender).await,
-            };
-            if let Err(error) = answered {
+            if let Err(error) = work(&mut completion, &sender).await {
                 let _ = sender.send(Err(error));
             }
         };

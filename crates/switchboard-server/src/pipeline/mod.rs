@@ -198,15 +198,20 @@ impl Pipeline {
             } else {
                 "native"
             },
-            outputs: completion::start(completion::Completion {
-                route,
-                fallbacks,
-                request,
-                tools,
-                call_ids,
-                limits,
-                gateway: gateway.map(Arc::new),
-            }),
+            outputs: {
+                let completion = completion::Completion {
+                    route,
+                    fallbacks,
+                    request,
+                    tools,
+                    call_ids,
+                    limits,
+                };
+                match gateway {
+                    None => completion::start(completion),
+                    Some(gateway) => tool_loop::start(completion, Arc::new(gateway)),
+                }
+            },
             trail,
         })
     }

@@ -24,13 +24,20 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::completion::{Completion, answer_or_fall_back};
+use super::completion::{self, Completion, answer_or_fall_back};
 use super::gateway_tools::{GatewayTool, GatewayTools};
-use super::output::{GatewayEvent, Output, Sender, ToolSource, send};
+use super::output::{GatewayEvent, Output, Outputs, Sender, ToolSource, send};
 use crate::error::ApiError;
 
+/// Starts the answer: the request's rounds on a task of their own.
+pub fn start(completion: Completion, tools: Arc<GatewayTools>) -> Outputs {
+    completion::spawn(completion, move |completion, sender| {
+        Box::pin(run(completion, tools, sender))
+    })
+}
+
 /// Runs the request's rounds to the end of its answer.
-pub async fn run(
+async fn run(
     completion: &mut Completion,
     tools: Arc<GatewayTools>,
     sender: &Sender,
