@@ -160,16 +160,23 @@ impl Server {
                     }
                 }
             };
-            let (stream, _) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::error!(%error, "cannot accept a connection");
-                        tokio::time::sleep(ACCEPT_RETRY).await;
-                        continue;
-                    }
-                },
-                () = &mut stop => return,
+            let accepted = loop {
+                tokio::select! {
+                    accepted = listener.accept() => break accepted,
+                    // A connection that ended gives its task's memory back now, not at the
+                    // next accept: after a burst that may be long, and each task is the
+                    // size of a connection's state (kilobytes).
+                    Some(_) = self.connections.join_next(), if !self.connections.is_empty() => {}
+                    () = &mut stop => return,
+                }
+            };
+            let (stream, _) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::error!(%error, "cannot accept a connection");
+                    tokio::time::sleep(ACCEPT_RETRY).await;
+                    continue;
+                }
             };
             // Without TCP_NODELAY a streamed answer's small SSE writes can wait on the
             // client's delayed ACK (Nagle's algorithm).
