@@ -387,9 +387,24 @@ mod tests {
         )]
     }
 
+    /// A parser holds the request's tools as they are, shared: one copy however many family
+    /// parsers the detector tries.
+    #[test]
+    fn the_tools_are_shared_not_copied() {
+        let tools: std::sync::Arc<[ToolDefinition]> = tools().into();
+        let mut parser = markup_parser(Markup::Unknown, std::sync::Arc::clone(&tools));
+        let text =
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n";
+        let _ = parser.feed(text);
+        assert!(std::sync::Arc::strong_count(&tools) >= 2);
+        let _ = parser.finish();
+        drop(parser);
+        assert_eq!(std::sync::Arc::strong_count(&tools), 1);
+    }
+
     /// Parses `text` fed `piece` characters at a time; the family found.
     fn parse(markup: Markup, text: &str, piece: usize) -> (Parsed, Option<Family>) {
-        let mut parser = markup_parser(markup, &tools());
+        let mut parser = markup_parser(markup, tools());
         let mut events = Vec::new();
         let chars: Vec<char> = text.chars().collect();
         for chunk in chars.chunks(piece.max(1)) {

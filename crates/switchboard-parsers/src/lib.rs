@@ -30,6 +30,8 @@ pub use render::{
     ToolRequirement, corrective_message, render_tool_calls, render_tool_results, tool_prompt,
 };
 
+use std::sync::Arc;
+
 use out::Out;
 use split::{Piece, Splitter};
 use switchboard_tools::ToolDefinition;
@@ -57,11 +59,16 @@ pub enum Markup {
     Unknown,
 }
 
-/// A parser for text in `markup`.
-pub fn markup_parser(markup: Markup, tools: &[ToolDefinition]) -> Box<dyn ToolCallParser> {
+/// A parser for text in `markup`. `tools` are the request's tools, held by the parser as
+/// they are (an `Arc` is shared, a slice or a `Vec` copied once).
+pub fn markup_parser(
+    markup: Markup,
+    tools: impl Into<Arc<[ToolDefinition]>>,
+) -> Box<dyn ToolCallParser> {
+    let tools = tools::Tools::new(tools);
     match markup {
-        Markup::Family(family) => parser(family, tools),
-        Markup::Unknown => Box::new(detect::Detect::new(tools::Tools::new(tools))),
+        Markup::Family(family) => families::build(family, Out::new(tools), ParseOptions::default()),
+        Markup::Unknown => Box::new(detect::Detect::new(tools)),
     }
 }
 

@@ -2,44 +2,41 @@
 //! parameter should have, so formats that write values as bare text (XML-style parameters)
 //! can tell the string `"3"` from the number `3`.
 
-use serde_json::{Map, Value};
+use std::sync::Arc;
+
+use serde_json::Value;
 use switchboard_tools::ToolDefinition;
 
-/// The offered tools, reduced to names and parameter schemas.
+/// The offered tools, read for their names and parameter schemas. Shared, not copied: a
+/// parser (and each family parser the unknown-family detector starts) holds the request's
+/// own list, which a coding agent's dozen tools make several kilobytes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tools {
-    tools: Vec<(String, Map<String, Value>)>,
+    tools: Arc<[ToolDefinition]>,
 }
 
 impl Tools {
-    pub(crate) fn new(definitions: &[ToolDefinition]) -> Self {
-        let tools = definitions
-            .iter()
-            .map(|tool| {
-                let properties = tool
-                    .function
-                    .parameters
-                    .as_ref()
-                    .and_then(|schema| schema.get("properties"))
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default();
-                (tool.function.name.clone(), properties)
-            })
-            .collect();
-        Self { tools }
+    pub(crate) fn new(definitions: impl Into<Arc<[ToolDefinition]>>) -> Self {
+        Self {
+            tools: definitions.into(),
+        }
     }
 
     /// With no tools offered there is nothing to check a name against, so every name is known.
     pub(crate) fn knows(&self, name: &str) -> bool {
-        self.tools.is_empty() || self.tools.iter().any(|(tool, _)| tool == name)
+        self.tools.is_empty() || self.tools.iter().any(|tool| tool.function.name == name)
     }
 
+    /// The schema of `tool`'s `parameter`: the first tool of that name, its parameters'
+    /// `properties` object.
     fn schema(&self, tool: &str, parameter: &str) -> Option<&Value> {
         self.tools
             .iter()
-            .find(|(name, _)| name == tool)
-            .and_then(|(_, properties)| properties.get(parameter))
+            .find(|definition| definition.function.name == tool)
+            .and_then(|definition| definition.function.parameters.as_ref())
+            .and_then(|schema| schema.get("properties"))
+            .and_then(Value::as_object)
+            .and_then(|properties| properties.get(parameter))
     }
 
     /// Whether the parameter's schema says plainly that it is a string, so its text can be
@@ -153,7 +150,7 @@ mod tests {
                 "o": {"type": ["object", "null"]}
             }}),
         );
-        Tools::new(&[definition])
+        Tools::new(vec![definition])
     }
 
     #[test]

@@ -160,16 +160,23 @@ impl Server {
                     }
                 }
             };
-            let (stream, _) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        tracing::error!(%error, "cannot accept a connection");
-                        tokio::time::sleep(ACCEPT_RETRY).await;
-                        continue;
-                    }
-                },
-                () = &mut stop => return,
+            let accepted = loop {
+                tokio::select! {
+                    accepted = listener.accept() => break accepted,
+                    // A connection that ended gives its task's memory back now, not at the
+                    // next accept: after a burst that may be long, and each task is the
+                    // size of a connection's state (kilobytes).
+                    Some(_) = self.connections.join_next(), if !self.connections.is_empty() => {}
+                    () = &mut stop => return,
+                }
+            };
+            let (stream, _) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::error!(%error, "cannot accept a connection");
+                    tokio::time::sleep(ACCEPT_RETRY).await;
+                    continue;
+                }
             };
             // Without TCP_NODELAY a streamed answer's small SSE writes can wait on the
             // client's delayed ACK (Nagle's algorithm).
@@ -432,5 +439,49 @@ impl http_body::Body for Deadline {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A connection that ended gives its task back then, not when the next client connects:
+    /// after a burst of thousands, each finished task held the size of a connection's state.
+    #[tokio::test]
+    async fn an_ended_connection_is_not_held_until_the_next_accept() {
+        let router = Router::new().route("/", axum::routing::get(|| async { "hello" }));
+        let limits = ConnectionLimits {
+            header_read_timeout: Duration::from_secs(5),
+            body_read_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 16,
+        };
+        let mut server = Server::new(router, limits);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let client = tokio::spawn(async move {
+            let mut socket = TcpStream::connect(address).await.unwrap();
+            socket
+                .write_all(b"GET / HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut answer = Vec::new();
+            socket.read_to_end(&mut answer).await.unwrap();
+            // The server has closed its end; its task ends as the close completes.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let _ = stop.send(());
+            answer
+        });
+        server
+            .accept(listener, async {
+                let _ = stopped.await;
+            })
+            .await;
+        assert!(client.await.unwrap().ends_with(b"hello"));
+        assert_eq!(server.connections.len(), 0, "{server:?}");
     }
 }

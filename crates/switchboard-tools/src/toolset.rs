@@ -2,7 +2,7 @@
 //! and the result it returns, turning every failure into the words the model will read.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use jsonschema::Validator;
 use jsonschema::error::ValidationErrorKind;
@@ -158,6 +158,52 @@ impl CompiledTool {
     }
 }
 
+fn identical_lists(one: &[ToolDefinition], other: &[ToolDefinition]) -> bool {
+    one.len() == other.len()
+        && one.iter().zip(other).all(|(one, other)| {
+            if one.kind != other.kind {
+                return false;
+            }
+            let (one, other) = (&one.function, &other.function);
+            one.name == other.name
+                && one.description == other.description
+                && one.strict == other.strict
+                && identical_options(one.parameters.as_ref(), other.parameters.as_ref())
+                && identical_options(one.output_schema.as_ref(), other.output_schema.as_ref())
+        })
+}
+
+fn identical_options(one: Option<&Value>, other: Option<&Value>) -> bool {
+    match (one, other) {
+        (Some(one), Some(other)) => identical(one, other),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Equal with objects' members in the same order (`==` on maps ignores their order).
+fn identical(one: &Value, other: &Value) -> bool {
+    match (one, other) {
+        (Value::Object(one), Value::Object(other)) => {
+            one.len() == other.len()
+                && one
+                    .iter()
+                    .zip(other)
+                    .all(|((key, one), (other_key, other))| {
+                        key == other_key && identical(one, other)
+                    })
+        }
+        (Value::Array(one), Value::Array(other)) => {
+            one.len() == other.len()
+                && one
+                    .iter()
+                    .zip(other)
+                    .all(|(one, other)| identical(one, other))
+        }
+        _ => one == other,
+    }
+}
+
 /// Every violation of `value` against `validator`. With `arguments`, a value whose only
 /// problems are missing top-level properties is reported as missing parameters.
 fn violations(validator: &Validator, value: &Value, arguments: bool) -> Result<(), CallError> {
@@ -202,6 +248,8 @@ pub struct Toolset(Arc<Compiled>);
 struct Compiled {
     tools: Vec<CompiledTool>,
     by_name: HashMap<String, usize>,
+    /// The definitions as the first request that shared them sent them: see [`Toolset::share`].
+    shared: OnceLock<Arc<[ToolDefinition]>>,
 }
 
 impl Toolset {
@@ -225,7 +273,11 @@ impl Toolset {
             .enumerate()
             .map(|(index, tool)| (tool.name().to_owned(), index))
             .collect();
-        Self(Arc::new(Compiled { tools, by_name }))
+        Self(Arc::new(Compiled {
+            tools,
+            by_name,
+            shared: OnceLock::new(),
+        }))
     }
 
     pub fn get(&self, name: &str) -> Option<&CompiledTool> {
@@ -242,6 +294,21 @@ impl Toolset {
 
     pub fn is_empty(&self) -> bool {
         self.0.tools.is_empty()
+    }
+
+    /// A request's own definitions of these tools, or the identical list an earlier request
+    /// with this toolset shared: a gateway keeps one toolset for every request that sends the
+    /// same list, and each request's parsed copy (several kilobytes for a coding agent's
+    /// tools) would otherwise be held for as long as its answer streams. Identical means
+    /// field for field with objects' members in the same order, so the list serialises to
+    /// the same bytes whichever copy is sent.
+    pub fn share(&self, definitions: Arc<[ToolDefinition]>) -> Arc<[ToolDefinition]> {
+        let kept = self.0.shared.get_or_init(|| Arc::clone(&definitions));
+        if Arc::ptr_eq(kept, &definitions) || identical_lists(kept, &definitions) {
+            Arc::clone(kept)
+        } else {
+            definitions
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -1,15 +1,23 @@
 //! What a burst of concurrent streams costs the gateway in memory, and what it keeps after.
 //!
-//! A `switchboard serve` process (the real binary, its allocator and settings) in front of a
-//! slow streaming backend that lives in this process: each request with tools gets a
-//! streamed answer of `--chunks` words, one every `--interval-ms`, then a tool call. Bursts
-//! of `--streams` concurrent streamed requests are opened; the gateway's resident memory
-//! (VmRSS from /proc) is read at idle, at the plateau (every stream under way: the highest
-//! sample while they run), at the end of the burst, and `--settle` seconds later. Printed:
-//! each figure in MiB, the plateau's cost per stream in KiB, and what is kept after
-//! settling above the idle level.
+//! A `switchboard serve` process (the real binary, its allocator and settings; the clients
+//! and the backend live in this process, so the gateway's resident memory is its own) in
+//! front of a slow streaming backend: each request with tools (`--tools`, a dozen by
+//! default: about 4 KB of JSON) gets a streamed OpenAI answer of `--chunks` words, one every
+//! `--interval-ms`, then a tool call. For each step of the plan, a fresh gateway is started,
+//! warmed with one request, and given bursts of concurrent streamed requests; its resident
+//! memory (VmRSS from /proc) is read at idle, at the plateau (every stream under way: the
+//! highest sample while they run), at the end of the burst, and `--settle` seconds later.
+//! The table gives each figure in MiB, the plateau's cost per stream in KiB, and what is
+//! kept after settling above the idle level.
 //!
-//! `cargo bench -p switchboard --bench stream_memory -- [--streams N] [--bursts B] [--settle S] [--chunks C] [--interval-ms MS] [--tools T] [--ramp-ms MS]`
+//! `--plan 1000x1,3000x3` (the default) is one gateway given one burst of 1,000 streams and
+//! another given three bursts of 3,000; `--streams N --bursts B` is the plan `NxB`;
+//! `--quick` is `--plan 300x1,1000x2 --settle 15 --chunks 20`.
+//!
+//! `STREAM_MEMORY_BIN=path` measures that binary instead of the one cargo built.
+//!
+//! `cargo bench -p switchboard --bench stream_memory -- [--plan NxB,...] [--quick] [--settle S] [--chunks C] [--interval-ms MS] [--tools T] [--ramp-ms MS]`
 #![allow(
     clippy::print_stdout,
     clippy::unwrap_used,
@@ -27,8 +35,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 struct Options {
-    streams: usize,
-    bursts: usize,
+    /// Steps: a fresh gateway each, given `bursts` bursts of `streams` streams.
+    plan: Vec<(usize, usize)>,
     settle: Duration,
     chunks: usize,
     interval: Duration,
@@ -39,8 +47,7 @@ struct Options {
 
 fn options() -> Options {
     let mut options = Options {
-        streams: 3000,
-        bursts: 3,
+        plan: vec![(1000, 1), (3000, 3)],
         settle: Duration::from_secs(60),
         chunks: 40,
         interval: Duration::from_millis(500),
@@ -48,15 +55,37 @@ fn options() -> Options {
         ramp: Duration::ZERO,
     };
     let args: Vec<String> = std::env::args().collect();
-    let value = |at: usize| -> u64 {
+    let text = |at: usize| -> &str {
         args.get(at + 1)
-            .and_then(|value| value.parse().ok())
-            .unwrap_or_else(|| panic!("{} needs a number", args[at]))
+            .unwrap_or_else(|| panic!("{} needs a value", args[at]))
     };
+    let value = |at: usize| -> u64 {
+        text(at)
+            .parse()
+            .unwrap_or_else(|_| panic!("{} needs a number", args[at]))
+    };
+    let (mut streams, mut bursts) = (None, None);
+    if args.iter().any(|arg| arg == "--quick") {
+        options.plan = vec![(300, 1), (1000, 2)];
+        options.settle = Duration::from_secs(15);
+        options.chunks = 20;
+    }
     for (at, arg) in args.iter().enumerate() {
         match arg.as_str() {
-            "--streams" => options.streams = value(at) as usize,
-            "--bursts" => options.bursts = value(at) as usize,
+            "--plan" => {
+                options.plan = text(at)
+                    .split(',')
+                    .map(|step| {
+                        let (streams, bursts) = step.split_once('x').unwrap_or((step, "1"));
+                        (
+                            streams.trim().parse().expect("--plan takes NxB,..."),
+                            bursts.trim().parse().expect("--plan takes NxB,..."),
+                        )
+                    })
+                    .collect();
+            }
+            "--streams" => streams = Some(value(at) as usize),
+            "--bursts" => bursts = Some(value(at) as usize),
             "--settle" => options.settle = Duration::from_secs(value(at)),
             "--chunks" => options.chunks = value(at) as usize,
             "--interval-ms" => options.interval = Duration::from_millis(value(at)),
@@ -64,6 +93,9 @@ fn options() -> Options {
             "--ramp-ms" => options.ramp = Duration::from_millis(value(at)),
             _ => {}
         }
+    }
+    if streams.is_some() || bursts.is_some() {
+        options.plan = vec![(streams.unwrap_or(3000), bursts.unwrap_or(1))];
     }
     options
 }
@@ -166,7 +198,10 @@ impl Gateway {
             ),
         )
         .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        // `STREAM_MEMORY_BIN` measures another build of the binary (to compare two).
+        let program = std::env::var_os("STREAM_MEMORY_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_switchboard").into());
+        let mut child = Command::new(program)
             .args(["serve", "--config"])
             .arg(&file)
             .env("RUST_LOG", "warn,switchboard=info")
@@ -236,79 +271,168 @@ async fn stream(address: String, body: Arc<Vec<u8>>, started: Arc<AtomicUsize>) 
     }
 }
 
+/// One burst's figures, in MiB.
+struct Burst {
+    streams: usize,
+    burst: usize,
+    complete: usize,
+    seconds: f64,
+    idle: f64,
+    plateau: f64,
+    ended: f64,
+    settled: f64,
+}
+
 #[tokio::main]
 async fn main() {
     let options = options();
     // Every stream holds a socket here and two in the gateway.
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let backend = backend(options.chunks, options.interval).await;
-    let gateway = Gateway::start(&backend);
     let body = serde_json::to_vec(&serde_json::json!({
         "model": "coder", "stream": true, "max_tokens": 1024,
         "messages": [{"role": "system", "content": "You are a coding agent."},
             {"role": "user", "content": "Fix the failing test in src/main.rs."}],
         "tools": tools(options.tools)}))
     .unwrap();
-    let request = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        gateway.address,
-        body.len()
-    );
-    let request = Arc::new([request.as_bytes(), &body].concat());
-    // One request first, so idle is the gateway warmed up, as after its first client.
-    let warm = stream(
-        gateway.address.clone(),
-        Arc::clone(&request),
-        Arc::default(),
-    );
-    assert!(warm.await, "the warm-up stream failed");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let idle = gateway.rss_mib();
     println!(
-        "stream memory: {} concurrent streams with {} tools, {} words each {} ms apart; idle {idle:.1} MiB",
-        options.streams,
+        "stream memory: streamed requests with {} tools ({} bytes each), {} words each {} ms apart; RSS {} s after each burst",
         options.tools,
+        body.len(),
         options.chunks,
-        options.interval.as_millis()
+        options.interval.as_millis(),
+        options.settle.as_secs()
     );
-    for burst in 1..=options.bursts {
-        let started = Arc::new(AtomicUsize::new(0));
-        let began = Instant::now();
-        let mut streams = Vec::with_capacity(options.streams);
-        for index in 0..options.streams {
-            let due = options.ramp.mul_f64(index as f64 / options.streams as f64);
-            tokio::time::sleep_until((began + due).into()).await;
-            streams.push(tokio::spawn(stream(
-                gateway.address.clone(),
-                Arc::clone(&request),
-                Arc::clone(&started),
-            )));
-        }
-        let mut plateau: f64 = 0.0;
-        let all = streams.len();
-        let running = tokio::spawn(async move {
-            let mut ok = 0;
-            for stream in streams {
-                ok += usize::from(stream.await.unwrap_or(false));
-            }
-            ok
-        });
-        while !running.is_finished() {
-            if started.load(Ordering::SeqCst) == all {
-                plateau = plateau.max(gateway.rss_mib());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let ok = running.await.unwrap();
-        let ended = gateway.rss_mib();
-        tokio::time::sleep(options.settle).await;
-        let settled = gateway.rss_mib();
-        println!(
-            "burst {burst}: {ok}/{all} streams complete in {:.1} s; plateau {plateau:.1} MiB ({:.1} KiB per stream), at the end {ended:.1} MiB, {} s later {settled:.1} MiB ({:+.1} MiB over idle)",
-            began.elapsed().as_secs_f64(),
-            (plateau - idle) * 1024.0 / all as f64,
-            options.settle.as_secs(),
-            settled - idle
+    let mut table = Vec::new();
+    for &(streams, bursts) in &options.plan {
+        let gateway = Gateway::start(&backend);
+        let request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            gateway.address,
+            body.len()
         );
+        let request = Arc::new([request.as_bytes(), &body].concat());
+        // One request first, so idle is the gateway warmed up, as after its first client.
+        let warm = stream(
+            gateway.address.clone(),
+            Arc::clone(&request),
+            Arc::default(),
+        );
+        assert!(warm.await, "the warm-up stream failed");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let idle = gateway.rss_mib();
+        for burst in 1..=bursts {
+            let figures = run_burst(&gateway, &request, streams, &options).await;
+            let figures = Burst {
+                streams,
+                burst,
+                idle,
+                ..figures
+            };
+            print_row(&figures, &options);
+            table.push(figures);
+        }
+    }
+    println!();
+    println!(
+        "{:>7} {:>5} {:>9} {:>8} {:>9} {:>11} {:>8} {:>10} {:>9}",
+        "streams",
+        "burst",
+        "complete",
+        "idle",
+        "plateau",
+        "per stream",
+        "at end",
+        format!("{} s after", options.settle.as_secs()),
+        "kept"
+    );
+    for row in &table {
+        println!(
+            "{:>7} {:>5} {:>9} {:>4.1} MiB {:>5.1} MiB {:>7.1} KiB {:>4.1} MiB {:>6.1} MiB {:>+5.1} MiB",
+            row.streams,
+            row.burst,
+            format!("{}/{}", row.complete, row.streams),
+            row.idle,
+            row.plateau,
+            per_stream_kib(row),
+            row.ended,
+            row.settled,
+            row.settled - row.idle
+        );
+    }
+}
+
+/// The plateau's cost per stream, in KiB.
+fn per_stream_kib(row: &Burst) -> f64 {
+    (row.plateau - row.idle) * 1024.0 / row.streams as f64
+}
+
+fn print_row(row: &Burst, options: &Options) {
+    println!(
+        "{} streams, burst {}: {}/{} complete in {:.1} s; idle {:.1} MiB, plateau {:.1} MiB ({:.1} KiB per stream), at the end {:.1} MiB, {} s later {:.1} MiB ({:+.1} MiB over idle)",
+        row.streams,
+        row.burst,
+        row.complete,
+        row.streams,
+        row.seconds,
+        row.idle,
+        row.plateau,
+        per_stream_kib(row),
+        row.ended,
+        options.settle.as_secs(),
+        row.settled,
+        row.settled - row.idle
+    );
+}
+
+/// Opens `streams` streams at once (over `--ramp-ms`), samples RSS until all have ended,
+/// then waits `--settle`.
+async fn run_burst(
+    gateway: &Gateway,
+    request: &Arc<Vec<u8>>,
+    streams: usize,
+    options: &Options,
+) -> Burst {
+    let started = Arc::new(AtomicUsize::new(0));
+    let began = Instant::now();
+    let mut running = Vec::with_capacity(streams);
+    for index in 0..streams {
+        let due = options.ramp.mul_f64(index as f64 / streams as f64);
+        tokio::time::sleep_until((began + due).into()).await;
+        running.push(tokio::spawn(stream(
+            gateway.address.clone(),
+            Arc::clone(request),
+            Arc::clone(&started),
+        )));
+    }
+    let mut plateau: f64 = 0.0;
+    let all = running.len();
+    let running = tokio::spawn(async move {
+        let mut ok = 0;
+        for stream in running {
+            ok += usize::from(stream.await.unwrap_or(false));
+        }
+        ok
+    });
+    while !running.is_finished() {
+        if started.load(Ordering::SeqCst) == all {
+            plateau = plateau.max(gateway.rss_mib());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let complete = running.await.unwrap();
+    let seconds = began.elapsed().as_secs_f64();
+    let ended = gateway.rss_mib();
+    tokio::time::sleep(options.settle).await;
+    let settled = gateway.rss_mib();
+    Burst {
+        streams,
+        burst: 0,
+        complete,
+        seconds,
+        idle: 0.0,
+        plateau,
+        ended,
+        settled,
     }
 }

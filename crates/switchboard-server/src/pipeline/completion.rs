@@ -404,7 +404,7 @@ impl Round<'_> {
                         words.raw.push_str(&delta);
                     }
                     let parser = parser.get_or_insert_with(|| {
-                        markup_parser(markup, &self.completion.request.tools)
+                        markup_parser(markup, Arc::clone(&self.completion.request.tools))
                     });
                     let parsed = parser.feed(&delta);
                     outputs.extend(self.through(parsed, parser.as_ref()));

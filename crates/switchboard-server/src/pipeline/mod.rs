@@ -126,6 +126,9 @@ impl Pipeline {
             call_ids,
             gateway,
         } = request;
+        // The request's parsed tools give way to the identical list of an earlier request
+        // with the same toolset: held while the answer streams, one copy serves them all.
+        request.tools = tools.share(std::mem::take(&mut request.tools));
         let trail = Arc::new(UpstreamRecord::new(self.settings.upstream_header));
         let limits = Limits {
             timeout: self.settings.request_timeout,

@@ -505,3 +505,49 @@ fn patterns_are_bounded_before_compiling() {
         "{found:?}"
     );
 }
+
+/// Requests that send the same list share one parsed copy through the toolset they share;
+/// a list that differs, even only in the order of an object's members (which `==` on JSON
+/// objects ignores, and a backend would see), keeps its own.
+#[test]
+fn identical_definitions_are_shared_and_others_kept_apart() {
+    use std::sync::Arc;
+    use switchboard_tools::ToolDefinition;
+
+    let parse = |list: Value| -> Arc<[ToolDefinition]> {
+        serde_json::from_value::<Vec<ToolDefinition>>(list)
+            .unwrap()
+            .into()
+    };
+    let tools = Toolset::from_json(&json!([narrator()]), &Profile::api()).unwrap();
+    let first = tools.share(parse(json!([narrator()])));
+    let second = tools.share(parse(json!([narrator()])));
+    assert!(Arc::ptr_eq(&first, &second));
+    assert!(Arc::ptr_eq(
+        &first,
+        &tools.clone().share(parse(json!([narrator()])))
+    ));
+
+    let reordered = json!([{"type": "function", "function": {"name": "log_story_event",
+        "description": "Log an important narrative event to the terminal for the developer to see",
+        "parameters": {"type": "object", "required": ["event"], "properties": {
+            "event": {"type": "string", "description": "The story event to log"},
+            "importance": {"type": "string", "enum": ["low", "medium", "high"], "default": "medium",
+                           "description": "Importance level of this event"}}}}}]);
+    let own = parse(reordered);
+    assert_eq!(
+        *own, *first,
+        "equal as JSON values, members in another order"
+    );
+    let kept = tools.share(Arc::clone(&own));
+    assert!(Arc::ptr_eq(&kept, &own));
+    assert_ne!(
+        serde_json::to_string(&*kept).unwrap(),
+        serde_json::to_string(&*first).unwrap()
+    );
+    let described = parse(json!([tool("log_story_event", json!({"type": "object"}))]));
+    assert!(Arc::ptr_eq(
+        &tools.share(Arc::clone(&described)),
+        &described
+    ));
+}

@@ -116,10 +116,13 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     let source = Source::new(args.config, args.overrides, characters);
     let config = source.load()?;
     // Threads for every core: a large tool list compiles on one while the rest serve.
+    // A worker going idle gives back what it freed (after a burst, all of it).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(crate::memory::collect_when_idle)
         .build()?;
     runtime.block_on(async move {
+        tokio::spawn(crate::memory::sweep());
         let state = AppState::build(&config, &environment)?;
         report_startup(&config, &state).await;
         state.watch_health(Duration::from_secs(30));
