@@ -12,19 +12,16 @@ mod common;
 #[path = "common/echo.rs"]
 mod echo;
 
-use echo::upstream;
+use echo::{tools_call, upstream};
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use switchboard_bench::{Summary, heading, report, summarize};
 use switchboard_server::{Config, RunningGateway};
 
 /// The allocator the `switchboard` binary uses.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-const MODERN: &str = "2026-07-28";
 
 fn main() -> Result<(), common::Failure> {
     common::run(compare)
@@ -38,23 +35,8 @@ async fn compare(samples: usize) -> Result<(), common::Failure> {
     let config = Config::from_toml(&text).map_err(|error| error.to_string())?;
     let gateway = RunningGateway::start(&config, &|_| None).await?;
     let client = reqwest::Client::new();
-    let call = |url: String, name: &str| {
-        client
-            .post(url)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", MODERN)
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", name)
-            .json(
-                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-                "name": name, "arguments": {"text": "benchmarked"},
-                "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
-                    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-                    "io.modelcontextprotocol/clientCapabilities": {}}}}),
-            )
-    };
-    let direct = call(url, "echo");
-    let through = call(format!("{}/mcp", gateway.base_url()), "fast_echo");
+    let direct = tools_call(&client, &url, "echo");
+    let through = tools_call(&client, &format!("{}/mcp", gateway.base_url()), "fast_echo");
     // The gateway connects to the server in the background: wait until it serves the tool.
     let deadline = Instant::now() + Duration::from_secs(30);
     let by_gateway = loop {

@@ -23,8 +23,6 @@ use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const MODERN: &str = "2026-07-28";
-
 fn main() -> Result<(), common::Failure> {
     common::run(compare)
 }
@@ -71,22 +69,7 @@ async fn by_hand(client: &reqwest::Client, model: &str, mcp: &str) -> Result<(),
     if !first.contains("call_bench_1") {
         return Err(format!("the model did not call: {first}"));
     }
-    let call = common::send(
-        &client
-            .post(mcp)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", MODERN)
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "echo")
-            .json(
-                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-                "name": "echo", "arguments": {"text": "benchmarked"},
-                "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
-                    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-                    "io.modelcontextprotocol/clientCapabilities": {}}}}),
-            ),
-    )
-    .await?;
+    let call = common::send(&echo::tools_call(client, mcp, "echo")).await?;
     let result = call["result"]["content"][0]["text"].clone();
     let second = text(ask(json!([user,
         {"role": "assistant", "tool_calls": [{"id": "call_bench_1", "type": "function",

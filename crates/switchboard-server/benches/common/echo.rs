@@ -93,3 +93,23 @@ pub async fn upstream() -> Result<String, String> {
     tokio::spawn(async move { axum::serve(listener, router).await });
     Ok(format!("http://{address}/mcp"))
 }
+
+/// The protocol era the benches speak: one JSON answer per call.
+const MODERN: &str = "2026-07-28";
+
+/// A `tools/call` of tool `name` with the text `benchmarked`, to the MCP endpoint `url`.
+pub fn tools_call(client: &reqwest::Client, url: &str, name: &str) -> reqwest::RequestBuilder {
+    client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": name, "arguments": {"text": "benchmarked"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+}
