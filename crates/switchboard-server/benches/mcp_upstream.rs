@@ -16,7 +16,7 @@ use echo::{tools_call, upstream};
 
 use std::time::{Duration, Instant};
 
-use switchboard_bench::{Summary, heading, report, summarize};
+use switchboard_bench::{heading, report, report_added, summarize};
 use switchboard_server::{Config, RunningGateway};
 
 /// The allocator the `switchboard` binary uses.
@@ -61,17 +61,6 @@ async fn compare(samples: usize) -> Result<(), common::Failure> {
     heading("tools/call of an in-process echo server's tool, one call at a time");
     report("straight to the server", &direct_summary);
     report("through the gateway's /mcp", &through_summary);
-    let added = |of: fn(&Summary) -> Duration| {
-        of(&through_summary)
-            .saturating_sub(of(&direct_summary))
-            .as_secs_f64()
-            * 1000.0
-    };
-    println!(
-        "{:<48} median {:>9.3} ms  p99 {:>9.3} ms",
-        "added by the gateway",
-        added(|s| s.median),
-        added(|s| s.p99)
-    );
+    report_added("added by the gateway", &direct_summary, &through_summary);
     gateway.stop().await.map_err(|error| error.to_string())
 }

@@ -15,7 +15,7 @@ mod echo;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_bench::{Summary, heading, report, summarize};
+use switchboard_bench::{heading, report, report_added, summarize};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer};
 
@@ -125,17 +125,6 @@ async fn compare(samples: usize) -> Result<(), common::Failure> {
     heading("one gateway-run tool round (model, MCP call, model) against instant peers");
     report("done by the client itself", &direct_summary);
     report("one request through the gateway", &through_summary);
-    let added = |of: fn(&Summary) -> Duration| {
-        of(&through_summary)
-            .saturating_sub(of(&direct_summary))
-            .as_secs_f64()
-            * 1000.0
-    };
-    println!(
-        "{:<48} median {:>9.3} ms  p99 {:>9.3} ms",
-        "added by the gateway",
-        added(|s| s.median),
-        added(|s| s.p99)
-    );
+    report_added("added by the gateway", &direct_summary, &through_summary);
     gateway.stop().await.map_err(|error| error.to_string())
 }
