@@ -22,6 +22,10 @@ impl History {
         &self.messages
     }
 
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
+    }
+
     pub fn len(&self) -> usize {
         self.messages.len()
     }

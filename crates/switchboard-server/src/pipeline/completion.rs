@@ -41,6 +41,11 @@ pub struct Completion {
     pub tools: Toolset,
     pub call_ids: CallIdShape,
     pub limits: Limits,
+    /// The names of the tools among `tools` the gateway runs itself (a tool loop's).
+    pub gateway_run: Arc<[String]>,
+    /// Bytes received from backends so far, over a tool loop's rounds: `max_answer_bytes`
+    /// bounds the whole answer.
+    pub received: usize,
 }
 
 /// Starts the answer. Dropping the receiver (the client went away) cancels the backend
@@ -95,7 +100,10 @@ pub async fn answer_or_fall_back(
 ) -> Result<(), ApiError> {
     let mut fallbacks = std::mem::take(&mut completion.fallbacks).into_iter();
     loop {
-        match answer(completion, sender, fallbacks.len() > 0).await {
+        let mut received = completion.received;
+        let answered = answer(completion, sender, fallbacks.len() > 0, &mut received).await;
+        completion.received = received;
+        match answered {
             Ok(()) => return Ok(()),
             Err(Failure::Unanswered { error, reason }) => match fallbacks.next() {
                 Some(fallback) => {
@@ -219,7 +227,13 @@ impl From<ApiError> for Failure {
 /// appears, one retry follows an answer without one, then an error. Under the `repair`
 /// policy an answer with a broken call is followed by one more request (see `repair`).
 /// `fallback`: another route takes the request if this one fails before answering.
-async fn answer(completion: &Completion, sender: &Sender, fallback: bool) -> Result<(), Failure> {
+/// `received`: bytes of the answer received so far.
+async fn answer(
+    completion: &Completion,
+    sender: &Sender,
+    fallback: bool,
+    received: &mut usize,
+) -> Result<(), Failure> {
     let request = &completion.request;
     let route = &completion.route;
     let family = route.prompted;
@@ -240,15 +254,15 @@ async fn answer(completion: &Completion, sender: &Sender, fallback: bool) -> Res
         .filter(|requirement| *requirement != ToolRequirement::Auto);
     let attempts = if enforced.is_some() { 2 } else { 1 };
     let mut usage = None;
-    // Counted over every attempt: held calls, a gate's held outputs and the prompted text
-    // all grow with the answer, and a whole answer is collected in full.
-    let mut received = 0;
+    // `received` counts over every attempt: held calls, a gate's held outputs and the
+    // prompted text all grow with the answer, and a whole answer is collected in full.
     for attempt in 1..=attempts {
         // Native backends get the flag; where we parse calls ourselves we cap them.
         let max_calls = (markup.is_some() && !parallel).then_some(1);
         let mut finisher = Finisher::new(
             call_ids(completion),
             completion.tools.clone(),
+            Arc::clone(&completion.gateway_run),
             route.policy,
             markup.is_some(),
             max_calls,
@@ -266,7 +280,7 @@ async fn answer(completion: &Completion, sender: &Sender, fallback: bool) -> Res
                 requirement: enforced.clone(),
                 held: Vec::new(),
             },
-            received,
+            received: &mut *received,
         };
         // Only the first backend request of an answer can fail with nothing said yet.
         let first = attempt == 1;
@@ -283,7 +297,6 @@ async fn answer(completion: &Completion, sender: &Sender, fallback: bool) -> Res
             return Ok(send(sender, round.finisher.finish()?).await?);
         }
         usage = round.finisher.usage();
-        received = round.received;
         if attempt < attempts
             && let Some(enforced) = &enforced
         {
@@ -331,7 +344,7 @@ struct Round<'a> {
     finisher: Finisher,
     gate: ChoiceGate,
     /// Bytes of the answer received so far, bounded by `max_answer_bytes`.
-    received: usize,
+    received: &'a mut usize,
 }
 
 impl Round<'_> {
@@ -377,9 +390,9 @@ impl Round<'_> {
         };
         while let Some(event) = events.next().await {
             let event = event.map_err(ApiError::from)?;
-            self.received += event.text_len();
+            *self.received += event.text_len();
             let limit = self.completion.limits.max_answer_bytes;
-            if self.received > limit {
+            if *self.received > limit {
                 return Err(ApiError::answer_too_large(format_args!(
                     "more than max_answer_bytes ({limit} bytes)"
                 ))

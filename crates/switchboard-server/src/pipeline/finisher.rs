@@ -9,6 +9,7 @@
 //! as `report` does), and `repair` needs the whole answer to ask the model once more.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use switchboard_tools::{ToolCall, Toolset};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
@@ -52,6 +53,9 @@ pub struct Broken {
 pub struct Finisher {
     ids: CallIds,
     tools: Toolset,
+    /// Tools the gateway runs itself: whatever runs a call checks it and answers a bad one
+    /// with an `Error: …` result for the model, so the route's policy never applies to them.
+    gateway_run: Arc<[String]>,
     policy: ToolCallPolicy,
     /// Hold each call until it ends (needed when a call may still be withdrawn or rejected).
     hold_calls: bool,
@@ -77,6 +81,7 @@ impl Finisher {
     pub fn new(
         ids: CallIds,
         tools: Toolset,
+        gateway_run: Arc<[String]>,
         policy: ToolCallPolicy,
         hold_calls: bool,
         max_calls: Option<usize>,
@@ -84,6 +89,7 @@ impl Finisher {
         Self {
             ids,
             tools,
+            gateway_run,
             policy,
             hold_calls: hold_calls || policy != ToolCallPolicy::Report,
             max_calls,
@@ -277,7 +283,7 @@ impl Finisher {
             // Held calls are numbered as they are released, and nothing is released while a
             // broken call is held back, so this is the index the call will have.
             let index = self.sent + self.held_back.len();
-            let problem = check_call(index, &pending.call, &self.tools);
+            let problem = self.check(index, &pending.call);
             let hold_back = !self.held_back.is_empty()
                 || (problem.is_some() && self.policy != ToolCallPolicy::Report);
             if hold_back {
@@ -290,9 +296,16 @@ impl Finisher {
             }
             return;
         };
-        self.problems
-            .extend(check_call(index, &pending.call, &self.tools));
+        let problem = self.check(index, &pending.call);
+        self.problems.extend(problem);
         out.push(Output::Event(StreamEvent::ToolCallEnd { index }));
+    }
+
+    fn check(&self, index: usize, call: &ToolCall) -> Option<ToolCallProblem> {
+        if self.gateway_run.contains(&call.name) {
+            return None;
+        }
+        check_call(index, call, &self.tools)
     }
 
     /// Sends a held call whole: start, arguments, end.
@@ -331,7 +344,14 @@ mod tests {
     }
 
     fn finisher(policy: ToolCallPolicy) -> Finisher {
-        Finisher::new(CallIds::default(), tools(), policy, false, None)
+        Finisher::new(
+            CallIds::default(),
+            tools(),
+            Arc::default(),
+            policy,
+            false,
+            None,
+        )
     }
 
     fn events(outputs: &[Output]) -> Vec<StreamEvent> {

@@ -1,7 +1,7 @@
 //! The tools the gateway runs itself inside one request: the MCP servers the request names
 //! (OpenAI's `mcp` tool, Anthropic's MCP connector) and those its route offers on every
-//! request (`mcp_servers`), resolved once into the tools offered to the model and how each
-//! call reaches its server.
+//! request (`mcp_servers`), or a character's toolbox, resolved once into the tools offered
+//! to the model and how each call reaches what runs it.
 //!
 //! Only servers the gateway knows run: `[[mcp_server]]` entries, named by label or by URL
 //! (theirs, or the gateway's own `/mcp/servers/{name}` for one), and URLs the operator
@@ -13,13 +13,15 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::Value;
 use switchboard_mcp::names;
-use switchboard_tools::ToolDefinition;
+use switchboard_runtime::ToolExecutor;
+use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 use switchboard_wire::mcp::McpServerRequest;
 
 use crate::error::ApiError;
-use crate::tool_servers::{ToolServer, ToolServers};
+use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
 use crate::upstream::ToolLoopSettings;
 
 /// The longest function name model APIs accept.
@@ -39,25 +41,93 @@ pub struct GatewayTools {
     /// first answer.
     pub approvals: Vec<ApprovalAnswer>,
     pub max_rounds: usize,
+    /// At the round bound the model is asked once more without tools, to answer in words,
+    /// instead of the answer ending with `ToolLimit`: a character's turn ends in its words.
+    pub answer_at_bound: bool,
     /// Calls in all (OpenAI's `max_tool_calls`); rounds alone bound them when absent.
     pub max_calls: Option<usize>,
     pub max_tool_time: Duration,
+    /// What answers a call to a tool no one offered when the client offered no tools of
+    /// its own, so that the call has nowhere else to go: a character's toolbox, which says
+    /// why (a server that was down, no such tool); otherwise the model reads that there is
+    /// no such tool.
+    pub strays: Runner,
 }
 
 /// One tool the gateway runs.
 #[derive(Debug, Clone)]
 pub struct GatewayTool {
-    /// The name the model calls it by: the server's own, or `{label}_{tool}` where that is
-    /// taken.
+    /// The name the model calls it by.
     pub name: String,
-    /// The server, as the request named it.
-    pub label: String,
-    /// The server's own name for the tool.
-    pub tool: String,
-    pub server: Arc<ToolServer>,
+    /// The MCP server it lives on; none for a character's own tools.
+    pub source: Option<ToolSource>,
+    pub runner: Runner,
     /// Calls wait for the client's approval.
     pub needs_approval: bool,
     pub definition: ToolDefinition,
+}
+
+/// Where a gateway-run tool lives: the server as the request named it, and the server's
+/// own name for the tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolSource {
+    pub server: String,
+    pub tool: String,
+}
+
+/// What runs a call. Each checks the call's arguments against the tool's schema and
+/// answers every failure with an `Error: …` result for the model.
+#[derive(Clone)]
+pub enum Runner {
+    /// An MCP server, called by its own name for the tool.
+    Server {
+        server: Arc<ToolServer>,
+        tool: String,
+    },
+    /// A tool source of its own, called by the name the model used: a character's toolbox
+    /// (its sandboxed tools and its MCP servers' tools).
+    Source(Arc<dyn ToolExecutor>),
+    /// Nothing: the model called a tool no one offered.
+    Unknown,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Server { server, tool } => f
+                .debug_struct("Server")
+                .field("server", &server.name)
+                .field("tool", tool)
+                .finish(),
+            Self::Source(_) => f.write_str("Source"),
+            Self::Unknown => f.write_str("Unknown"),
+        }
+    }
+}
+
+impl Runner {
+    /// Runs one call to the end; never fails (see [`Runner`]).
+    pub async fn run(&self, call: &ToolCall) -> ToolResult {
+        match self {
+            Self::Server { server, tool } => {
+                let traceparent = crate::traces::current_traceparent();
+                let reply = server
+                    .call(tool, &call.arguments, traceparent.as_deref(), None)
+                    .await;
+                ToolResult {
+                    call_id: call.id.clone(),
+                    content: reply.text,
+                    is_error: reply.is_error,
+                }
+            }
+            Self::Source(source) => source.call(call).await,
+            Self::Unknown => ToolResult {
+                call_id: call.id.clone(),
+                content: CallError::UnknownTool(call.name.clone()).to_string(),
+                is_error: true,
+            },
+        }
+    }
 }
 
 /// One named server's tools as offered, or why it has none.
@@ -117,9 +187,41 @@ impl GatewayTools {
 
     /// The tool a server (by the request's label) calls `tool`.
     pub fn find(&self, label: &str, tool: &str) -> Option<&GatewayTool> {
-        self.tools
-            .iter()
-            .find(|known| known.label == label && known.tool == tool)
+        self.tools.iter().find(|known| {
+            known
+                .source
+                .as_ref()
+                .is_some_and(|source| source.server == label && source.tool == tool)
+        })
+    }
+
+    /// A character's tools: its toolbox runs every call, and its turn ends in words.
+    pub fn character(toolbox: Arc<CharacterToolbox>, route: &ToolLoopSettings) -> Self {
+        let runner = Runner::Source(Arc::clone(&toolbox) as Arc<dyn ToolExecutor>);
+        let strays = runner.clone();
+        let tools = toolbox
+            .definitions()
+            .into_iter()
+            .map(|definition| GatewayTool {
+                name: definition.name().to_owned(),
+                source: toolbox
+                    .source(definition.name())
+                    .map(|(server, tool)| ToolSource { server, tool }),
+                runner: runner.clone(),
+                needs_approval: false,
+                definition,
+            })
+            .collect();
+        Self {
+            tools,
+            listings: Vec::new(),
+            approvals: Vec::new(),
+            max_rounds: route.max_rounds,
+            answer_at_bound: true,
+            max_calls: None,
+            max_tool_time: route.max_tool_time,
+            strays,
+        }
     }
 
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
@@ -143,10 +245,13 @@ impl GatewayTools {
             listings: Vec::new(),
             approvals: Vec::new(),
             max_rounds: route.max_rounds,
+            answer_at_bound: false,
             max_calls: asked.max_calls,
             max_tool_time: route.max_tool_time,
+            strays: Runner::Unknown,
         };
         let mut taken = asked.taken;
+        let mut named: Vec<Arc<ToolServer>> = Vec::new();
         for (index, request) in asked.servers.iter().enumerate() {
             if asked.servers[..index]
                 .iter()
@@ -163,17 +268,14 @@ impl GatewayTools {
             };
             let listing = resolved.offer(&server, request, dynamic, &mut taken, asked.may_use);
             resolved.listings.push(Arc::new(listing));
+            named.push(server);
         }
         for name in &route.servers {
             // Checked against the configuration when it was loaded.
             let Some(server) = servers.get(name) else {
                 continue;
             };
-            if resolved
-                .tools
-                .iter()
-                .any(|tool| Arc::ptr_eq(&tool.server, server))
-            {
+            if named.iter().any(|known| Arc::ptr_eq(known, server)) {
                 continue;
             }
             let request = McpServerRequest {
@@ -247,9 +349,14 @@ impl GatewayTools {
             definition.function.description = tool.description.clone();
             self.tools.push(GatewayTool {
                 name,
-                label: request.label.clone(),
-                tool: tool.name.clone(),
-                server: Arc::clone(server),
+                source: Some(ToolSource {
+                    server: request.label.clone(),
+                    tool: tool.name.clone(),
+                }),
+                runner: Runner::Server {
+                    server: Arc::clone(server),
+                    tool: tool.name.clone(),
+                },
                 needs_approval: request.approval.required(&tool.name, read_only),
                 definition,
             });

@@ -122,7 +122,7 @@ impl Pipeline {
         let GatewayRequest {
             target,
             mut request,
-            mut tools,
+            tools,
             call_ids,
             gateway,
         } = request;
@@ -138,7 +138,7 @@ impl Pipeline {
             hard_stop: self.hard_stop.clone(),
         };
         let label = target.label();
-        let route = match target {
+        let (route, character) = match target {
             Target::Character(character) => {
                 if gateway.is_some() {
                     return Err(ApiError::invalid_request(
@@ -153,68 +153,41 @@ impl Pipeline {
                         "no_character_route",
                     )
                 })?;
-                let (text, history) = character::split_request(&request)?;
-                let turn = character::Turn {
-                    text,
-                    history,
-                    max_tokens: self.character_max_tokens(&request),
-                    limits,
-                };
-                return Ok(Started {
-                    label,
-                    kind: "character",
-                    outputs: character::start(character, route, &self.tool_servers, turn),
-                    trail,
-                });
+                character::conversation(&mut request)?;
+                request.max_tokens = Some(self.character_max_tokens(&request));
+                (route, Some(character))
             }
-            Target::Route(route) => route,
+            Target::Route(route) => (route, None),
         };
-        if let Some(gateway) = &gateway {
-            // The model is offered the client's tools and the gateway's alike; the finisher
-            // checks calls to both.
-            let offered: Vec<_> = request
-                .tools
-                .iter()
-                .chain(gateway.definitions())
-                .cloned()
-                .collect();
-            tools = compile_converted("openai", &offered, || {
-                serde_json::to_value(&offered).unwrap_or_default()
-            })
-            .map_err(|problems| {
-                ApiError::invalid_request(
-                    format!("an MCP server's tools cannot be offered: {problems}"),
-                    Some("tools".into()),
-                )
-            })?;
-            request.tools = offered.into();
-        }
+        let kind = match (&character, route.prompted) {
+            (Some(_), _) => "character",
+            (None, Some(_)) => "prompted",
+            (None, None) => "native",
+        };
         let fallbacks = route
             .fallbacks
             .iter()
             .filter_map(|name| self.routes.named(name).cloned())
             .collect();
+        let completion = completion::Completion {
+            route,
+            fallbacks,
+            request,
+            tools,
+            call_ids,
+            limits,
+            gateway_run: Arc::default(),
+            received: 0,
+        };
+        let outputs = match (character, gateway) {
+            (Some(character), _) => character::start(character, completion, &self.tool_servers),
+            (None, None) => completion::start(completion),
+            (None, Some(gateway)) => tool_loop::start(completion, gateway)?,
+        };
         Ok(Started {
             label,
-            kind: if route.prompted.is_some() {
-                "prompted"
-            } else {
-                "native"
-            },
-            outputs: {
-                let completion = completion::Completion {
-                    route,
-                    fallbacks,
-                    request,
-                    tools,
-                    call_ids,
-                    limits,
-                };
-                match gateway {
-                    None => completion::start(completion),
-                    Some(gateway) => tool_loop::start(completion, Arc::new(gateway)),
-                }
-            },
+            kind,
+            outputs,
             trail,
         })
     }

@@ -10,7 +10,7 @@ use switchboard_runtime::ToolEvent;
 use switchboard_wire::StreamEvent;
 use tokio::sync::mpsc;
 
-use super::gateway_tools::Listing;
+use super::gateway_tools::{Listing, ToolSource};
 use super::tool_checks::ToolCallProblem;
 use crate::error::ApiError;
 
@@ -63,14 +63,6 @@ pub enum GatewayEvent {
         source: ToolSource,
         arguments: String,
     },
-}
-
-/// Where a gateway-run tool lives: the server as the request named it, and the server's
-/// own name for the tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolSource {
-    pub server: String,
-    pub tool: String,
 }
 
 /// Each event as one object with its `type` (`system_prompt`, `tool_started`,

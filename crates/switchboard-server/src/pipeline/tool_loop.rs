@@ -25,19 +25,46 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::completion::{self, Completion, answer_or_fall_back};
-use super::gateway_tools::{GatewayTool, GatewayTools};
-use super::output::{GatewayEvent, Output, Outputs, Sender, ToolSource, send};
+use super::gateway_tools::{GatewayTool, GatewayTools, Runner, ToolSource};
+use super::output::{GatewayEvent, Output, Outputs, Sender, send};
+use super::tools::compile_converted;
 use crate::error::ApiError;
 
 /// Starts the answer: the request's rounds on a task of their own.
-pub fn start(completion: Completion, tools: Arc<GatewayTools>) -> Outputs {
-    completion::spawn(completion, move |completion, sender| {
+pub fn start(mut completion: Completion, tools: GatewayTools) -> Result<Outputs, ApiError> {
+    offer(&mut completion, &tools)?;
+    let tools = Arc::new(tools);
+    Ok(completion::spawn(completion, move |completion, sender| {
         Box::pin(run(completion, tools, sender))
-    })
+    }))
 }
 
-/// Runs the request's rounds to the end of its answer.
-async fn run(
+/// Offers the model the client's tools and the gateway's alike; the finisher checks calls
+/// to the client's, and leaves the gateway's to what runs them.
+pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), ApiError> {
+    let request = &mut completion.request;
+    let offered: Vec<_> = request
+        .tools
+        .iter()
+        .chain(tools.definitions())
+        .cloned()
+        .collect();
+    completion.tools = compile_converted("openai", &offered, || {
+        serde_json::to_value(&offered).unwrap_or_default()
+    })
+    .map_err(|problems| {
+        ApiError::invalid_request(
+            format!("an MCP server's tools cannot be offered: {problems}"),
+            Some("tools".into()),
+        )
+    })?;
+    request.tools = offered.into();
+    completion.gateway_run = tools.tools.iter().map(|tool| tool.name.clone()).collect();
+    Ok(())
+}
+
+/// Runs the request's rounds to the end of its answer; the tools must have been offered.
+pub async fn run(
     completion: &mut Completion,
     tools: Arc<GatewayTools>,
     sender: &Sender,
@@ -59,6 +86,8 @@ async fn run(
     let answered = answer_approvals(&tools, sender, deadline).await;
     calls += answered.len();
     completion.request.messages.extend(answered);
+    // Where the client offered no tools, every call is the gateway's to answer.
+    let client_offered = completion.request.tools.len() > completion.gateway_run.len();
     let mut rounds = 0;
     let reason = loop {
         let spent = usage.map_or(0, |usage| usage.completion_tokens);
@@ -70,8 +99,14 @@ async fn run(
             completion.request.max_tokens = Some(u32::try_from(left).unwrap_or(u32::MAX));
         }
         rounds += 1;
+        let in_words = tools.answer_at_bound && rounds > tools.max_rounds;
+        if in_words {
+            let request = &mut completion.request;
+            request.tools = Arc::default();
+            request.tool_choice = None;
+        }
         let budget = tools.max_calls.map(|max| max.saturating_sub(calls));
-        let round = one_round(completion, &tools, sender, deadline, budget)
+        let round = one_round(completion, &tools, sender, deadline, budget, client_offered)
             .instrument(tracing::info_span!("tool_round", round = rounds))
             .await?;
         if let Some(round_usage) = round.usage {
@@ -91,7 +126,8 @@ async fn run(
         } else if round.finish == FinishReason::Length {
             Some(FinishReason::Length)
         } else if round.limited
-            || rounds >= tools.max_rounds
+            || in_words
+            || (rounds >= tools.max_rounds && !tools.answer_at_bound)
             || tools.max_calls.is_some_and(|max| calls >= max)
         {
             Some(FinishReason::ToolLimit)
@@ -134,7 +170,9 @@ async fn answer_approvals(
             arguments: answer.arguments.clone(),
         };
         match tools.find(&answer.label, &answer.tool) {
-            Some(tool) if answer.approve => running.start(call, tool),
+            Some(tool) if answer.approve => {
+                running.start(call, tool.source.clone(), tool.runner.clone());
+            }
             found => {
                 let why = if found.is_none() {
                     format!(
@@ -186,10 +224,12 @@ async fn one_round(
     sender: &Sender,
     deadline: Instant,
     budget: Option<usize>,
+    client_offered: bool,
 ) -> Result<Round, ApiError> {
     let (round_sender, mut outputs) = mpsc::unbounded_channel();
     let mut taker = Taker {
         tools,
+        client_offered,
         sender,
         collector: Collector::new(),
         calls: BTreeMap::new(),
@@ -221,6 +261,8 @@ async fn one_round(
 /// Takes one round's outputs: the gateway's calls out, the rest on to the client.
 struct Taker<'a> {
     tools: &'a GatewayTools,
+    /// The client offered tools of its own: calls to tools no one offered are its.
+    client_offered: bool,
     sender: &'a Sender,
     /// The whole round, gateway calls included, for the conversation.
     collector: Collector,
@@ -239,13 +281,28 @@ struct Taker<'a> {
 
 impl Taker<'_> {
     fn take(&mut self, output: Output) -> Result<(), ApiError> {
-        let Output::Event(event) = output else {
-            return pass(self.sender, output);
+        let event = match output {
+            Output::Event(event) => event,
+            // The client hears only of its own calls' problems, by their numbers.
+            Output::Problems(problems) => {
+                let problems: Vec<_> = problems
+                    .into_iter()
+                    .filter_map(|mut problem| {
+                        problem.index = *self.client_indices.get(&problem.index)?;
+                        Some(problem)
+                    })
+                    .collect();
+                if problems.is_empty() {
+                    return Ok(());
+                }
+                return pass(self.sender, Output::Problems(problems));
+            }
+            output => return pass(self.sender, output),
         };
         self.collector.push(&event);
         match event {
             StreamEvent::ToolCallStart { index, id, name } => {
-                if self.tools.get(&name).is_some() {
+                if self.tools.get(&name).is_some() || !self.client_offered {
                     self.calls.insert(
                         index,
                         ToolCall {
@@ -304,9 +361,7 @@ impl Taker<'_> {
     /// A gateway-run call is complete: it runs, waits for approval, or is left out past
     /// the request's call budget.
     fn ended(&mut self, call: ToolCall) {
-        let Some(tool) = self.tools.get(&call.name) else {
-            return;
-        };
+        let tool = self.tools.get(&call.name);
         if let Some(left) = &mut self.budget {
             if *left == 0 {
                 self.limited = true;
@@ -314,19 +369,29 @@ impl Taker<'_> {
             }
             *left -= 1;
         }
-        if tool.needs_approval {
+        if let Some(GatewayTool {
+            needs_approval: true,
+            source: Some(source),
+            ..
+        }) = tool
+        {
             self.awaiting_approval = true;
             let _ = pass(
                 self.sender,
                 Output::Gateway(GatewayEvent::ApprovalRequest {
                     id: call.id,
-                    source: source(tool),
+                    source: source.clone(),
                     arguments: call.arguments,
                 }),
             );
             return;
         }
-        self.running.start(call, tool);
+        match tool {
+            Some(tool) => self
+                .running
+                .start(call, tool.source.clone(), tool.runner.clone()),
+            None => self.running.start(call, None, self.tools.strays.clone()),
+        }
     }
 
     async fn finish(mut self) -> Result<Round, ApiError> {
@@ -360,13 +425,6 @@ fn pass(sender: &Sender, output: Output) -> Result<(), ApiError> {
         .map_err(|_| ApiError::invalid_request("the client went away", None))
 }
 
-fn source(tool: &GatewayTool) -> ToolSource {
-    ToolSource {
-        server: tool.label.clone(),
-        tool: tool.tool.clone(),
-    }
-}
-
 /// Gateway-run calls under way, each reporting its start and its result to the client as
 /// they happen; dropped, it stops them.
 struct Running<'a> {
@@ -392,36 +450,28 @@ impl<'a> Running<'a> {
         }
     }
 
-    fn start(&mut self, call: ToolCall, tool: &GatewayTool) {
-        let order = self.next(&call, source(tool));
+    fn start(&mut self, call: ToolCall, source: Option<ToolSource>, runner: Runner) {
+        let order = self.next(&call, source.clone());
         let sender = self.sender.clone();
         let deadline = self.deadline;
-        let server = Arc::clone(&tool.server);
-        let (label, name) = (tool.label.clone(), tool.tool.clone());
         let call_id = call.id.clone();
         let running = async move {
             let started = Instant::now();
-            let traceparent = crate::traces::current_traceparent();
-            let call_server = server.call(&name, &call.arguments, traceparent.as_deref(), None);
-            let (content, is_error) = match tokio::time::timeout_at(deadline.into(), call_server)
-                .await
-            {
-                Ok(reply) => (reply.text, reply.is_error),
-                Err(_) => (
-                    format!(
-                        "Error: the request's time for tools (max_tool_time_secs) ran out before {name} on {label} finished"
-                    ),
-                    true,
-                ),
-            };
-            let source = ToolSource {
-                server: label,
-                tool: name,
-            };
-            let result = ToolResult {
-                call_id: call.id.clone(),
-                content,
-                is_error,
+            let result = match tokio::time::timeout_at(deadline.into(), runner.run(&call)).await {
+                Ok(result) => result,
+                Err(_) => {
+                    let what = match &source {
+                        Some(source) => format!("{} on {}", source.tool, source.server),
+                        None => call.name.clone(),
+                    };
+                    ToolResult {
+                        call_id: call.id.clone(),
+                        content: format!(
+                            "Error: the request's time for tools (max_tool_time_secs) ran out before {what} finished"
+                        ),
+                        is_error: true,
+                    }
+                }
             };
             report_finished(&sender, call, &result, source, started.elapsed());
             (order, result)
@@ -432,6 +482,7 @@ impl<'a> Running<'a> {
 
     /// A call answered without running it.
     fn refuse(&mut self, call: ToolCall, source: ToolSource, content: String) {
+        let source = Some(source);
         let order = self.next(&call, source.clone());
         let result = ToolResult {
             call_id: call.id.clone(),
@@ -442,14 +493,14 @@ impl<'a> Running<'a> {
         self.known.push((order, result));
     }
 
-    fn next(&mut self, call: &ToolCall, source: ToolSource) -> usize {
+    fn next(&mut self, call: &ToolCall, source: Option<ToolSource>) -> usize {
         let _ = self.sender.send(Ok(Output::Gateway(GatewayEvent::Tool {
             event: ToolEvent::ToolStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             },
-            source: Some(source),
+            source,
         })));
         self.started += 1;
         self.started - 1
@@ -487,7 +538,7 @@ fn report_finished(
     sender: &Sender,
     call: ToolCall,
     result: &ToolResult,
-    source: ToolSource,
+    source: Option<ToolSource>,
     took: Duration,
 ) {
     let _ = sender.send(Ok(Output::Gateway(GatewayEvent::Tool {
@@ -498,6 +549,6 @@ fn report_finished(
             is_error: result.is_error,
             duration_ms: took.as_secs_f64() * 1000.0,
         },
-        source: Some(source),
+        source,
     })));
 }

@@ -11,7 +11,6 @@ mod settings;
 mod table;
 
 pub use health::Health;
-pub use pool::PoolBackend;
 pub use request::{PoolError, RetryReason, SendOptions, UpstreamRecord};
 pub use route::{Route, ToolLoopSettings};
 pub use settings::{Balance, RouteConfig, ToolCallPolicy, ToolCalling, check_routes};

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
 use futures::{StreamExt, stream};
 use rand::Rng;
 use sha2::{Digest, Sha256};
@@ -367,41 +366,6 @@ impl Pool {
             }
             tracing::warn!(route = %self.route, upstream = %replica.url, outcome = %outcome(&error), "the tokenizer did not answer; asking another replica");
         }
-    }
-}
-
-/// The pool as a plain backend for one request, for what talks to a route through the
-/// `Backend` trait (a character's tool loop): the same balancing, retries and trail.
-#[derive(Debug)]
-pub struct PoolBackend {
-    pub pool: Arc<Pool>,
-    pub ask: SendOptions,
-}
-
-impl Backend for PoolBackend {
-    fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>> {
-        Box::pin(async move {
-            let ask = SendOptions {
-                affinity: self.pool.affinity(&request),
-                ..self.ask.clone()
-            };
-            self.pool
-                .send(&request, &ask)
-                .await
-                .map_err(PoolError::into_backend_error)
-        })
-    }
-
-    fn count_tokens(
-        &self,
-        request: ChatRequest,
-    ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
-        Box::pin(self.pool.count_tokens(request, self.ask.deadline))
-    }
-
-    fn check(&self) -> BoxFuture<'_, Result<(), BackendError>> {
-        let index = self.pool.pick(&[], None);
-        Box::pin(self.pool.replicas[index].check())
     }
 }
 

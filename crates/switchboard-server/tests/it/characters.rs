@@ -251,3 +251,96 @@ async fn character_max_tokens_caps_every_character_reply() {
     assert_eq!(sent(&backend, 1)["max_tokens"], 25);
     gateway.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn at_max_tool_rounds_a_character_answers_in_words_whatever_its_routes_policy() {
+    // The model's call breaks the tool's schema: under `reject` a client would get an
+    // error, but the character's own tools answer it with an `Error: …` result instead.
+    let bad_call = || {
+        OpenAiScript::new()
+            .tool_call(
+                "call_narratornarratornarrator1",
+                "log_story_event",
+                &[r#"{"event": "A key", "importance": "loud"}"#],
+            )
+            .finish("tool_calls", 100, 20)
+            .reply()
+    };
+    let words = || {
+        OpenAiScript::new()
+            .text("The key glints.")
+            .finish("stop", 150, 12)
+            .reply()
+    };
+    let backend = ScriptedServer::start(vec![bad_call(), words(), bad_call(), words()]).await;
+    let gateway = one_route(
+        "openai",
+        &backend.base,
+        "max_tool_rounds = 1\ntool_call_errors = \"reject\"",
+    )
+    .await;
+    let body = request("character/narrator", "I search the old desk.");
+    let whole = post(&gateway, &body).await;
+    assert_eq!(whole.status, 200, "{}", whole.text);
+    let whole = whole.json();
+    assert!(
+        whole["choices"][0].get("tool_call_errors").is_none(),
+        "the character's calls are not the client's: {whole}"
+    );
+    let whole = summary(&whole);
+    let streamed = post_stream(&gateway, &streaming(body)).await;
+    assert!(streamed.done, "{}", streamed.text);
+    assert_eq!(whole, accumulate(&streamed.chunks));
+    assert_eq!(whole["content"], "The key glints.");
+    assert_eq!(whole["finish_reason"], "stop");
+
+    let first = sent(&backend, 0);
+    assert_eq!(first["tools"][0]["function"]["name"], "log_story_event");
+    let second = sent(&backend, 1);
+    assert!(
+        second.get("tools").is_none(),
+        "past the bound the model answers without tools: {second}"
+    );
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(result["role"], "tool");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: Invalid parameters - /importance"),
+        "{result}"
+    );
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_call_to_a_tool_the_character_lacks_is_answered_inside_the_turn() {
+    let stray = OpenAiScript::new()
+        .tool_call("call_narratornarratornarrator1", "open_door", &["{}"])
+        .finish("tool_calls", 100, 20)
+        .reply();
+    let words = OpenAiScript::new()
+        .text("The door is stuck.")
+        .finish("stop", 150, 12)
+        .reply();
+    let backend = ScriptedServer::start(vec![stray, words]).await;
+    let gateway = one_route("openai", &backend.base, "").await;
+    let answer = post(&gateway, &request("character/narrator", "I open the door.")).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let answer = summary(&answer.json());
+    assert_eq!(answer["content"], "The door is stuck.");
+    assert_eq!(answer["tool_calls"], json!([]));
+    let result = sent(&backend, 1)["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(result["content"], "Error: Unknown tool: open_door");
+    gateway.stop().await.unwrap();
+}

@@ -774,3 +774,44 @@ async fn a_keys_tools_globs_decide_what_a_request_may_run() {
         .collect();
     assert_eq!(offered, ["get-sum"], "only what the key may use is offered");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_and_stray_calls_reach_the_model_as_errors_whatever_the_routes_policy() {
+    let Some(servers) = everything() else { return };
+    // Under `reject` a broken call to a client's tool fails the answer; the gateway's own
+    // tools answer a broken call with an error result for the model instead.
+    let backend = caller_model("echo", json!({"words": "no message"})).await;
+    let strict = gateway(&servers, &backend, "tool_call_errors = \"reject\"").await;
+    let body = json!({"model": "local", "messages": [{"role": "user", "content": "echo"}],
+        "tools": [mcp_tool()]});
+    let (status, whole) = post(&strict, "/v1/chat/completions", body).await;
+    assert_eq!(status, 200, "{whole}");
+    let choice = &whole["choices"][0];
+    assert!(choice.get("tool_call_errors").is_none(), "{whole}");
+    assert_eq!(
+        choice["gateway_tool_calls"][0]["outcome"], "error",
+        "{whole}"
+    );
+    let said = choice["message"]["content"].as_str().unwrap();
+    assert!(
+        said.starts_with("Let me check.The tool said: Error: Missing required parameter: message"),
+        "{said}"
+    );
+    strict.stop().await.unwrap();
+
+    // A call to a tool no one offered, where the client offered none of its own, is the
+    // gateway's to answer: it has nowhere else to go.
+    let backend = caller_model("teleport", json!({})).await;
+    let plain = gateway(&servers, &backend, "").await;
+    let body = json!({"model": "local", "messages": [{"role": "user", "content": "go"}],
+        "tools": [mcp_tool()]});
+    let (status, whole) = post(&plain, "/v1/chat/completions", body).await;
+    assert_eq!(status, 200, "{whole}");
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["finish_reason"], "stop", "{whole}");
+    assert_eq!(
+        choice["message"]["content"],
+        "Let me check.The tool said: Error: Unknown tool: teleport"
+    );
+    plain.stop().await.unwrap();
+}
