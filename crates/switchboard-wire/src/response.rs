@@ -171,6 +171,11 @@ impl Collector {
             .map(|partial| &partial.call)
     }
 
+    /// The call begun at `index`, as far as it has arrived.
+    pub fn call(&self, index: usize) -> Option<&ToolCall> {
+        self.calls.get(index).map(|partial| &partial.call)
+    }
+
     /// The calls begun and not ended, in order.
     pub fn open_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.calls

@@ -13,7 +13,7 @@
 //! and the client's `max_tokens` across all rounds. At a bound the answer ends cleanly with
 //! [`FinishReason::ToolLimit`] or `Length`, never with a call that has no result.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -232,7 +232,7 @@ async fn one_round(
         client_offered,
         sender,
         collector: Collector::new(),
-        calls: BTreeMap::new(),
+        receiving: BTreeSet::new(),
         client_indices: HashMap::new(),
         running: Running::new(sender, deadline),
         finish: None,
@@ -266,8 +266,8 @@ struct Taker<'a> {
     sender: &'a Sender,
     /// The whole round, gateway calls included, for the conversation.
     collector: Collector,
-    /// Gateway-run calls being received, by their index in the round.
-    calls: BTreeMap<usize, ToolCall>,
+    /// The indexes of the gateway-run calls being received (the collector has them).
+    receiving: BTreeSet<usize>,
     /// The client's calls renumbered 0, 1, … as the client sees them.
     client_indices: HashMap<usize, usize>,
     running: Running<'a>,
@@ -303,14 +303,7 @@ impl Taker<'_> {
         match event {
             StreamEvent::ToolCallStart { index, id, name } => {
                 if self.tools.get(&name).is_some() || !self.client_offered {
-                    self.calls.insert(
-                        index,
-                        ToolCall {
-                            id,
-                            name,
-                            arguments: String::new(),
-                        },
-                    );
+                    self.receiving.insert(index);
                     return Ok(());
                 }
                 let client = self.client_indices.len();
@@ -325,8 +318,7 @@ impl Taker<'_> {
                 )
             }
             StreamEvent::ToolCallArguments { index, delta } => {
-                if let Some(call) = self.calls.get_mut(&index) {
-                    call.arguments.push_str(&delta);
+                if self.receiving.contains(&index) {
                     return Ok(());
                 }
                 let index = self.client_indices.get(&index).copied().unwrap_or(index);
@@ -336,8 +328,8 @@ impl Taker<'_> {
                 )
             }
             StreamEvent::ToolCallEnd { index } => {
-                if let Some(call) = self.calls.remove(&index) {
-                    self.ended(call);
+                if self.receiving.remove(&index) {
+                    self.ended(index);
                     return Ok(());
                 }
                 let index = self.client_indices.get(&index).copied().unwrap_or(index);
@@ -360,7 +352,10 @@ impl Taker<'_> {
 
     /// A gateway-run call is complete: it runs, waits for approval, or is left out past
     /// the request's call budget.
-    fn ended(&mut self, call: ToolCall) {
+    fn ended(&mut self, index: usize) {
+        let Some(call) = self.collector.call(index).cloned() else {
+            return;
+        };
         let tool = self.tools.get(&call.name);
         if let Some(left) = &mut self.budget {
             if *left == 0 {
@@ -396,8 +391,8 @@ impl Taker<'_> {
 
     async fn finish(mut self) -> Result<Round, ApiError> {
         // Calls the stream never closed explicitly are complete once it is.
-        for (_, call) in std::mem::take(&mut self.calls) {
-            self.ended(call);
+        for index in std::mem::take(&mut self.receiving) {
+            self.ended(index);
         }
         let results = self.running.finish().await;
         let response = self.collector.finish().map_err(|error| {
