@@ -4,6 +4,7 @@
 //! model, its tools into plain functions; and the encoder from our stream events back into
 //! Responses events and the response object.
 
+mod conversation;
 mod convert;
 mod custom_input;
 mod encode;
@@ -13,7 +14,8 @@ mod request;
 mod response;
 mod tools;
 
-pub use convert::{Converted, McpApproval, parse_input, to_chat};
+pub use conversation::McpApproval;
+pub use convert::{Converted, parse_input, to_chat};
 pub use encode::Encoder;
 pub use events::{Event, Sequenced, sse, write_sse};
 pub use items::{ContentPart, Item, MessageContent, Role, TextPart, ToolOutput, value_slot_bytes};
