@@ -301,12 +301,7 @@ async fn at_max_tool_rounds_a_character_answers_in_words_whatever_its_routes_pol
         second.get("tools").is_none(),
         "past the bound the model answers without tools: {second}"
     );
-    let result = second["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let result = last_sent(&backend, 1);
     assert_eq!(result["role"], "tool");
     assert!(
         result["content"]
@@ -335,12 +330,7 @@ async fn a_call_to_a_tool_the_character_lacks_is_answered_inside_the_turn() {
     let answer = summary(&answer.json());
     assert_eq!(answer["content"], "The door is stuck.");
     assert_eq!(answer["tool_calls"], json!([]));
-    let result = sent(&backend, 1)["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let result = last_sent(&backend, 1);
     assert_eq!(result["content"], "Error: Unknown tool: open_door");
     gateway.stop().await.unwrap();
 }

@@ -557,21 +557,10 @@ async fn a_character_uses_its_mcp_servers_tools_in_a_conversation() {
     assert!(offered.contains(&"memory_create_entities"), "{offered:?}");
     // Each result went back to the model.
     let second = sent(&backend, 1);
-    let result = second["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let result = last_sent(&backend, 1);
     assert_eq!(result["role"], "tool", "{second}");
     assert_eq!(result["content"], "water the plants\n");
-    let third = sent(&backend, 2);
-    let result = third["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let result = last_sent(&backend, 2);
     assert_eq!(result["tool_call_id"], "call_librarianlibrarianlibra2");
     assert!(
         result["content"].as_str().unwrap().contains("plants"),
@@ -807,12 +796,7 @@ async fn long_and_dotted_names_reach_a_model_as_function_names_and_map_back() {
     let results: Vec<Value> = [1, 2]
         .iter()
         .map(|index| {
-            sent(&backend, *index)["messages"]
-                .as_array()
-                .unwrap()
-                .last()
-                .unwrap()
-                .clone()
+            last_sent(&backend, *index)
         })
         .collect();
     assert_eq!(results[0]["content"], "sunny in Lisbon", "{results:?}");
@@ -855,12 +839,7 @@ async fn a_character_whose_server_is_down_loads_and_its_calls_say_why() {
     )
     .await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    let result = sent(&backend, 1)["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let result = last_sent(&backend, 1);
     let content = result["content"].as_str().unwrap();
     assert!(
         content.starts_with("Error: tool server fs is unavailable: "),

@@ -389,6 +389,16 @@ pub fn without_ids(mut summary: Value) -> Value {
     summary
 }
 
+/// The last message of the chat request a scripted backend received (after a call the
+/// gateway ran, its result).
+pub fn last_sent(server: &switchboard_testkit::ScriptedServer, index: usize) -> Value {
+    sent(server, index)["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
 /// The chat request a scripted backend received, as JSON.
 pub fn sent(server: &switchboard_testkit::ScriptedServer, index: usize) -> Value {
     let requests = server.requests();
