@@ -164,7 +164,7 @@ fn default_fail_open() -> bool {
 /// concerns (`route[2] ("local").url: …`), so that one run names them all.
 #[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
 #[error("{}", .0.join("\n"))]
-pub struct Problems(pub Vec<String>);
+pub struct ConfigProblems(pub Vec<String>);
 
 /// Why a configuration could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -177,7 +177,7 @@ pub enum ConfigError {
         reason: std::io::Error,
     },
     #[error("{}: {} problem(s):\n{problems}", path.display(), problems.0.len())]
-    Invalid { path: PathBuf, problems: Problems },
+    Invalid { path: PathBuf, problems: ConfigProblems },
 }
 
 impl Config {
@@ -195,9 +195,9 @@ impl Config {
 
     /// Parses and checks configuration text. Text that does not parse is one problem, named
     /// by its line and column; a parsed file is checked whole.
-    pub fn from_toml(text: &str) -> Result<Self, Problems> {
+    pub fn from_toml(text: &str) -> Result<Self, ConfigProblems> {
         let config: Config =
-            toml::from_str(text).map_err(|error| Problems(vec![parse_problem(text, &error)]))?;
+            toml::from_str(text).map_err(|error| ConfigProblems(vec![parse_problem(text, &error)]))?;
         config.check()?;
         Ok(config)
     }
@@ -379,7 +379,7 @@ impl Config {
         changed
     }
 
-    fn check(&self) -> Result<(), Problems> {
+    fn check(&self) -> Result<(), ConfigProblems> {
         let mut problems = Vec::new();
         problems.extend(crate::upstream::check_routes(
             &self.routes,
@@ -427,7 +427,7 @@ impl Config {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(Problems(problems))
+            Err(ConfigProblems(problems))
         }
     }
 }

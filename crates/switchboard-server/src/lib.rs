@@ -37,7 +37,7 @@ mod upstream;
 
 pub use api::mcp;
 pub use app::{RunningGateway, router, run, shutdown_signal};
-pub use config::{Config, ConfigError, Problems};
+pub use config::{Config, ConfigError, ConfigProblems};
 pub use pipeline::tool_checks;
 pub use state::{AppState, Reloaded, Snapshot};
 pub use tool_servers::{CharacterToolbox, McpServerConfig, ToolServer, ToolServers};

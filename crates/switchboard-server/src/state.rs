@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
-use crate::config::{Config, Problems};
+use crate::config::{Config, ConfigProblems};
 use crate::connections::ConnectionLimits;
 use crate::pipeline::Pipeline;
 use crate::store::{self, ResponseStore};
@@ -84,7 +84,7 @@ impl Snapshot {
         previous: Option<&Snapshot>,
         characters: &Arc<CharacterRegistry>,
         hard_stop: &CancellationToken,
-    ) -> Result<Self, Problems> {
+    ) -> Result<Self, ConfigProblems> {
         let mut problems = Vec::new();
         let access = Access::build(
             &config.access_settings(),
@@ -120,13 +120,13 @@ impl Snapshot {
             }
         }
         let (Some(access), Some(tool_servers)) = (access, tool_servers) else {
-            return Err(Problems(problems));
+            return Err(ConfigProblems(problems));
         };
         if !problems.is_empty() {
-            return Err(Problems(problems));
+            return Err(ConfigProblems(problems));
         }
         let routes = RouteTable::new(&config.routes, config.default_route.as_deref(), routes)
-            .map_err(|problem| Problems(vec![problem]))?;
+            .map_err(|problem| ConfigProblems(vec![problem]))?;
         let character_route = match &config.character_route {
             Some(name) => routes.named(name).cloned(),
             // Characters need native tool calling: a prompted first route must not stop
@@ -276,7 +276,7 @@ impl Changes {
 impl AppState {
     /// Builds the routes' clients and the keys, and loads the characters. `env` reads API
     /// keys and `key_env` variables.
-    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, Problems> {
+    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigProblems> {
         // First: the routes register their replicas' series, which need the recorder.
         let metrics = telemetry::prometheus();
         // The tool-list cache's gauges exist from the start, not from the first list.
@@ -293,7 +293,7 @@ impl AppState {
         let hard_stop = CancellationToken::new();
         let live = Snapshot::build(config.clone(), env, None, &characters, &hard_stop)?;
         let responses = store::open(&config.responses, config.state.as_deref())
-            .map_err(|problem| Problems(vec![problem]))?;
+            .map_err(|problem| ConfigProblems(vec![problem]))?;
         let live = Arc::new(live);
         Ok(Self {
             live: Arc::new(Reloadable {
@@ -334,7 +334,7 @@ impl AppState {
         &self,
         mut config: Config,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Reloaded, Problems> {
+    ) -> Result<Reloaded, ConfigProblems> {
         let _one_at_a_time = self
             .live
             .reloading

@@ -263,7 +263,7 @@ pub trait ResponseStore: Send + Sync + Debug {
 /// The in-process store.
 #[derive(Debug)]
 pub struct MemoryStore {
-    kept: Mutex<Kept>,
+    kept: Mutex<Contents>,
     max_entries: NonZeroUsize,
     max_bytes: usize,
     ttl: Duration,
@@ -272,15 +272,15 @@ pub struct MemoryStore {
 /// The entries, by the key that made them (`None` without keys), each key's least recently
 /// used first.
 #[derive(Debug, Default)]
-struct Kept {
-    owners: HashMap<Option<String>, Held>,
+struct Contents {
+    owners: HashMap<Option<String>, Owned>,
     /// Whose each id is.
     index: HashMap<String, Option<String>>,
     bytes: usize,
 }
 
 #[derive(Debug)]
-struct Held {
+struct Owned {
     entries: LruCache<String, Entry>,
     bytes: usize,
 }
@@ -295,7 +295,7 @@ struct Entry {
 impl MemoryStore {
     pub fn new(max_entries: NonZeroUsize, max_bytes: usize, ttl: Duration) -> Self {
         Self {
-            kept: Mutex::new(Kept::default()),
+            kept: Mutex::new(Contents::default()),
             max_entries,
             max_bytes,
             ttl,
@@ -342,7 +342,7 @@ impl MemoryStore {
         };
         kept.bytes += size;
         kept.index.insert(id.clone(), owner.clone());
-        let held = kept.owners.entry(owner).or_insert_with(|| Held {
+        let held = kept.owners.entry(owner).or_insert_with(|| Owned {
             entries: LruCache::unbounded(),
             bytes: 0,
         });
@@ -352,7 +352,7 @@ impl MemoryStore {
     }
 }
 
-impl Kept {
+impl Contents {
     fn remove(&mut self, id: &str) -> bool {
         let Some(owner) = self.index.remove(id) else {
             return false;

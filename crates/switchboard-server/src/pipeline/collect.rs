@@ -37,7 +37,7 @@ pub async fn collect_with(
         observe(&output);
         match output {
             Output::Event(event) => collector.push(&event),
-            Output::Problems(found) => problems.extend(found),
+            Output::CallProblems(found) => problems.extend(found),
             Output::Gateway(event) => gateway_events.push(event),
         }
     }

@@ -256,7 +256,7 @@ async fn answer(
     let mut usage = None;
     // `received` counts over every attempt: held calls, a gate's held outputs and the
     // prompted text all grow with the answer, and a whole answer is collected in full.
-    for attempt in 1..=attempts {
+    for number in 1..=attempts {
         // Native backends get the flag; where we parse calls ourselves we cap them.
         let max_calls = (markup.is_some() && !parallel).then_some(1);
         let mut finisher = Finisher::new(
@@ -270,7 +270,7 @@ async fn answer(
         if let Some(earlier) = usage {
             finisher.add_usage(earlier);
         }
-        let mut round = Round {
+        let mut attempt = Attempt {
             completion,
             sender,
             fallback,
@@ -283,21 +283,21 @@ async fn answer(
             received: &mut *received,
         };
         // Only the first backend request of an answer can fail with nothing said yet.
-        let first = attempt == 1;
-        let words = round.stream(&messages, Shown::Everything, first).await?;
-        if let Some(broken) = round.finisher.take_broken() {
-            round.deliver(broken.released.clone()).await?;
+        let first = number == 1;
+        let words = attempt.stream(&messages, Shown::Everything, first).await?;
+        if let Some(broken) = attempt.finisher.take_broken() {
+            attempt.deliver(broken.released.clone()).await?;
             tracing::info!(route = %route.name, broken = broken.broken.len(), "the model's tool call breaks the request's tools; asking once more");
             let retry = retry_messages(words.shown, &broken, &completion.tools);
             let mut repaired = messages.clone();
             repaired.extend(rewrite(&retry, None));
-            round.stream(&repaired, Shown::CallsOnly, false).await?;
+            attempt.stream(&repaired, Shown::CallsOnly, false).await?;
         }
-        if round.gate.is_open() {
-            return Ok(send(sender, round.finisher.finish()?).await?);
+        if attempt.gate.is_open() {
+            return Ok(send(sender, attempt.finisher.finish()?).await?);
         }
-        usage = round.finisher.usage();
-        if attempt < attempts
+        usage = attempt.finisher.usage();
+        if number < attempts
             && let Some(enforced) = &enforced
         {
             tracing::info!(route = %route.name, "the model made no required tool call; asking once more");
@@ -334,8 +334,9 @@ struct Words {
     shown: String,
 }
 
-/// One answer on its way to the client, over one or more backend requests.
-struct Round<'a> {
+/// One attempt at the answer on its way to the client, over one or more backend requests
+/// (a `repair` asks once more within it); `tool_choice` enforcement makes a second.
+struct Attempt<'a> {
     completion: &'a Completion,
     sender: &'a Sender,
     /// Another route takes the request if this one fails before answering.
@@ -347,7 +348,7 @@ struct Round<'a> {
     received: &'a mut usize,
 }
 
-impl Round<'_> {
+impl Attempt<'_> {
     /// Sends one backend request and passes its answer through the parser (if any), the
     /// finisher and the gate to the client.
     /// `first`: no backend request of this answer was made before, so a failure of every

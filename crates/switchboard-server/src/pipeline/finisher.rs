@@ -240,7 +240,7 @@ impl Finisher {
             }
         }
         if !self.problems.is_empty() {
-            out.push(Output::Problems(std::mem::take(&mut self.problems)));
+            out.push(Output::CallProblems(std::mem::take(&mut self.problems)));
         }
         let reason = match reason {
             FinishReason::Length => FinishReason::Length,
@@ -397,7 +397,7 @@ mod tests {
         outputs
             .iter()
             .filter_map(|output| match output {
-                Output::Problems(found) => {
+                Output::CallProblems(found) => {
                     Some(found.iter().map(|problem| (problem.index, problem.code)))
                 }
                 Output::Event(_) | Output::Gateway(_) => None,

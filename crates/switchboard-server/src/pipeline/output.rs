@@ -19,7 +19,7 @@ use crate::error::ApiError;
 pub enum Output {
     Event(StreamEvent),
     /// Problems with the model's calls; sent just before the finish.
-    Problems(Vec<ToolCallProblem>),
+    CallProblems(Vec<ToolCallProblem>),
     /// What the gateway did besides passing the model's words on (a character's prompt,
     /// tools it ran); each front-end shows it in its API's terms, or only to clients that
     /// ask.

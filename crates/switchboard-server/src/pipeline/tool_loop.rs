@@ -284,7 +284,7 @@ impl Taker<'_> {
         let event = match output {
             Output::Event(event) => event,
             // The client hears only of its own calls' problems, by their numbers.
-            Output::Problems(problems) => {
+            Output::CallProblems(problems) => {
                 let problems: Vec<_> = problems
                     .into_iter()
                     .filter_map(|mut problem| {
@@ -295,7 +295,7 @@ impl Taker<'_> {
                 if problems.is_empty() {
                     return Ok(());
                 }
-                return pass(self.sender, Output::Problems(problems));
+                return pass(self.sender, Output::CallProblems(problems));
             }
             output => return pass(self.sender, output),
         };

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use switchboard_server::{AppState, ConfigError, Problems};
+use switchboard_server::{AppState, ConfigError, ConfigProblems};
 
 use super::check::{CharactersDir, init_character_logs, runtime};
 use super::serve::{Overrides, Source, environment};
@@ -40,7 +40,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         Err(problems) => return Ok(report(&name, &problems)),
     };
     let loaded = state.characters.current();
-    let rejected = Problems(
+    let rejected = ConfigProblems(
         loaded
             .rejections
             .iter()
@@ -91,7 +91,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
 }
 
 /// Every problem on a line of its own (continuation lines indented), then the count.
-fn report(name: &str, problems: &Problems) -> ExitCode {
+fn report(name: &str, problems: &ConfigProblems) -> ExitCode {
     for problem in &problems.0 {
         println!("{}", problem.replace('\n', "\n    "));
     }

@@ -168,7 +168,7 @@ impl ChunkRenderer {
 impl Renderer for ChunkRenderer {
     fn output(&mut self, output: Output) -> String {
         let event = match output {
-            Output::Problems(found) => {
+            Output::CallProblems(found) => {
                 self.problems.extend(found);
                 return String::new();
             }

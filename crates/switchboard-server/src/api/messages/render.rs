@@ -100,7 +100,7 @@ impl Renderer for EventRenderer {
         // a non-streaming retry when the stream does not begin with `message_start`.
         let mut payloads = self.encoder.start();
         match output {
-            Output::Problems(found) => self.problems.extend(found),
+            Output::CallProblems(found) => self.problems.extend(found),
             Output::Event(event) => payloads.extend(self.encoder.event(&event)),
             Output::Gateway(event) => payloads.extend(connector_blocks(
                 &mut self.encoder,
@@ -199,7 +199,7 @@ impl WholeMessage {
         let payloads = match output {
             Output::Event(event) => self.encoder.event(event),
             Output::Gateway(event) => connector_blocks(&mut self.encoder, event, self.tool_listing),
-            Output::Problems(_) => Vec::new(),
+            Output::CallProblems(_) => Vec::new(),
         };
         for payload in payloads {
             self.builder.push(&payload);

@@ -122,7 +122,7 @@ impl ResponseRenderer {
         }
         drop(opening);
         let events = match output {
-            Output::Problems(found) => {
+            Output::CallProblems(found) => {
                 self.problems.extend(found);
                 Vec::new()
             }
