@@ -44,18 +44,24 @@ pub enum CallIdShape {
     OpenAi,
     /// `toolu_…`, Anthropic's.
     Anthropic,
+    /// Whatever the backend sent, new fresh ids in OpenAI's shape: for a conversation no
+    /// client sees the calls of (a character's turn), whose ids go back to the same backend.
+    Backend,
 }
 
 impl CallIdShape {
     fn prefix(self) -> &'static str {
         match self {
-            CallIdShape::OpenAi => "call_",
+            CallIdShape::OpenAi | CallIdShape::Backend => "call_",
             CallIdShape::Anthropic => "toolu_",
         }
     }
 
-    /// The prefix and at least 24 letters and digits.
+    /// The prefix and at least 24 letters and digits, or for `Backend` any id at all.
     fn fits(self, id: &str) -> bool {
+        if self == CallIdShape::Backend {
+            return !id.is_empty();
+        }
         id.strip_prefix(self.prefix()).is_some_and(|rest| {
             rest.len() >= 24 && rest.bytes().all(|byte| byte.is_ascii_alphanumeric())
         })
@@ -99,6 +105,16 @@ impl CallIds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backends_own_ids_are_kept_where_no_client_sees_them() {
+        let mut ids = CallIds::new(CallIdShape::Backend, ["call_1".to_owned()]);
+        assert_eq!(ids.assign("call_2"), "call_2");
+        assert_eq!(ids.assign("chatcmpl-tool-0"), "chatcmpl-tool-0");
+        let fresh = |id: &str| CallIdShape::OpenAi.fits(id);
+        assert!(fresh(&ids.assign("call_1")));
+        assert!(fresh(&ids.assign("")));
+    }
 
     #[test]
     fn good_ids_are_kept_and_bad_ones_replaced() {

@@ -123,7 +123,7 @@ impl Pipeline {
             target,
             mut request,
             tools,
-            call_ids,
+            mut call_ids,
             gateway,
         } = request;
         // The request's parsed tools give way to the identical list of an earlier request
@@ -154,6 +154,8 @@ impl Pipeline {
                     )
                 })?;
                 character::conversation(&mut request)?;
+                // The character's calls go no further than its own tools and its backend.
+                call_ids = CallIdShape::Backend;
                 request.max_tokens = Some(self.character_max_tokens(&request));
                 (route, Some(character))
             }

@@ -83,7 +83,15 @@ pub async fn run(
             .collect(),
     )
     .await?;
-    let answered = answer_approvals(&tools, sender, deadline).await;
+    // Calls run under the span the loop began in (the request's), where exported traces
+    // show them beside the backend attempts: a round's span is for logs only, and a task
+    // entered in it alone would lose the request as its exported parent.
+    let calls_under = CallsUnder {
+        sender,
+        deadline,
+        span: tracing::Span::current(),
+    };
+    let answered = answer_approvals(&tools, &calls_under).await;
     calls += answered.len();
     completion.request.messages.extend(answered);
     // Where the client offered no tools, every call is the gateway's to answer.
@@ -106,7 +114,7 @@ pub async fn run(
             request.tool_choice = None;
         }
         let budget = tools.max_calls.map(|max| max.saturating_sub(calls));
-        let round = one_round(completion, &tools, sender, deadline, budget, client_offered)
+        let round = one_round(completion, &tools, &calls_under, budget, client_offered)
             .instrument(tracing::info_span!("tool_round", round = rounds))
             .await?;
         if let Some(round_usage) = round.usage {
@@ -157,12 +165,8 @@ pub async fn run(
 
 /// Runs the calls the client approved (and answers those it refused) before the model's
 /// first answer: the model asked for them in the answer that requested approval.
-async fn answer_approvals(
-    tools: &GatewayTools,
-    sender: &Sender,
-    deadline: Instant,
-) -> Vec<Message> {
-    let mut running = Running::new(sender, deadline);
+async fn answer_approvals(tools: &GatewayTools, calls_under: &CallsUnder<'_>) -> Vec<Message> {
+    let mut running = Running::new(calls_under);
     for answer in &tools.approvals {
         let call = ToolCall {
             id: answer.id.clone(),
@@ -221,11 +225,11 @@ struct Round {
 async fn one_round(
     completion: &mut Completion,
     tools: &GatewayTools,
-    sender: &Sender,
-    deadline: Instant,
+    calls_under: &CallsUnder<'_>,
     budget: Option<usize>,
     client_offered: bool,
 ) -> Result<Round, ApiError> {
+    let sender = calls_under.sender;
     let (round_sender, mut outputs) = mpsc::unbounded_channel();
     let mut taker = Taker {
         tools,
@@ -234,7 +238,7 @@ async fn one_round(
         collector: Collector::new(),
         receiving: BTreeSet::new(),
         client_indices: HashMap::new(),
-        running: Running::new(sender, deadline),
+        running: Running::new(calls_under),
         finish: None,
         usage: None,
         budget,
@@ -420,11 +424,20 @@ fn pass(sender: &Sender, output: Output) -> Result<(), ApiError> {
         .map_err(|_| ApiError::invalid_request("the client went away", None))
 }
 
+/// What every call of a request shares: where its events go, when the request's time for
+/// tools ends, and the span it runs under.
+struct CallsUnder<'a> {
+    sender: &'a Sender,
+    deadline: Instant,
+    span: tracing::Span,
+}
+
 /// Gateway-run calls under way, each reporting its start and its result to the client as
 /// they happen; dropped, it stops them.
 struct Running<'a> {
     sender: &'a Sender,
     deadline: Instant,
+    span: tracing::Span,
     tasks: JoinSet<(usize, ToolResult)>,
     /// Each task's call, by order and id, for a result should the task fail.
     spawned: HashMap<tokio::task::Id, (usize, String)>,
@@ -434,10 +447,11 @@ struct Running<'a> {
 }
 
 impl<'a> Running<'a> {
-    fn new(sender: &'a Sender, deadline: Instant) -> Self {
+    fn new(under: &CallsUnder<'a>) -> Self {
         Self {
-            sender,
-            deadline,
+            sender: under.sender,
+            deadline: under.deadline,
+            span: under.span.clone(),
             tasks: JoinSet::new(),
             spawned: HashMap::new(),
             known: Vec::new(),
@@ -471,7 +485,7 @@ impl<'a> Running<'a> {
             report_finished(&sender, call, &result, source, started.elapsed());
             (order, result)
         };
-        let task = self.tasks.spawn(running.in_current_span());
+        let task = self.tasks.spawn(running.instrument(self.span.clone()));
         self.spawned.insert(task.id(), (order, call_id));
     }
 
