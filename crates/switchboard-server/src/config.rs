@@ -177,7 +177,10 @@ pub enum ConfigError {
         reason: std::io::Error,
     },
     #[error("{}: {} problem(s):\n{problems}", path.display(), problems.0.len())]
-    Invalid { path: PathBuf, problems: ConfigProblems },
+    Invalid {
+        path: PathBuf,
+        problems: ConfigProblems,
+    },
 }
 
 impl Config {
@@ -196,8 +199,8 @@ impl Config {
     /// Parses and checks configuration text. Text that does not parse is one problem, named
     /// by its line and column; a parsed file is checked whole.
     pub fn from_toml(text: &str) -> Result<Self, ConfigProblems> {
-        let config: Config =
-            toml::from_str(text).map_err(|error| ConfigProblems(vec![parse_problem(text, &error)]))?;
+        let config: Config = toml::from_str(text)
+            .map_err(|error| ConfigProblems(vec![parse_problem(text, &error)]))?;
         config.check()?;
         Ok(config)
     }

@@ -276,7 +276,10 @@ impl Changes {
 impl AppState {
     /// Builds the routes' clients and the keys, and loads the characters. `env` reads API
     /// keys and `key_env` variables.
-    pub fn build(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigProblems> {
+    pub fn build(
+        config: &Config,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigProblems> {
         // First: the routes register their replicas' series, which need the recorder.
         let metrics = telemetry::prometheus();
         // The tool-list cache's gauges exist from the start, not from the first list.

@@ -795,9 +795,7 @@ async fn long_and_dotted_names_reach_a_model_as_function_names_and_map_back() {
     }
     let results: Vec<Value> = [1, 2]
         .iter()
-        .map(|index| {
-            last_sent(&backend, *index)
-        })
+        .map(|index| last_sent(&backend, *index))
         .collect();
     assert_eq!(results[0]["content"], "sunny in Lisbon", "{results:?}");
     assert_eq!(results[1]["content"], "1.2.3", "{results:?}");
