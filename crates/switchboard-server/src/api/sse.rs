@@ -1,7 +1,8 @@
-//! The streamed answer of every API: the pipeline's outputs in, SSE bytes out through the
-//! front-end's [`Renderer`]. An error before anything was sent is an ordinary error response
+//! Every API's answer from one path ([`answer`]): the pipeline's outputs in, and out either
+//! SSE bytes through the front-end's [`Renderer`] or one body through its [`WholeBody`],
+//! the same outputs folded. An error before anything was sent is an ordinary error response
 //! in the API's own shape; after that it is the API's error event and the stream ends. The
-//! request's log line is written however the stream ends, a client that left included.
+//! request's log line is written however the answer ends, a client that left included.
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 
 use super::log::{RequestLog, Tally};
 use crate::error::ApiError;
-use crate::pipeline::{Output, Outputs, Started};
+use crate::pipeline::{Answer, Output, Outputs, Started, collect_with};
 
 /// How one API writes a streamed answer.
 pub trait Renderer: Send + 'static {
@@ -43,8 +44,49 @@ pub trait Renderer: Send + 'static {
     }
 }
 
+/// How one API writes a whole answer: the outputs a stream is rendered from, folded.
+pub trait WholeBody: Send {
+    /// Sees each output in order, for a body that depends on their order as well as on the
+    /// answer they add up to; nothing by default.
+    fn take(&mut self, _output: &Output) {}
+    /// The response for the complete answer.
+    fn respond(self, answer: Answer) -> impl Future<Output = Response> + Send;
+}
+
+/// How the client asked for the answer.
+pub enum Delivery<R, W> {
+    Streamed(R),
+    Whole(W),
+}
+
+/// Answers the request with `started`'s outputs, as the client asked; `error_response`
+/// writes an error in the API's shape.
+pub async fn answer<R: Renderer, W: WholeBody>(
+    started: Started,
+    delivery: Delivery<R, W>,
+    error_response: fn(ApiError) -> Response,
+    log: RequestLog,
+) -> Response {
+    let mut whole = match delivery {
+        Delivery::Streamed(renderer) => {
+            return stream(started, renderer, error_response, log).await;
+        }
+        Delivery::Whole(whole) => whole,
+    };
+    log.answering(&started, false);
+    let mut response = match collect_with(started.outputs, |output| whole.take(output)).await {
+        Ok(answer) => {
+            log.finish(&started.label, StatusCode::OK, Tally::of(&answer), false);
+            whole.respond(answer).await
+        }
+        Err(error) => log.fail(&started.label, error, error_response),
+    };
+    super::upstream_headers(&mut response, &started.trail);
+    response
+}
+
 /// Streams the answer. `error_response` renders an error that came before the first byte.
-pub async fn stream(
+async fn stream(
     started: Started,
     mut renderer: impl Renderer,
     error_response: impl FnOnce(ApiError) -> Response,

@@ -18,13 +18,9 @@ pub struct Answer {
     pub gateway_events: Vec<GatewayEvent>,
 }
 
-/// Waits for the whole answer; the first error ends it.
-pub async fn collect(outputs: Outputs) -> Result<Answer, ApiError> {
-    collect_with(outputs, |_| {}).await
-}
-
-/// [`collect`], showing each output to `observe` on the way: for an API whose whole body
-/// depends on the order of the outputs, not only on the answer they add up to.
+/// Waits for the whole answer, showing each output to `observe` on the way (for an API
+/// whose whole body depends on the order of the outputs, not only on the answer they add
+/// up to); the first error ends it.
 pub async fn collect_with(
     mut outputs: Outputs,
     mut observe: impl FnMut(&Output),

@@ -33,7 +33,7 @@ use crate::tool_servers::ToolServers;
 use crate::upstream::{Route, RouteTable, UpstreamRecord};
 
 pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
-pub use collect::{Answer, collect, collect_with};
+pub use collect::{Answer, collect_with};
 pub use count::{TokenCount, estimate_text, estimate_tokens};
 pub use gateway_tools::{ApprovalAnswer, Asked, GatewayTools};
 pub use output::{GatewayEvent, Output, Outputs};

@@ -7,12 +7,12 @@ pub(crate) mod validate;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use axum::Router;
 use axum::body::Body;
 use axum::extract::Extension;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
 use serde_json::Value;
 use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
@@ -21,15 +21,15 @@ use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
 
 use super::RequestId;
 use super::body::read_json;
-use super::log::{RequestLog, Tally};
-use super::sse;
+use super::log::RequestLog;
+use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
-use crate::pipeline::{GatewayRequest, collect};
+use crate::pipeline::{GatewayRequest, Started};
 use crate::state::Snapshot;
 use render::{
-    CHARACTER_EVENTS_HEADER, ChunkRenderer, Presentation, TOOL_EVENTS_HEADER, completion_body,
+    CHARACTER_EVENTS_HEADER, ChunkRenderer, CompletionBody, Presentation, TOOL_EVENTS_HEADER,
 };
 use validate::check_request;
 
@@ -52,50 +52,38 @@ pub async fn handle(
         .iter()
         .filter_map(|name| headers.get(*name))
         .any(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+    match start(&caller, &log, body, gateway_events).await {
+        Ok((started, delivery)) => sse::answer(started, delivery, FRONT_END.error, log).await,
+        Err(error) => log.fail("-", error, FRONT_END.error),
+    }
+}
+
+/// The request read, resolved, admitted and started, and how its answer goes out.
+async fn start(
+    caller: &Caller,
+    log: &RequestLog,
+    body: Body,
+    gateway_events: bool,
+) -> Result<(Started, Delivery<ChunkRenderer, CompletionBody>), ApiError> {
     let live = caller.snapshot();
-    let parsed = match parse(live, body, gateway_events).await {
-        Ok(parsed) => parsed,
-        Err(error) => return log.fail("-", error, FRONT_END.error),
-    };
     let Parsed {
         request,
         tools,
         mut presentation,
         stream,
         mcp,
-    } = parsed;
+    } = parse(live, body, gateway_events).await?;
     log.requested(&request.model);
-    let request = match gateway_request(&caller, request, tools, &mcp).await {
-        Ok(request) => request,
-        Err(error) => return log.fail("-", error, FRONT_END.error),
-    };
+    let request = gateway_request(caller, request, tools, &mcp).await?;
     presentation.gateway_tools = request.gateway.is_some();
-    if let Err(error) = caller::reserve(&caller, &request) {
-        return log.fail("-", error, FRONT_END.error);
-    }
-    let started = match live.pipeline.start(request) {
-        Ok(started) => started,
-        Err(error) => return log.fail("-", error, FRONT_END.error),
+    caller::reserve(caller, &request)?;
+    let started = live.pipeline.start(request)?;
+    let delivery = if stream {
+        Delivery::Streamed(ChunkRenderer::new(presentation))
+    } else {
+        Delivery::Whole(CompletionBody(presentation))
     };
-    if stream {
-        let renderer = ChunkRenderer::new(presentation);
-        return sse::stream(started, renderer, IntoResponse::into_response, log).await;
-    }
-    log.answering(&started, false);
-    let mut response = match collect(started.outputs).await {
-        Ok(answer) => {
-            log.finish(
-                &started.label,
-                axum::http::StatusCode::OK,
-                Tally::of(&answer),
-                false,
-            );
-            Json(completion_body(&answer, &presentation)).into_response()
-        }
-        Err(error) => log.fail(&started.label, error, FRONT_END.error),
-    };
-    super::upstream_headers(&mut response, &started.trail);
-    response
+    Ok((started, delivery))
 }
 
 /// The request in the pipeline's model with its tools compiled, how to present the answer,

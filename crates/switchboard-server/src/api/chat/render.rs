@@ -11,12 +11,14 @@
 
 use std::time::Duration;
 
+use axum::Json;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use switchboard_runtime::ToolEvent;
 use switchboard_wire::StreamEvent;
 use switchboard_wire::openai::{ChunkEncoder, DONE, completion};
 
-use crate::api::sse::Renderer;
+use crate::api::sse::{Renderer, WholeBody};
 use crate::error::ApiError;
 use crate::pipeline::tool_checks::ToolCallProblem;
 use crate::pipeline::{Answer, GatewayEvent, Output};
@@ -85,7 +87,16 @@ fn gateway_tool_calls(events: &[GatewayEvent]) -> Vec<Value> {
 }
 
 /// The whole answer as one `chat.completion` body.
-pub fn completion_body(answer: &Answer, presentation: &Presentation) -> Value {
+/// The whole answer as one `chat.completion` body.
+pub struct CompletionBody(pub Presentation);
+
+impl WholeBody for CompletionBody {
+    async fn respond(self, answer: Answer) -> Response {
+        Json(completion_body(&answer, &self.0)).into_response()
+    }
+}
+
+fn completion_body(answer: &Answer, presentation: &Presentation) -> Value {
     let response = &answer.response;
     let usage = response.usage.unwrap_or_default();
     let mut body = serde_json::to_value(completion(

@@ -9,12 +9,12 @@ pub mod count_tokens;
 mod render;
 mod validate;
 
+use axum::Router;
 use axum::body::Body;
 use axum::extract::Extension;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
 use axum::routing::post;
-use axum::{Json, Router};
 use serde_json::Value;
 use switchboard_tools::{Content, Message, ToolDefinition};
 use switchboard_wire::anthropic::{MessagesRequest, parse_request};
@@ -24,12 +24,12 @@ use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
 
 use super::RequestId;
 use super::body::read_json;
-use super::log::{RequestLog, Tally};
-use super::sse;
+use super::log::RequestLog;
+use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, message_id};
-use crate::pipeline::{GatewayRequest, Target, collect_with, estimate_tokens};
+use crate::pipeline::{GatewayRequest, Started, Target, estimate_tokens};
 pub use render::error_response;
 use render::{EventRenderer, Presentation, WholeMessage};
 use validate::{Endpoint, check_request};
@@ -69,14 +69,27 @@ pub async fn handle(
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .any(|beta| beta.trim() == LISTING_BETA);
-    let parsed = match parse(&caller, body, Endpoint::Messages).await {
-        Ok(parsed) => parsed,
-        Err(error) => return with_headers(log.fail("-", error, FRONT_END.error), &request_id, &[]),
+    let response = match start(&caller, &log, body, tool_listing).await {
+        Ok((started, delivery, dropped)) => {
+            let response = sse::answer(started, delivery, FRONT_END.error, log).await;
+            return with_headers(response, &request_id, &dropped);
+        }
+        Err(error) => log.fail("-", error, FRONT_END.error),
     };
+    with_headers(response, &request_id, &[])
+}
+
+/// The request read, resolved, admitted and started, how its answer goes out, and the
+/// server tools it named that were left out.
+async fn start(
+    caller: &Caller,
+    log: &RequestLog,
+    body: Body,
+    tool_listing: bool,
+) -> Result<(Started, Delivery<EventRenderer, WholeMessage>, Vec<String>), ApiError> {
+    let parsed = parse(caller, body, Endpoint::Messages).await?;
     log.requested(&parsed.request.request.model);
-    if let Err(error) = caller::reserve(&caller, &parsed.request) {
-        return with_headers(log.fail("-", error, FRONT_END.error), &request_id, &[]);
-    }
+    caller::reserve(caller, &parsed.request)?;
     let presentation = Presentation {
         id: message_id(),
         model: parsed.request.request.model.clone(),
@@ -95,33 +108,13 @@ pub async fn handle(
     } else {
         None
     };
-    let response = match caller.snapshot().pipeline.start(parsed.request) {
-        Err(error) => log.fail("-", error, FRONT_END.error),
-        Ok(started) if parsed.stream => {
-            sse::stream(
-                started,
-                EventRenderer::new(&presentation, count),
-                error_response,
-                log,
-            )
-            .await
-        }
-        Ok(started) => {
-            log.answering(&started, false);
-            let mut whole = WholeMessage::new(&presentation);
-            let mut response =
-                match collect_with(started.outputs, |output| whole.push(output)).await {
-                    Ok(answer) => {
-                        log.finish(&started.label, StatusCode::OK, Tally::of(&answer), false);
-                        Json(whole.finish(&answer.problems)).into_response()
-                    }
-                    Err(error) => log.fail(&started.label, error, FRONT_END.error),
-                };
-            super::upstream_headers(&mut response, &started.trail);
-            response
-        }
+    let started = caller.snapshot().pipeline.start(parsed.request)?;
+    let delivery = if parsed.stream {
+        Delivery::Streamed(EventRenderer::new(&presentation, count))
+    } else {
+        Delivery::Whole(WholeMessage::new(&presentation))
     };
-    with_headers(response, &request_id, &parsed.dropped)
+    Ok((started, delivery, parsed.dropped))
 }
 
 /// The request's id as `request-id` (where Anthropic's SDKs read it), and the server tools

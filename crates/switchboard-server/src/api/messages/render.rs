@@ -16,10 +16,10 @@ use switchboard_wire::anthropic::{MessageBuilder, SseEncoder, StreamPayload, pus
 use switchboard_wire::ids::IdMap;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::api::sse::Renderer;
+use crate::api::sse::{Renderer, WholeBody};
 use crate::error::ApiError;
 use crate::pipeline::tool_checks::ToolCallProblem;
-use crate::pipeline::{GatewayEvent, Output, TokenCount};
+use crate::pipeline::{Answer, GatewayEvent, Output, TokenCount};
 
 /// Says where a prompt count came from: `backend` (its tokenizer) or `estimate`.
 pub const TOKEN_COUNT: &str = "x-switchboard-token-count";
@@ -195,7 +195,7 @@ impl WholeMessage {
         }
     }
 
-    pub fn push(&mut self, output: &Output) {
+    fn push(&mut self, output: &Output) {
         let payloads = match output {
             Output::Event(event) => self.encoder.event(event),
             Output::Gateway(event) => connector_blocks(&mut self.encoder, event, self.tool_listing),
@@ -206,7 +206,7 @@ impl WholeMessage {
         }
     }
 
-    pub fn finish(mut self, problems: &[ToolCallProblem]) -> Value {
+    fn finish(mut self, problems: &[ToolCallProblem]) -> Value {
         for payload in self.encoder.finish() {
             self.builder.push(&payload);
         }
@@ -215,6 +215,16 @@ impl WholeMessage {
             body["tool_call_errors"] = serde_json::to_value(problems).unwrap_or(Value::Null);
         }
         body
+    }
+}
+
+impl WholeBody for WholeMessage {
+    fn take(&mut self, output: &Output) {
+        self.push(output);
+    }
+
+    async fn respond(self, answer: Answer) -> Response {
+        Json(self.finish(&answer.problems)).into_response()
     }
 }
 

@@ -27,12 +27,12 @@ use switchboard_wire::responses::{
 use super::RequestId;
 use super::body::read_json_sized;
 use super::chat::validate::pointer_to_param;
-use super::log::{RequestLog, Tally};
-use super::sse;
+use super::log::RequestLog;
+use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, response_id};
-use crate::pipeline::{ApprovalAnswer, GatewayRequest, compile_converted};
+use crate::pipeline::{ApprovalAnswer, GatewayRequest, Started, compile_converted};
 use crate::state::AppState;
 use crate::store::{self, Conversation, StoredResponse};
 use render::{Keep, ResponseRenderer};
@@ -76,10 +76,34 @@ pub async fn create(
     body: Body,
 ) -> Response {
     let log = RequestLog::new(request_id, "responses").with_caller(&caller);
-    let prepared = match prepare(&state, &caller, body).await {
-        Ok(prepared) => prepared,
+    let (started, delivery, dropped) = match start(&state, &caller, &log, body).await {
+        Ok(started) => started,
         Err(error) => return log.fail("-", error, FRONT_END.error),
     };
+    let mut response = sse::answer(started, delivery, FRONT_END.error, log).await;
+    if !dropped.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
+    {
+        response.headers_mut().insert(DROPPED_TOOLS_HEADER, value);
+    }
+    response
+}
+
+/// The request read, resolved, admitted and started, how its answer goes out, and the
+/// tools it named that were left out.
+async fn start(
+    state: &AppState,
+    caller: &Caller,
+    log: &RequestLog,
+    body: Body,
+) -> Result<
+    (
+        Started,
+        Delivery<ResponseRenderer, ResponseRenderer>,
+        Vec<String>,
+    ),
+    ApiError,
+> {
     let Prepared {
         gateway,
         skeleton,
@@ -88,60 +112,17 @@ pub async fn create(
         keep,
         dropped,
         approval_ids,
-    } = prepared;
+    } = prepare(state, caller, body).await?;
     log.requested(&gateway.request.model);
-    if let Err(error) = caller::reserve(&caller, &gateway) {
-        return log.fail("-", error, FRONT_END.error);
-    }
-    let started = match caller.snapshot().pipeline.start(gateway) {
-        Ok(started) => started,
-        Err(error) => return log.fail("-", error, FRONT_END.error),
-    };
-    let mut renderer = ResponseRenderer::new(Encoder::new(skeleton, kinds), keep, approval_ids);
-    let mut response = if stream {
-        sse::stream(started, renderer, IntoResponse::into_response, log).await
+    caller::reserve(caller, &gateway)?;
+    let started = caller.snapshot().pipeline.start(gateway)?;
+    let renderer = ResponseRenderer::new(Encoder::new(skeleton, kinds), keep, approval_ids);
+    let delivery = if stream {
+        Delivery::Streamed(renderer)
     } else {
-        log.answering(&started, false);
-        let mut outputs = started.outputs;
-        let mut tally = Tally::default();
-        let mut failed = None;
-        while let Some(output) = outputs.recv().await {
-            match output {
-                Ok(output) => {
-                    tally.add(&output);
-                    renderer.take(output, false);
-                }
-                Err(error) => {
-                    failed = Some(log.fail(&started.label, error, FRONT_END.error));
-                    break;
-                }
-            }
-        }
-        let mut response = match failed {
-            Some(response) => response,
-            None => {
-                let (_, keeping) = renderer.close();
-                keeping.await;
-                log.finish(&started.label, StatusCode::OK, tally, false);
-                let unkept = renderer.unkept();
-                let mut response = Json(renderer.into_response()).into_response();
-                if let Some(code) = unkept {
-                    response
-                        .headers_mut()
-                        .insert(NOT_STORED_HEADER, HeaderValue::from_static(code));
-                }
-                response
-            }
-        };
-        super::upstream_headers(&mut response, &started.trail);
-        response
+        Delivery::Whole(renderer)
     };
-    if !dropped.is_empty()
-        && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
-    {
-        response.headers_mut().insert(DROPPED_TOOLS_HEADER, value);
-    }
-    response
+    Ok((started, delivery, dropped))
 }
 
 /// `GET /v1/responses/{id}`

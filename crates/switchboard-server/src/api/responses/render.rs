@@ -12,10 +12,15 @@ use serde_json::{Value, json};
 use switchboard_runtime::ToolEvent;
 use switchboard_wire::responses::{Encoder, Event, Response, Sequenced, sse, write_sse};
 
-use crate::api::sse::Renderer;
+use axum::Json;
+use axum::http::HeaderValue;
+use axum::response::IntoResponse;
+
+use super::NOT_STORED_HEADER;
+use crate::api::sse::{Renderer, WholeBody};
 use crate::error::ApiError;
 use crate::pipeline::tool_checks::ToolCallProblem;
-use crate::pipeline::{GatewayEvent, Output};
+use crate::pipeline::{Answer, GatewayEvent, Output};
 use crate::store::{Conversation, ResponseStore, StoredResponse};
 
 /// Where a stored response goes, and the conversation it answers.
@@ -170,6 +175,26 @@ impl ResponseRenderer {
         let mut response = self.encoder.into_response();
         if unkept {
             response.store = false;
+        }
+        response
+    }
+}
+
+/// A whole answer is the stream's response object, kept before it is answered.
+impl WholeBody for ResponseRenderer {
+    fn take(&mut self, output: &Output) {
+        self.take(output.clone(), false);
+    }
+
+    async fn respond(mut self, _answer: Answer) -> axum::response::Response {
+        let (_, keeping) = self.close();
+        keeping.await;
+        let unkept = self.unkept();
+        let mut response = Json(self.into_response()).into_response();
+        if let Some(code) = unkept {
+            response
+                .headers_mut()
+                .insert(NOT_STORED_HEADER, HeaderValue::from_static(code));
         }
         response
     }
