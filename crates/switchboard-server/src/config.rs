@@ -12,7 +12,7 @@ use switchboard_wire::Format;
 use crate::access::{KeyConfig, SecretConfig};
 pub use crate::store::StoreSettings;
 pub use crate::tool_servers::McpServerConfig;
-pub use crate::upstream::{Balance, RouteConfig, ToolCallPolicy, ToolCalling};
+pub use switchboard_upstream::{Balance, RouteConfig, ToolCallPolicy, ToolCalling};
 
 /// Everything `serve` needs to start.
 #[derive(Debug, Clone, Deserialize)]
@@ -384,7 +384,7 @@ impl Config {
 
     fn check(&self) -> Result<(), ConfigProblems> {
         let mut problems = Vec::new();
-        problems.extend(crate::upstream::check_routes(
+        problems.extend(switchboard_upstream::check_routes(
             &self.routes,
             self.request_timeout_secs,
         ));

@@ -10,8 +10,8 @@
 //! - `config`: the file's schema, which converts into each part's settings;
 //! - `pipeline/`: the one path every request takes: route or character, tool calling,
 //!   checks on the model's calls;
-//! - the parts, which know neither the file nor the front-ends: `upstream/` (routes,
-//!   replica pools, health), `access/` (keys and limits), `store` (stored responses),
+//! - the parts, which know neither the file nor the front-ends: the `switchboard-upstream`
+//!   crate (routes, replica pools, health), `access/` (keys and limits), `store` (stored responses),
 //!   `tool_servers/` (upstream MCP servers as a tool source), `connections` (client
 //!   connections under their limits);
 //! - the leaves: `error`, `ids`, `traces`, `telemetry`, `redis_link`, `h2c`.
@@ -33,7 +33,6 @@ mod store;
 mod telemetry;
 mod tool_servers;
 pub mod traces;
-mod upstream;
 
 pub use api::mcp;
 pub use app::{RunningGateway, router, run, shutdown_signal};

@@ -19,8 +19,8 @@ use crate::pipeline::Pipeline;
 use crate::store::{self, ResponseStore};
 use crate::telemetry;
 use crate::tool_servers::ToolServers;
-use crate::upstream::ToolCalling;
-use crate::upstream::{Health, Route, RouteTable};
+use crate::traces;
+use switchboard_upstream::{ClientHooks, Health, Route, RouteTable, ToolCalling};
 
 /// Shared state of a running gateway.
 #[derive(Debug, Clone)]
@@ -111,8 +111,12 @@ impl Snapshot {
         .map_err(|found| problems.extend(found))
         .ok();
         let mut routes = Vec::with_capacity(config.routes.len());
+        let hooks = ClientHooks {
+            request_headers: traces::header_hook(),
+            wrap: Some(&traces::traced_backend),
+        };
         for (index, route) in config.routes.iter().enumerate() {
-            match Route::from_config(route, config.request_timeout(), env) {
+            match Route::from_config(route, config.request_timeout(), env, &hooks) {
                 Ok(built) => routes.push(Arc::new(built)),
                 Err(error) => {
                     problems.push(format!("route[{index}] (\"{}\"): {error}", route.name))

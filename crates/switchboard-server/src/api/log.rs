@@ -18,7 +18,7 @@ use crate::api::caller::Caller;
 use crate::error::ApiError;
 use crate::pipeline::{Answer, Output, Started};
 use crate::traces;
-use crate::upstream::UpstreamRecord;
+use switchboard_upstream::UpstreamRecord;
 
 /// What a finished answer amounted to.
 #[derive(Debug, Clone, Default)]

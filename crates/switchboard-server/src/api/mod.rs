@@ -71,7 +71,7 @@ pub struct RequestId(pub String);
 /// has; and `x-switchboard-upstream`, its replica, where the operator asked for it.
 pub(crate) fn upstream_headers(
     response: &mut axum::response::Response,
-    trail: &crate::upstream::UpstreamRecord,
+    trail: &switchboard_upstream::UpstreamRecord,
 ) {
     let Some((route, upstream)) = trail.answered() else {
         return;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::api::caller::Caller;
 use crate::pipeline::character_id;
 use crate::state::{AppState, Snapshot};
-use crate::upstream::Health;
+use switchboard_upstream::Health;
 
 /// What operators and clients ask of the gateway itself: the model list, health, metrics.
 pub const FRONT_END: super::FrontEnd = super::FrontEnd {

@@ -26,8 +26,8 @@ use super::prompted::{
 use super::repair::retry_messages;
 use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
-use crate::upstream::ToolCallPolicy;
-use crate::upstream::{PoolError, RetryReason, Route, SendOptions};
+use switchboard_upstream::ToolCallPolicy;
+use switchboard_upstream::{PoolError, RetryReason, Route, SendOptions};
 
 /// What one completion needs.
 #[derive(Debug)]

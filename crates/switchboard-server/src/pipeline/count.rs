@@ -12,7 +12,7 @@ use switchboard_wire::{ChatRequest, Format};
 
 use super::completion::{backend_messages, backend_request, tool_requirement};
 use super::{GatewayRequest, Pipeline, Target};
-use crate::upstream::Route;
+use switchboard_upstream::Route;
 
 /// A prompt's size and where the figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

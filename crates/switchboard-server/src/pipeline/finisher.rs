@@ -18,7 +18,7 @@ use super::output::Output;
 use super::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
 use crate::error::ApiError;
 use crate::ids::CallIds;
-use crate::upstream::ToolCallPolicy;
+use switchboard_upstream::ToolCallPolicy;
 
 /// A call on its way through.
 #[derive(Debug)]

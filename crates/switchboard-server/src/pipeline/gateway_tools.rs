@@ -22,7 +22,7 @@ use switchboard_wire::mcp::McpServerRequest;
 
 use crate::error::ApiError;
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
-use crate::upstream::ToolLoopSettings;
+use switchboard_upstream::ToolLoopSettings;
 
 /// The longest function name model APIs accept.
 const MODEL_NAME_CHARS: usize = 64;

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ApiError;
 use crate::ids::CallIdShape;
 use crate::tool_servers::ToolServers;
-use crate::upstream::{Route, RouteTable, UpstreamRecord};
+use switchboard_upstream::{Route, RouteTable, UpstreamRecord};
 
 pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect_with};

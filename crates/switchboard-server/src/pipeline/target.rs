@@ -9,7 +9,7 @@ use switchboard_tools::quote;
 
 use super::{Pipeline, character};
 use crate::error::ApiError;
-use crate::upstream::Route;
+use switchboard_upstream::Route;
 
 /// The route or character that answers a request.
 #[derive(Debug, Clone)]

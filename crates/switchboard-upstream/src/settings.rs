@@ -294,7 +294,9 @@ impl RouteConfig {
         Format::from_name(&self.provider).unwrap_or(Format::OpenAi)
     }
 
-    pub(crate) fn new(
+    /// A route of one backend with every setting at its default (a configuration made from
+    /// the environment).
+    pub fn new(
         name: &str,
         provider: Format,
         url: String,

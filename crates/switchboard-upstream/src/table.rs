@@ -82,6 +82,7 @@ impl RouteTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ClientHooks;
 
     /// The `[[route]]` entries and `default_route` of a configuration file.
     #[derive(serde::Deserialize)]
@@ -96,7 +97,11 @@ mod tests {
         let routes = file
             .route
             .iter()
-            .map(|route| Arc::new(Route::from_config(route, timeout, &|_| None).unwrap()))
+            .map(|route| {
+                Arc::new(
+                    Route::from_config(route, timeout, &|_| None, &ClientHooks::default()).unwrap(),
+                )
+            })
             .collect();
         RouteTable::new(&file.route, file.default_route.as_deref(), routes).unwrap()
     }

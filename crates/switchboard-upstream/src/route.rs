@@ -5,13 +5,35 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_parsers::{Family, Markup, family_for_model};
-use switchboard_providers::{Backend, BackendConfig, config_from_env, connect, shown_url};
+use switchboard_providers::{
+    Backend, BackendConfig, HeaderHook, config_from_env, connect, shown_url,
+};
 use switchboard_wire::Format;
 
 use super::pool::Pool;
 use super::replica::PoolSettings;
 use super::settings::{RouteConfig, ToolCallPolicy, ToolCalling};
-use crate::traces;
+
+/// Wraps a replica's client, given the route's name and the replica's shown URL.
+pub type WrapClient = dyn Fn(Arc<dyn Backend>, &str, &str) -> Arc<dyn Backend>;
+
+/// What the gateway puts around each replica's client; nothing by default.
+#[derive(Default)]
+pub struct ClientHooks<'a> {
+    /// Headers set on every request to a replica (the current trace context).
+    pub request_headers: Option<HeaderHook>,
+    /// A span around each attempt.
+    pub wrap: Option<&'a WrapClient>,
+}
+
+impl std::fmt::Debug for ClientHooks<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientHooks")
+            .field("request_headers", &self.request_headers.is_some())
+            .field("wrap", &self.wrap.is_some())
+            .finish()
+    }
+}
 
 /// A configured backend model, ready to serve.
 pub struct Route {
@@ -65,6 +87,7 @@ impl Route {
         config: &RouteConfig,
         request_timeout: Duration,
         env: &dyn Fn(&str) -> Option<String>,
+        hooks: &ClientHooks,
     ) -> Result<Self, String> {
         let format = config.format();
         let replicas = config
@@ -81,13 +104,16 @@ impl Route {
                     Some(variable) => env(variable),
                     None => backend_config.api_key,
                 };
-                backend_config.request_headers = traces::header_hook();
+                backend_config.request_headers = hooks.request_headers.clone();
                 let backend: Arc<dyn Backend> =
                     connect(format, backend_config).map_err(|error| error.to_string())?;
                 // The replica's name in headers, `/healthz`, metrics, logs and spans: a
                 // password in the URL stays with the backend client.
                 let shown = shown_url(url);
-                let backend = traces::traced_backend(backend, &config.name, &shown);
+                let backend = match hooks.wrap {
+                    Some(wrap) => wrap(backend, &config.name, &shown),
+                    None => backend,
+                };
                 Ok((shown, backend))
             })
             .collect::<Result<Vec<_>, String>>()?;

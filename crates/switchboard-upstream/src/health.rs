@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::http::Uri;
+use http::Uri;
 use serde::Serialize;
 use tokio::net::TcpStream;
 
