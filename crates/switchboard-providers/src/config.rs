@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 
-/// Adds headers to each request sent to a backend, retries included, at the moment it is
-/// sent: for values that depend on the request's context rather than the route (a trace
+/// Adds headers to each request sent to a backend, a reopened one included, at the moment
+/// it is sent: for values that depend on the request's context rather than the route (a trace
 /// context, say). The providers know nothing of where the values come from.
 pub type HeaderHook = Arc<dyn Fn(&mut HeaderMap) + Send + Sync>;
 
@@ -24,10 +24,6 @@ pub struct BackendConfig {
     pub first_byte_timeout: Duration,
     /// Longest silence allowed between two pieces of a streamed body.
     pub idle_timeout: Duration,
-    /// Retries after a connection error or a 429/5xx status, never once the answer began.
-    pub max_retries: u32,
-    /// First backoff, doubled at each retry; a `Retry-After` header takes precedence.
-    pub retry_backoff: Duration,
     /// How long an unused connection stays in the pool. Servers close idle keep-alive
     /// connections on their own schedule (uvicorn, Node and llama.cpp's server after 5 s);
     /// a connection kept longer than the server keeps it fails the request that reuses it.
@@ -53,8 +49,6 @@ impl fmt::Debug for BackendConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("first_byte_timeout", &self.first_byte_timeout)
             .field("idle_timeout", &self.idle_timeout)
-            .field("max_retries", &self.max_retries)
-            .field("retry_backoff", &self.retry_backoff)
             .field("pool_idle_timeout", &self.pool_idle_timeout)
             .field("max_body_bytes", &self.max_body_bytes)
             .field(
@@ -74,8 +68,6 @@ impl BackendConfig {
             connect_timeout: Duration::from_secs(10),
             first_byte_timeout: Duration::from_secs(300),
             idle_timeout: Duration::from_secs(120),
-            max_retries: 2,
-            retry_backoff: Duration::from_millis(500),
             pool_idle_timeout: Duration::from_secs(4),
             max_body_bytes: 32 * 1024 * 1024,
             request_headers: None,

@@ -1,7 +1,8 @@
 //! HTTP clients for LLM backends (OpenAI-compatible, Anthropic, Ollama) behind one
 //! `Backend` trait: a request in our model in, a stream of our events out, whatever the
 //! backend speaks. Everything format-specific lives in `switchboard-wire`; this crate adds
-//! connections, timeouts, retries and typed errors.
+//! connections, timeouts, the reopen of a stale connection and typed errors (retries are the
+//! caller's: `switchboard-upstream` pools them with one back-off).
 //!
 //! It must not know the gateway, its configuration file or its front-ends: a backend is a
 //! URL, a key and a format.

@@ -1,8 +1,8 @@
-//! What the three clients share: one pooled HTTP client, retries with backoff for
-//! connection errors and 429/5xx (only before any byte of the answer), one retry on a new
-//! connection when the backend closed a pooled one under the request, the first-byte and idle
-//! timeouts, and the body fed to the format's stream decoder as it arrives, or read whole when
-//! its content type says it is one JSON answer.
+//! What the three clients share: one pooled HTTP client, one retry on a new connection when
+//! the backend closed a pooled one under the request (no other retries: whoever holds the
+//! client retries, as the gateway's replica pool does), the first-byte and idle timeouts,
+//! and the body fed to the format's stream decoder as it arrives, or read whole when its
+//! content type says it is one JSON answer.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use crate::error::error_message;
 use crate::secrets::Redactor;
 use crate::{BackendConfig, BackendError, ConnectionFailure, EventStream, TimeoutPhase};
 
-/// Longest wait honoured from a `Retry-After` header.
+/// Longest wait a `Retry-After` header is reported with.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// How long a health check waits for its answer once connected.
@@ -150,8 +150,9 @@ impl Transport {
         Err(self.redactor.error(error))
     }
 
-    /// Posts `body` to `url` until it gets an answer with a success status, retrying as
-    /// configured; an error's text is cut of the backend's credentials.
+    /// Posts `body` to `url` and returns an answer with a success status; an error's text
+    /// is cut of the backend's credentials. No retries here: whoever holds the backend
+    /// retries (the gateway's replica pool, on another replica where there is one).
     pub(crate) async fn send(
         &self,
         url: &str,
@@ -167,19 +168,14 @@ impl Transport {
         url: &str,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, BackendError> {
-        // Only for the log lines of retries: not worked out for every request.
-        let shown = || self.redactor.text(&crate::shown_url(url));
-        let mut attempt = 0;
         // Set for the one attempt that retries a request the backend closed the connection on.
         let mut reopened = false;
-        let mut new_connection = false;
         loop {
-            let client = if new_connection {
+            let client = if reopened {
                 &self.unpooled
             } else {
                 &self.client
             };
-            new_connection = false;
             let mut headers = self.headers.clone();
             if let Some(hook) = &self.config.request_headers {
                 hook(&mut headers);
@@ -189,12 +185,7 @@ impl Transport {
                 .headers(headers)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
-            let retry_after = match tokio::time::timeout(
-                self.config.first_byte_timeout,
-                request.send(),
-            )
-            .await
-            {
+            match tokio::time::timeout(self.config.first_byte_timeout, request.send()).await {
                 Err(_) => {
                     return Err(BackendError::Timeout {
                         phase: TimeoutPhase::FirstByte,
@@ -204,57 +195,40 @@ impl Transport {
                     // A server closes an idle keep-alive connection when it likes
                     // (llama.cpp's right after a stream); a request written into it as
                     // it closed was never read. Once more, at once, on a new connection.
-                    tracing::debug!(url = %shown(), error = %self.redactor.text(&error.to_string()), "backend closed the connection before answering; retrying on a new connection");
+                    tracing::debug!(url = %self.redactor.text(&crate::shown_url(url)), error = %self.redactor.text(&error.to_string()), "backend closed the connection before answering; retrying on a new connection");
                     reopened = true;
-                    new_connection = true;
-                    continue;
                 }
-                Ok(Err(error)) => {
-                    let failure = connect_error(url, &error);
-                    if !error.is_connect() || attempt >= self.config.max_retries {
-                        return Err(failure);
-                    }
-                    tracing::warn!(url = %shown(), failure = %self.redactor.error(failure), attempt, "retrying backend request");
-                    None
-                }
+                Ok(Err(error)) => return Err(connect_error(url, &error)),
                 Ok(Ok(response)) if response.status().is_success() => return Ok(response),
-                Ok(Ok(response)) => {
-                    let status = response.status().as_u16();
-                    let retry_after = response
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|value| value.to_str().ok())
-                        .and_then(|value| value.trim().parse::<u64>().ok())
-                        .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
-                    let bytes = Body {
-                        chunks: response.bytes_stream().boxed(),
-                        first_byte_deadline: None,
-                        idle_timeout: self.config.idle_timeout,
-                        received: 0,
-                        limit: self.config.max_body_bytes,
-                    }
-                    .read_all()
-                    .await
-                    .unwrap_or_default();
-                    let message = error_message(&bytes, status);
-                    let retryable = status == 429 || status >= 500;
-                    if !retryable || attempt >= self.config.max_retries {
-                        return Err(BackendError::Http {
-                            status,
-                            message,
-                            retry_after,
-                        });
-                    }
-                    tracing::warn!(url = %shown(), status, message = %self.redactor.text(&message), attempt, "retrying backend request");
-                    retry_after
-                }
-            };
-            let backoff = self
-                .config
-                .retry_backoff
-                .saturating_mul(1 << attempt.min(16));
-            tokio::time::sleep(retry_after.unwrap_or(backoff)).await;
-            attempt += 1;
+                Ok(Ok(response)) => return Err(self.refusal(response).await),
+            }
+        }
+    }
+
+    /// An answer with an error status as an error: its status, the backend's message and
+    /// how long it asked to be left alone (`Retry-After`).
+    async fn refusal(&self, response: reqwest::Response) -> BackendError {
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .map(|seconds| Duration::from_secs(seconds).min(MAX_RETRY_AFTER));
+        let bytes = Body {
+            chunks: response.bytes_stream().boxed(),
+            first_byte_deadline: None,
+            idle_timeout: self.config.idle_timeout,
+            received: 0,
+            limit: self.config.max_body_bytes,
+        }
+        .read_all()
+        .await
+        .unwrap_or_default();
+        BackendError::Http {
+            status,
+            message: error_message(&bytes, status),
+            retry_after,
         }
     }
 }

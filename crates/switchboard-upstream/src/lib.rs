@@ -17,6 +17,7 @@ mod settings;
 mod table;
 
 pub use health::Health;
+pub use pool::PoolBackend;
 pub use request::{PoolError, RetryReason, SendOptions, UpstreamRecord};
 pub use route::{ClientHooks, Route, ToolLoopSettings, WrapClient};
 pub use settings::{Balance, RouteConfig, ToolCallPolicy, ToolCalling, check_routes};

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use futures::{StreamExt, stream};
 use rand::Rng;
 use sha2::{Digest, Sha256};
@@ -366,6 +367,47 @@ impl Pool {
             }
             tracing::warn!(route = %self.route, upstream = %replica.url, outcome = %outcome(&error), "the tokenizer did not answer; asking another replica");
         }
+    }
+}
+
+/// A route's pool as a plain [`Backend`], for programs that talk to a model without the
+/// gateway (`switchboard chat`): the same balancing, retries with one back-off and
+/// ejection, each request under `timeout`.
+#[derive(Debug)]
+pub struct PoolBackend {
+    pub pool: Arc<Pool>,
+    pub timeout: Duration,
+}
+
+impl Backend for PoolBackend {
+    fn chat(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream, BackendError>> {
+        Box::pin(async move {
+            let ask = SendOptions {
+                deadline: Instant::now() + self.timeout,
+                affinity: self.pool.affinity(&request),
+                trail: Arc::new(UpstreamRecord::new(false)),
+                fallback: false,
+            };
+            self.pool
+                .send(&request, &ask)
+                .await
+                .map_err(PoolError::into_backend_error)
+        })
+    }
+
+    fn count_tokens(
+        &self,
+        request: ChatRequest,
+    ) -> BoxFuture<'_, Result<Option<u64>, BackendError>> {
+        Box::pin(
+            self.pool
+                .count_tokens(request, Instant::now() + self.timeout),
+        )
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), BackendError>> {
+        let index = self.pool.pick(&[], None);
+        Box::pin(self.pool.replicas[index].check())
     }
 }
 

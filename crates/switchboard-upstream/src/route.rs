@@ -96,8 +96,6 @@ impl Route {
             .map(|url| {
                 let mut backend_config = BackendConfig {
                     base_url: url.trim_end_matches('/').to_owned(),
-                    // The pool retries, on another replica where there is one.
-                    max_retries: 0,
                     ..config_from_env(format)
                 };
                 backend_config.api_key = match &config.api_key_env {

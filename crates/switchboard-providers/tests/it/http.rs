@@ -36,7 +36,6 @@ async fn serve(replies: Vec<Reply>) -> ScriptedServer {
 
 fn config(server: &ScriptedServer) -> BackendConfig {
     let mut config = BackendConfig::new(&server.base).with_api_key("test-key");
-    config.retry_backoff = Duration::from_millis(10);
     config.extra_headers.push(("x-extra".into(), "yes".into()));
     config
 }
@@ -271,39 +270,33 @@ async fn requests_carry_each_formats_headers_and_body() {
 }
 
 #[tokio::test]
-async fn http_429_is_retried_then_succeeds() {
+async fn http_429_is_one_answer_with_its_status_message_and_wait() {
+    // The client makes no retries of its own: whoever holds it (the gateway's replica pool)
+    // retries, and reads how long the backend asked to be left alone.
     let mut limited = status(
         429,
         r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#,
     );
-    limited.headers.push(("retry-after".into(), "0".into()));
-    let server = serve(vec![
-        limited,
-        Reply::ok(
-            "text/event-stream",
-            fixture("openai_parallel.sse"),
-            Chunking::Whole,
-        ),
-    ])
-    .await;
-    let answer = complete(&OpenAiBackend::new(config(&server)).unwrap(), request(true))
+    limited.headers.push(("retry-after".into(), "7".into()));
+    let server = serve(vec![limited, openai_answer()]).await;
+    let error = complete(&OpenAiBackend::new(config(&server)).unwrap(), request(true))
         .await
-        .unwrap();
-    assert_eq!(answer.tool_calls.len(), 2);
-    assert_eq!(server.requests().len(), 2);
+        .unwrap_err();
+    assert!(
+        matches!(&error, BackendError::Http { status: 429, message, retry_after: Some(wait) }
+            if message == "Rate limit reached" && *wait == Duration::from_secs(7)),
+        "{error:?}"
+    );
+    assert_eq!(error.http_status(), 429);
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
-async fn the_header_hook_runs_for_every_attempt_when_it_is_sent() {
-    let mut limited = status(429, r#"{"error":{"message":"slow down"}}"#);
-    limited.headers.push(("retry-after".into(), "0".into()));
+async fn the_header_hook_runs_for_every_request_sent_a_reopened_one_included() {
+    // The second request finds its pooled connection closed and goes again on a new one.
     let server = serve(vec![
-        limited,
-        Reply::ok(
-            "text/event-stream",
-            fixture("openai_parallel.sse"),
-            Chunking::Whole,
-        ),
+        openai_answer().then_close_when_reused(),
+        openai_answer(),
     ])
     .await;
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -314,41 +307,21 @@ async fn the_header_hook_runs_for_every_attempt_when_it_is_sent() {
         headers.insert("x-attempt", attempt.into());
     }));
     assert!(format!("{config:?}").contains("request_headers: Some(\"<hook>\")"));
-    complete(&OpenAiBackend::new(config).unwrap(), request(true))
-        .await
-        .unwrap();
+    let backend = OpenAiBackend::new(config).unwrap();
+    complete(&backend, request(true)).await.unwrap();
+    complete(&backend, request(true)).await.unwrap();
     let heads: Vec<String> = server
         .requests()
         .into_iter()
         .map(|sent| sent.head)
         .collect();
-    assert_eq!(heads.len(), 2);
+    assert_eq!(heads.len(), 3);
     for (attempt, head) in heads.iter().enumerate() {
         assert!(
             head.contains(&format!("x-attempt: {}", attempt + 1)) && head.contains("x-extra: yes"),
             "{head}"
         );
     }
-}
-
-#[tokio::test]
-async fn http_429_past_the_retries_keeps_its_status() {
-    let body = r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#;
-    let server = serve(vec![
-        status(429, body),
-        status(429, body),
-        status(429, body),
-    ])
-    .await;
-    let error = complete(&OpenAiBackend::new(config(&server)).unwrap(), request(true))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&error, BackendError::Http { status: 429, message, .. } if message == "Rate limit reached"),
-        "{error}"
-    );
-    assert_eq!(error.http_status(), 429);
-    assert_eq!(server.requests().len(), 3, "one try and two retries");
 }
 
 #[tokio::test]
@@ -421,15 +394,16 @@ async fn a_stream_cut_mid_call_is_an_error_with_its_offset() {
 }
 
 #[tokio::test]
-async fn an_unreachable_backend_is_a_connect_error_after_retries() {
+async fn an_unreachable_backend_is_a_connect_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
-    let mut config = BackendConfig::new(base);
-    config.retry_backoff = Duration::from_millis(5);
-    let error = complete(&OpenAiBackend::new(config).unwrap(), request(true))
-        .await
-        .unwrap_err();
+    let error = complete(
+        &OpenAiBackend::new(BackendConfig::new(base)).unwrap(),
+        request(true),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(
             error,

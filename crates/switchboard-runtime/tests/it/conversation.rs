@@ -60,9 +60,7 @@ async fn conversation_with(
         .clone();
     let session = character.start_conversation().await.unwrap();
     let prompt = session.system_prompt().to_owned();
-    let mut config = BackendConfig::new(&server.base);
-    config.max_retries = 0;
-    let backend = Arc::new(OpenAiBackend::new(config).unwrap());
+    let backend = Arc::new(OpenAiBackend::new(BackendConfig::new(&server.base)).unwrap());
     Conversation::new(
         Some(prompt),
         Arc::new(session) as Arc<dyn ToolExecutor>,

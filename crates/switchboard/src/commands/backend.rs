@@ -1,11 +1,18 @@
 //! Choosing the model's backend from flags or the usual environment, for commands that
-//! talk to a model.
+//! talk to a model: a route of one replica, so that a command retries a busy or
+//! unreachable backend as the gateway does.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
-use switchboard_providers::{Backend, config_from_env, connect};
+use switchboard_providers::{Backend, config_from_env};
+use switchboard_upstream::{ClientHooks, PoolBackend, Route, RouteConfig};
 use switchboard_wire::Format;
+
+/// How long one request to the model may take, retries included: the gateway's default
+/// request deadline.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Which LLM server to talk to.
 #[derive(Debug, clap::Args)]
@@ -48,19 +55,26 @@ impl BackendArgs {
                 "no backend: pass --backend URL (and --provider openai|anthropic|ollama), or set OPENAI_BASE_URL, ANTHROPIC_API_KEY or OLLAMA_HOST"
             ),
         };
-        let mut config = config_from_env(provider);
-        if let Some(url) = &self.url {
-            config.base_url = url.trim_end_matches('/').to_owned();
-        }
+        let url = match &self.url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => config_from_env(provider).base_url,
+        };
         let Some(model) = self.model.clone() else {
             bail!(
                 "no model: pass --model NAME (or set SWITCHBOARD_MODEL) with the name your {} backend serves",
                 provider.name()
             )
         };
-        let backend = connect(provider, config)
+        // The key is the provider's usual variable's, as the provider's client reads it.
+        let config = RouteConfig::new(provider.name(), provider, url, model.clone(), "");
+        let route = Route::from_config(&config, REQUEST_TIMEOUT, &env, &ClientHooks::default())
+            .map_err(anyhow::Error::msg)
             .with_context(|| format!("cannot set up the {} client", provider.name()))?;
-        Ok((backend, model))
+        let backend = PoolBackend {
+            pool: Arc::clone(&route.pool),
+            timeout: REQUEST_TIMEOUT,
+        };
+        Ok((Arc::new(backend), model))
     }
 }
 
