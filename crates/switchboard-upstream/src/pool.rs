@@ -96,7 +96,7 @@ impl Pool {
     ) -> Result<EventStream, PoolError> {
         let started = Instant::now();
         let result = self.try_replicas(request, ask).await;
-        ask.trail.wait(started.elapsed());
+        ask.upstreams.wait(started.elapsed());
         result
     }
 
@@ -122,11 +122,14 @@ impl Pool {
             // Waiting for a slow first event is worth it when nothing else could answer.
             let others = [tried.as_slice(), &[index]].concat();
             let bounded = ask.fallback || self.available(&others, Instant::now()) > 0;
-            let failure = match self.attempt(replica, request, &ask.trail, bounded).await {
+            let failure = match self
+                .attempt(replica, request, &ask.upstreams, bounded)
+                .await
+            {
                 Ok(events) => {
                     tracing::debug!(route = %self.route, upstream = %replica.url, attempt, "backend answered");
                     let _ = ask
-                        .trail
+                        .upstreams
                         .answered
                         .set((self.route.clone(), replica.url.clone()));
                     return Ok(events);
@@ -199,7 +202,7 @@ impl Pool {
         &self,
         replica: &Arc<Replica>,
         request: &ChatRequest,
-        trail: &Arc<UpstreamRecord>,
+        upstreams: &Arc<UpstreamRecord>,
         bounded: bool,
     ) -> Result<EventStream, BackendError> {
         let in_flight = replica.begin();
@@ -228,7 +231,7 @@ impl Pool {
         Ok(ReplicaStream {
             events: stream::iter(first).chain(events).boxed(),
             in_flight,
-            trail: Arc::clone(trail),
+            upstreams: Arc::clone(upstreams),
             waiting_since: None,
             route: self.route.clone(),
             settings: self.settings,
@@ -385,7 +388,7 @@ impl Backend for PoolBackend {
             let ask = SendOptions {
                 deadline: Instant::now() + self.timeout,
                 affinity: self.pool.affinity(&request),
-                trail: Arc::new(UpstreamRecord::new(false)),
+                upstreams: Arc::new(UpstreamRecord::new(false)),
                 fallback: false,
             };
             self.pool

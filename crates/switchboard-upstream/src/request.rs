@@ -38,7 +38,7 @@ pub struct SendOptions {
     /// Set under `prefix_affinity`: the hash of the conversation's start.
     pub affinity: Option<u64>,
     /// Where the request notes which replica answered and how long it waited on backends.
-    pub trail: Arc<UpstreamRecord>,
+    pub upstreams: Arc<UpstreamRecord>,
     /// Another route takes the request if this one fails before answering: a replica slow
     /// to start its answer is given up on, and a route whose replicas are all ejected is
     /// not tried.
@@ -111,14 +111,14 @@ impl PoolError {
 }
 
 /// The answer's events, keeping the replica counted busy until the answer is read or
-/// dropped, adding the time its reader waits for each event to the trail, and noting in
+/// dropped, adding the time its reader waits for each event to the record, and noting in
 /// the replica's record how the answer ended: read to its end, or broken by the replica
 /// (a cut, a stall, bytes that decode to no answer). An answer dropped unread counts for
 /// nothing.
 pub(super) struct ReplicaStream {
     pub(super) events: EventStream,
     pub(super) in_flight: InFlight,
-    pub(super) trail: Arc<UpstreamRecord>,
+    pub(super) upstreams: Arc<UpstreamRecord>,
     pub(super) waiting_since: Option<Instant>,
     pub(super) route: String,
     pub(super) settings: PoolSettings,
@@ -162,7 +162,7 @@ impl Stream for ReplicaStream {
         match (&polled, self.waiting_since) {
             (std::task::Poll::Pending, None) => self.waiting_since = Some(Instant::now()),
             (std::task::Poll::Ready(_), Some(since)) => {
-                self.trail.wait(since.elapsed());
+                self.upstreams.wait(since.elapsed());
                 self.waiting_since = None;
             }
             _ => {}

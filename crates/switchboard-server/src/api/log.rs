@@ -135,7 +135,7 @@ impl RequestLog {
         let _ = self.answering.set((started.label.clone(), streamed));
         let _ = self
             .upstream
-            .set((started.kind, Arc::clone(&started.trail)));
+            .set((started.kind, Arc::clone(&started.upstreams)));
     }
 
     /// Names the caller's key in the line and charges the answer's tokens to it (settling
@@ -196,7 +196,7 @@ impl RequestLog {
             upstream = self
                 .upstream
                 .get()
-                .and_then(|(_, trail)| trail.answered())
+                .and_then(|(_, upstreams)| upstreams.answered())
                 .map_or("-", |(_, upstream)| upstream),
             outcome,
             latency_ms = latency.as_secs_f64() * 1000.0,
@@ -214,8 +214,8 @@ impl RequestLog {
         metrics::counter!("gateway_requests_total", &labels).increment(1);
         metrics::histogram!("gateway_request_duration_seconds", "endpoint" => self.endpoint, "route" => route.to_owned())
             .record(latency.as_secs_f64());
-        if let Some((kind, trail)) = self.upstream.get() {
-            let own = latency.saturating_sub(trail.waited());
+        if let Some((kind, upstreams)) = self.upstream.get() {
+            let own = latency.saturating_sub(upstreams.waited());
             metrics::histogram!("gateway_overhead_seconds", "endpoint" => self.endpoint, "kind" => *kind)
                 .record(own.as_secs_f64());
         }

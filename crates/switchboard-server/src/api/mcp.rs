@@ -396,8 +396,8 @@ pub const FRONT_END: super::FrontEnd = super::FrontEnd {
 /// `/mcp` and `/mcp/characters/{name}`, for the gateway's router (behind its access layer,
 /// which puts the caller in the request).
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let live = state.snapshot();
-    let config = &live.config;
+    let snapshot = state.snapshot();
+    let config = &snapshot.config;
     let tools = CharacterTools::serving(Arc::clone(&state.characters), state.configurations());
     let server = McpServer::new(
         Arc::new(tools),

@@ -71,13 +71,13 @@ pub struct RequestId(pub String);
 /// has; and `x-switchboard-upstream`, its replica, where the operator asked for it.
 pub(crate) fn upstream_headers(
     response: &mut axum::response::Response,
-    trail: &switchboard_upstream::UpstreamRecord,
+    upstreams: &switchboard_upstream::UpstreamRecord,
 ) {
-    let Some((route, upstream)) = trail.answered() else {
+    let Some((route, upstream)) = upstreams.answered() else {
         return;
     };
     let headers = response.headers_mut();
-    let upstream = trail.show_upstream.then_some(upstream);
+    let upstream = upstreams.show_upstream.then_some(upstream);
     for (name, value) in [
         ("x-switchboard-route", Some(route)),
         ("x-switchboard-upstream", upstream),

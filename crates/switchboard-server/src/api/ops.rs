@@ -56,8 +56,8 @@ pub async fn models(
 }
 
 /// Every model name a client can send: route names, then the listed characters' ids.
-pub fn model_ids(state: &AppState, live: &Snapshot) -> Vec<String> {
-    let routes = live
+pub fn model_ids(state: &AppState, snapshot: &Snapshot) -> Vec<String> {
+    let routes = snapshot
         .pipeline
         .routes
         .all()
@@ -77,9 +77,9 @@ pub fn model_ids(state: &AppState, live: &Snapshot) -> Vec<String> {
 /// each fares, only to those who may read `/metrics`: the open endpoint must not map the
 /// network behind the gateway.
 pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
-    let live = state.snapshot();
-    let backends = live.health.snapshot();
-    let tool_servers = live.pipeline.tool_servers.health();
+    let snapshot = state.snapshot();
+    let backends = snapshot.health.snapshot();
+    let tool_servers = snapshot.pipeline.tool_servers.health();
     // A tool server that is down (restarting after a failure) fails its calls meanwhile.
     let servers_up = tool_servers
         .iter()
@@ -89,7 +89,7 @@ pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<
     } else {
         "degraded"
     };
-    if !live.access.metrics_allowed(&headers) {
+    if !snapshot.access.metrics_allowed(&headers) {
         return Json(json!({"status": status}));
     }
     let mut body = json!({"status": status, "backends": backends});

@@ -376,7 +376,7 @@ impl Attempt<'_> {
         let ask = SendOptions {
             deadline: limits.deadline,
             affinity: route.pool.affinity(&request),
-            trail: Arc::clone(&limits.trail),
+            upstreams: Arc::clone(&limits.upstreams),
             fallback: first && self.fallback,
         };
         let mut events = match route.pool.send(&request, &ask).await {

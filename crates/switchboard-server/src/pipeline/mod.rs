@@ -95,7 +95,7 @@ pub struct Limits {
     pub timeout: std::time::Duration,
     /// When `timeout` runs out: no backend retry starts that would end after it.
     pub deadline: std::time::Instant,
-    pub trail: Arc<UpstreamRecord>,
+    pub upstreams: Arc<UpstreamRecord>,
     /// Bytes of words, reasoning and calls the answer may receive from its backend.
     pub max_answer_bytes: usize,
     /// Cancelled when the gateway stops waiting for answers at shutdown.
@@ -112,7 +112,7 @@ pub struct Started {
     pub kind: &'static str,
     pub outputs: Outputs,
     /// Which route and replica answered, and the time spent waiting on them.
-    pub trail: Arc<UpstreamRecord>,
+    pub upstreams: Arc<UpstreamRecord>,
 }
 
 impl Pipeline {
@@ -129,11 +129,11 @@ impl Pipeline {
         // The request's parsed tools give way to the identical list of an earlier request
         // with the same toolset: held while the answer streams, one copy serves them all.
         request.tools = tools.share(std::mem::take(&mut request.tools));
-        let trail = Arc::new(UpstreamRecord::new(self.settings.upstream_header));
+        let upstreams = Arc::new(UpstreamRecord::new(self.settings.upstream_header));
         let limits = Limits {
             timeout: self.settings.request_timeout,
             deadline: std::time::Instant::now() + self.settings.request_timeout,
-            trail: Arc::clone(&trail),
+            upstreams: Arc::clone(&upstreams),
             max_answer_bytes: self.settings.max_answer_bytes,
             hard_stop: self.hard_stop.clone(),
         };
@@ -190,7 +190,7 @@ impl Pipeline {
             label,
             kind,
             outputs,
-            trail,
+            upstreams,
         })
     }
 

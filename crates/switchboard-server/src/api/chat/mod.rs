@@ -65,19 +65,19 @@ async fn start(
     body: Body,
     gateway_events: bool,
 ) -> Result<(Started, Delivery<ChunkRenderer, CompletionBody>), ApiError> {
-    let live = caller.snapshot();
+    let snapshot = caller.snapshot();
     let Parsed {
         request,
         tools,
         mut presentation,
         stream,
         mcp,
-    } = parse(live, body, gateway_events).await?;
+    } = parse(snapshot, body, gateway_events).await?;
     log.requested(&request.model);
     let request = gateway_request(caller, request, tools, &mcp).await?;
     presentation.gateway_tools = request.gateway.is_some();
     caller::reserve(caller, &request)?;
-    let started = live.pipeline.start(request)?;
+    let started = snapshot.pipeline.start(request)?;
     let delivery = if stream {
         Delivery::Streamed(ChunkRenderer::new(presentation))
     } else {
@@ -148,8 +148,8 @@ fn take_mcp_tools(body: &mut Value) -> Result<Vec<McpServerRequest>, ApiError> {
     }
 }
 
-async fn parse(live: &Snapshot, body: Body, gateway_events: bool) -> Result<Parsed, ApiError> {
-    let mut value = read_json(body, live.config.max_body_bytes).await?;
+async fn parse(snapshot: &Snapshot, body: Body, gateway_events: bool) -> Result<Parsed, ApiError> {
+    let mut value = read_json(body, snapshot.config.max_body_bytes).await?;
     let mcp = take_mcp_tools(&mut value)?;
     let checked = check_request(&value)?;
     let wire: ChatCompletionRequest = serde_json::from_value(value).map_err(|error| {
