@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use switchboard_wire::Format;
 
-use crate::access::{KeyConfig, SecretConfig};
 pub use crate::store::StoreSettings;
 pub use crate::tool_servers::McpServerConfig;
+use switchboard_access::{KeyConfig, SecretConfig};
 pub use switchboard_upstream::{Balance, RouteConfig, ToolCallPolicy, ToolCalling};
 
 /// Everything `serve` needs to start.
@@ -285,8 +285,8 @@ impl Config {
     }
 
     /// The keys and the rules around them, as the access part takes them.
-    pub fn access_settings(&self) -> crate::access::Settings {
-        crate::access::Settings {
+    pub fn access_settings(&self) -> switchboard_access::Settings {
+        switchboard_access::Settings {
             keys: self.keys.clone(),
             metrics_key: self.metrics_key.clone(),
             shared: self.state.clone(),
@@ -422,7 +422,7 @@ impl Config {
                 problems.push(format!("mcp_allowed_urls[{index}]: {error}"));
             }
         }
-        problems.extend(crate::access::check(
+        problems.extend(switchboard_access::check(
             &self.keys,
             self.metrics_key.as_ref(),
             self.state.as_deref(),
@@ -741,7 +741,7 @@ aliases = ["claude-*", "gpt-5*"]
         assert!(error.contains("unknown field `route`"), "{error}");
         let config = Config::from_toml("state = \"redis://:secret@127.0.0.1:6390/2\"\n").unwrap();
         let access =
-            crate::access::Access::build(&config.access_settings(), &|_| None, None).unwrap();
+            switchboard_access::Access::build(&config.access_settings(), &|_| None, None).unwrap();
         let shown = format!("{access:?}");
         assert!(
             shown.contains("127.0.0.1:6390") && !shown.contains("secret"),

@@ -11,14 +11,14 @@
 //! - `pipeline/`: the one path every request takes: route or character, tool calling,
 //!   checks on the model's calls;
 //! - the parts, which know neither the file nor the front-ends: the `switchboard-upstream`
-//!   crate (routes, replica pools, health), `access/` (keys and limits), `store` (stored responses),
-//!   `tool_servers/` (upstream MCP servers as a tool source), `connections` (client
-//!   connections under their limits);
-//! - the leaves: `error`, `ids`, `traces`, `telemetry`, `redis_link`, `h2c`.
+//!   crate (routes, replica pools, health), the `switchboard-access` crate (keys and
+//!   limits), `store` (stored responses), `tool_servers/` (upstream MCP servers as a tool
+//!   source), `connections` (client connections under their limits);
+//! - the leaves: `error`, `ids`, `traces`, `telemetry`, `h2c`, and the `switchboard-redis`
+//!   crate (the Redis link the limits and the store share).
 //!
 //! It must not know how the binary parses its command line or prints.
 
-pub mod access;
 mod api;
 mod app;
 pub mod config;
@@ -27,7 +27,6 @@ pub mod error;
 mod h2c;
 mod ids;
 mod pipeline;
-mod redis_link;
 mod state;
 mod store;
 mod telemetry;

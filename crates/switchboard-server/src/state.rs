@@ -12,7 +12,6 @@ use switchboard_characters::{CharacterRegistry, LoadOptions};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::access::Access;
 use crate::config::{Config, ConfigProblems};
 use crate::connections::ConnectionLimits;
 use crate::pipeline::Pipeline;
@@ -20,6 +19,7 @@ use crate::store::{self, ResponseStore};
 use crate::telemetry;
 use crate::tool_servers::ToolServers;
 use crate::traces;
+use switchboard_access::Access;
 use switchboard_upstream::{ClientHooks, Health, Route, RouteTable, ToolCalling};
 
 /// Shared state of a running gateway.

@@ -20,7 +20,7 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use switchboard_wire::responses::{Item, Response, value_slot_bytes};
 
-use crate::redis_link::RedisLink;
+use switchboard_redis::RedisLink;
 
 /// `[responses]`: bounds of the store that keeps responses made with `store: true`, in this
 /// process's memory.
@@ -493,7 +493,7 @@ impl RedisStore {
     }
 }
 
-fn unavailable(error: crate::redis_link::LinkError) -> StoreError {
+fn unavailable(error: switchboard_redis::LinkError) -> StoreError {
     StoreError::Backend(error.to_string())
 }
 

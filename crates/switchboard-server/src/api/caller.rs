@@ -5,8 +5,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::access::{Exceeded, Key, Limits, Verdict, decide};
 use axum::http::StatusCode;
+use switchboard_access::{Exceeded, Key, Limits, Verdict, decide};
 
 use crate::error::ApiError;
 use crate::pipeline::{

@@ -17,9 +17,9 @@ use http_body::{Frame, SizeHint};
 use super::RequestId;
 use super::caller::{Caller, Share, too_many};
 use super::error_response;
-use crate::access::{Admission, Exceeded, Lease, Presented, StoreError, Verdict};
 use crate::error::ApiError;
 use crate::state::AppState;
+use switchboard_access::{Admission, Exceeded, Lease, Presented, StoreError, Verdict};
 
 /// The access layer (`axum::middleware::from_fn_with_state`).
 pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {

@@ -22,7 +22,7 @@ enum Command {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::New { name } => {
-            let (key, block) = switchboard_server::access::new_key(&name)?;
+            let (key, block) = switchboard_access::new_key(&name)?;
             // The key on a line of its own, first, so a script can take it with `head -1`.
             println!("{key}");
             println!();

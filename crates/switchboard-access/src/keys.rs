@@ -6,8 +6,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use axum::http::HeaderMap;
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use http::HeaderMap;
 use rand::TryRngCore;
 use rand::rngs::OsRng;
 use serde::Deserialize;
@@ -282,7 +282,7 @@ impl Secret {
 /// The credentials a request carries, in the order they are tried.
 fn presented(headers: &HeaderMap) -> Vec<&[u8]> {
     let bearer = headers
-        .get_all(axum::http::header::AUTHORIZATION)
+        .get_all(http::header::AUTHORIZATION)
         .iter()
         .filter_map(|value| {
             let value = value.as_bytes();
@@ -470,7 +470,7 @@ mod tests {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
             map.append(
-                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
                 value.parse().unwrap(),
             );
         }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use redis::Script;
 
 use super::keys::Key;
-use crate::redis_link::RedisLink;
-pub use crate::redis_link::{LinkError as StoreError, check_url};
+use switchboard_redis::RedisLink;
+pub use switchboard_redis::{LinkError as StoreError, check_url};
 
 const PREFIX: &str = "switchboard:limits:";
 /// How often tokens no admission has carried yet are sent on their own.
@@ -443,7 +443,7 @@ fn bucket(key: &Key, part: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::{HeaderMap, HeaderValue};
+    use http::{HeaderMap, HeaderValue};
     use switchboard_testkit::RedisServer;
 
     use super::super::keys::{KeyConfig, Keyring, Presented};

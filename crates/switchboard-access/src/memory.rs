@@ -127,10 +127,10 @@ impl Memory {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::{HeaderMap, HeaderValue};
+    use http::{HeaderMap, HeaderValue};
 
     use super::*;
-    use crate::access::{Exceeded, KeyConfig};
+    use crate::{Exceeded, KeyConfig};
 
     #[test]
     fn memory_counters_count_charge_and_release() {

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
 /// One minute, in the microseconds levels and clocks are counted in.
 pub const MINUTE_US: f64 = 60_000_000.0;

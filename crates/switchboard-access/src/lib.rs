@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::HeaderMap;
+use http::HeaderMap;
 
 use keys::{Keyring, Secret};
 use memory::Memory;
