@@ -54,7 +54,7 @@ pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), Ap
     })
     .map_err(|problems| {
         ApiError::invalid_request(
-            format!("an MCP server's tools cannot be offered: {problems}"),
+            format!("the tools the gateway runs (an MCP server's or a character's) cannot be offered beside the request's: {problems}"),
             Some("tools".into()),
         )
     })?;
