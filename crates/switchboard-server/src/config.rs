@@ -6,9 +6,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use switchboard_wire::Format;
 
+use crate::connections::ConnectionLimits;
 pub use crate::store::StoreSettings;
 pub use crate::tool_servers::McpServerConfig;
 use switchboard_access::{KeyConfig, SecretConfig};
@@ -105,6 +106,55 @@ pub struct Config {
 
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 8080))
+}
+
+/// The settings a running gateway cannot change: the listener and the bounds its
+/// connections were accepted under, the shared state and response store it opened, the
+/// characters' folder it watches, and the tool names its MCP endpoint fixed. A reload keeps
+/// the running value of each and names those the file changed, so a setting belongs here,
+/// and nowhere else, to need a restart. Its fields are named as the file's keys.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StartupSettings {
+    pub listen: SocketAddr,
+    /// The MCP endpoint's tool names are fixed when its router is built.
+    pub mcp_tool_name_max_chars: usize,
+    pub characters: Option<PathBuf>,
+    pub shutdown_grace_secs: u64,
+    pub header_read_timeout_secs: u64,
+    pub body_read_timeout_secs: u64,
+    pub idle_timeout_secs: u64,
+    pub max_connections: usize,
+    pub responses: StoreSettings,
+    pub state: Option<String>,
+}
+
+impl StartupSettings {
+    /// The keys whose values differ in `other`, in field order.
+    pub fn changed_in(&self, other: &StartupSettings) -> Vec<String> {
+        // Compared as serialized fields, so the names are the keys and none can be missed.
+        let fields = |settings: &StartupSettings| match serde_json::to_value(settings) {
+            Ok(serde_json::Value::Object(fields)) => fields,
+            _ => serde_json::Map::new(),
+        };
+        let (before, after) = (fields(self), fields(other));
+        before
+            .into_iter()
+            .filter(|(key, value)| after.get(key) != Some(value))
+            .map(|(key, _)| key)
+            .collect()
+    }
+
+    /// The bounds connections are accepted and read under; the body's time never exceeds
+    /// the request's deadline.
+    pub fn connection_limits(&self, request_timeout: Duration) -> ConnectionLimits {
+        ConnectionLimits {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs),
+            body_read_timeout: Duration::from_secs(self.body_read_timeout_secs)
+                .min(request_timeout),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+            max_connections: self.max_connections,
+        }
+    }
 }
 
 impl Config {
@@ -312,73 +362,49 @@ impl Config {
         Duration::from_secs(self.shutdown_grace_secs)
     }
 
-    /// Gives the settings a running gateway cannot change (its listener, connection limits,
-    /// shared state, stores, characters directory and MCP name length) the running values, and names those
-    /// that differed.
-    pub fn keep_restart_settings(&mut self, running: &Config) -> Vec<&'static str> {
-        fn keep<T: PartialEq + Clone>(
-            key: &'static str,
-            new: &mut T,
-            running: &T,
-            changed: &mut Vec<&'static str>,
-        ) {
-            if new != running {
-                changed.push(key);
-                new.clone_from(running);
-            }
+    /// The settings only a restart applies, as the running gateway holds them.
+    pub fn startup(&self) -> StartupSettings {
+        StartupSettings {
+            listen: self.listen,
+            mcp_tool_name_max_chars: self.mcp_tool_name_max_chars,
+            characters: self.characters.clone(),
+            shutdown_grace_secs: self.shutdown_grace_secs,
+            header_read_timeout_secs: self.header_read_timeout_secs,
+            body_read_timeout_secs: self.body_read_timeout_secs,
+            idle_timeout_secs: self.idle_timeout_secs,
+            max_connections: self.max_connections,
+            responses: self.responses.clone(),
+            state: self.state.clone(),
         }
-        let mut changed = Vec::new();
-        keep("listen", &mut self.listen, &running.listen, &mut changed);
-        // The MCP endpoint's names are fixed when its router is built.
-        keep(
-            "mcp_tool_name_max_chars",
-            &mut self.mcp_tool_name_max_chars,
-            &running.mcp_tool_name_max_chars,
-            &mut changed,
-        );
-        keep(
-            "characters",
-            &mut self.characters,
-            &running.characters,
-            &mut changed,
-        );
-        keep(
-            "shutdown_grace_secs",
-            &mut self.shutdown_grace_secs,
-            &running.shutdown_grace_secs,
-            &mut changed,
-        );
-        keep(
-            "header_read_timeout_secs",
-            &mut self.header_read_timeout_secs,
-            &running.header_read_timeout_secs,
-            &mut changed,
-        );
-        keep(
-            "body_read_timeout_secs",
-            &mut self.body_read_timeout_secs,
-            &running.body_read_timeout_secs,
-            &mut changed,
-        );
-        keep(
-            "idle_timeout_secs",
-            &mut self.idle_timeout_secs,
-            &running.idle_timeout_secs,
-            &mut changed,
-        );
-        keep(
-            "max_connections",
-            &mut self.max_connections,
-            &running.max_connections,
-            &mut changed,
-        );
-        keep(
-            "responses",
-            &mut self.responses,
-            &running.responses,
-            &mut changed,
-        );
-        keep("state", &mut self.state, &running.state, &mut changed);
+    }
+
+    /// Gives the settings only a restart applies their running values, and names (by their
+    /// keys) those this configuration changed.
+    pub fn keep_startup_settings(&mut self, running: &StartupSettings) -> Vec<String> {
+        let changed = running.changed_in(&self.startup());
+        // Destructured whole: a setting added to `StartupSettings` must be kept here too.
+        let StartupSettings {
+            listen,
+            mcp_tool_name_max_chars,
+            characters,
+            shutdown_grace_secs,
+            header_read_timeout_secs,
+            body_read_timeout_secs,
+            idle_timeout_secs,
+            max_connections,
+            responses,
+            state,
+        } = running.clone();
+        self.listen = listen;
+        self.mcp_tool_name_max_chars = mcp_tool_name_max_chars;
+        self.characters = characters;
+        self.shutdown_grace_secs = shutdown_grace_secs;
+        self.header_read_timeout_secs = header_read_timeout_secs;
+        self.body_read_timeout_secs = body_read_timeout_secs;
+        self.idle_timeout_secs = idle_timeout_secs;
+        self.max_connections = max_connections;
+        self.responses = responses;
+        self.state = state;
         changed
     }
 
@@ -591,14 +617,14 @@ requests_per_minute = 0
         )
         .unwrap();
         assert_eq!(
-            new.keep_restart_settings(&running),
+            new.keep_startup_settings(&running.startup()),
             ["listen", "max_connections", "state"]
         );
         assert_eq!(new.listen, running.listen);
         assert_eq!(new.max_connections, running.max_connections);
         assert_eq!(new.state, None);
         assert_eq!(new.max_body_bytes, 20, "limits reload");
-        assert!(new.keep_restart_settings(&running).is_empty());
+        assert!(new.keep_startup_settings(&running.startup()).is_empty());
     }
 
     #[test]

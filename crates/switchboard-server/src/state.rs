@@ -174,11 +174,11 @@ pub struct Reloaded {
     pub mcp_servers_removed: Vec<String>,
     pub mcp_servers_changed: Vec<String>,
     /// Settings the file changed that only a restart applies; the running values stay.
-    pub needs_restart: Vec<&'static str>,
+    pub needs_restart: Vec<String>,
 }
 
 impl Reloaded {
-    fn between(before: &Config, after: &Config, needs_restart: Vec<&'static str>) -> Self {
+    fn between(before: &Config, after: &Config, needs_restart: Vec<String>) -> Self {
         let routes = Changes::between(&before.routes, &after.routes, |route| &route.name);
         let keys = Changes::between(&before.keys, &after.keys, |key| &key.name);
         let servers = Changes::between(&before.mcp_servers, &after.mcp_servers, |server| {
@@ -310,13 +310,7 @@ impl AppState {
             }),
             characters,
             metrics,
-            connections: ConnectionLimits {
-                header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
-                body_read_timeout: Duration::from_secs(config.body_read_timeout_secs)
-                    .min(config.request_timeout()),
-                idle_timeout: Duration::from_secs(config.idle_timeout_secs),
-                max_connections: config.max_connections,
-            },
+            connections: config.startup().connection_limits(config.request_timeout()),
             hard_stop,
             responses,
         })
@@ -334,7 +328,7 @@ impl AppState {
 
     /// Builds everything `config` describes and swaps it in whole, or, when anything is
     /// wrong, changes nothing and names every problem. Settings that need a restart keep
-    /// their running values ([`Config::keep_restart_settings`]). Keys keep their rate-limit
+    /// their running values ([`Config::keep_startup_settings`]). Keys keep their rate-limit
     /// counters by name; requests already running finish under the configuration they
     /// started with. The characters reload on their own.
     pub fn reload(
@@ -348,7 +342,7 @@ impl AppState {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let previous = self.snapshot();
-        let needs_restart = config.keep_restart_settings(&previous.config);
+        let needs_restart = config.keep_startup_settings(&previous.config.startup());
         let live = Snapshot::build(
             config,
             env,
@@ -478,7 +472,7 @@ mod tests {
                 keys_added: vec!["ops".into()],
                 keys_removed: vec![],
                 keys_changed: vec!["ci".into()],
-                needs_restart: vec!["listen"],
+                needs_restart: vec!["listen".to_owned()],
                 ..Reloaded::default()
             }
         );

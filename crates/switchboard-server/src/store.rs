@@ -24,7 +24,7 @@ use switchboard_redis::RedisLink;
 
 /// `[responses]`: bounds of the store that keeps responses made with `store: true`, in this
 /// process's memory.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreSettings {
     /// Most responses kept; the least recently used goes first.
