@@ -10,9 +10,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 
+use crate::api::error::ApiError;
 use crate::api::{self, RequestId};
 use crate::connections::Server;
-use crate::error::ApiError;
 use crate::ids::request_id;
 use crate::state::AppState;
 

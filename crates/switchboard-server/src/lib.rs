@@ -23,7 +23,6 @@ mod api;
 mod app;
 pub mod config;
 mod connections;
-pub mod error;
 mod h2c;
 mod ids;
 mod pipeline;

@@ -4,8 +4,8 @@
 use axum::body::{Body, HttpBody};
 use serde_json::Value;
 
+use crate::api::error::ApiError;
 use crate::connections::BodyTimedOut;
-use crate::error::ApiError;
 
 /// The body as JSON, or the error to answer with: 413 past the limit (at once when the
 /// declared `Content-Length` is past it, without reading), 408 when the body does not

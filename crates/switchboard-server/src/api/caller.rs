@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use axum::http::StatusCode;
 use switchboard_access::{Exceeded, Key, Limits, Verdict, decide};
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::pipeline::{
     Asked, GatewayRequest, GatewayTools, Target, estimate_text, estimate_tokens,
 };
@@ -154,7 +154,7 @@ pub fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), ApiError
 pub fn resolve(caller: &Caller, model: &str) -> Result<Target, ApiError> {
     let resolved = caller.live.pipeline.resolve(model);
     match caller.key.as_deref().filter(|key| key.is_restricted()) {
-        None => resolved,
+        None => Ok(resolved?),
         // A name nothing answers is told to a restricted key exactly like a name beyond its
         // reach: the pipeline's own 404 lists every route; this key sees only its own.
         Some(key) => {
@@ -250,4 +250,5 @@ pub async fn gateway_tools(
         .pipeline
         .gateway_tools(target, asked)
         .await
+        .map_err(ApiError::from)
 }

@@ -24,7 +24,7 @@ use super::RequestId;
 use super::body::read_json;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::{self, Caller};
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::pipeline::{CHARACTER_PREFIX, Target, character_id};
 use crate::state::AppState;
 

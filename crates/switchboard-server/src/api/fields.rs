@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 use switchboard_tools::quote_value;
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 
 /// Problems named in one error.
 const MAX_PROBLEMS_LISTED: usize = 20;

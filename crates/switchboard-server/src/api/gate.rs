@@ -17,7 +17,7 @@ use http_body::{Frame, SizeHint};
 use super::RequestId;
 use super::caller::{Caller, Share, too_many};
 use super::error_response;
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::state::AppState;
 use switchboard_access::{Admission, Exceeded, Lease, Presented, StoreError, Verdict};
 

@@ -15,7 +15,7 @@ use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::api::caller::Caller;
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::pipeline::{Answer, Output, Started};
 use crate::traces;
 use switchboard_upstream::UpstreamRecord;

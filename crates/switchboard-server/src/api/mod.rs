@@ -9,6 +9,7 @@ mod body;
 pub mod caller;
 pub mod characters;
 pub mod chat;
+pub mod error;
 mod fields;
 pub mod gate;
 pub(crate) mod log;
@@ -22,7 +23,7 @@ mod sse;
 use axum::Router;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::state::AppState;
 
 /// One served API: its routes, the paths it owns, and how it writes an error.

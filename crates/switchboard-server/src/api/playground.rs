@@ -10,7 +10,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 
 /// Everything the page loads from this origin, and nothing else: scripts, styles, images
 /// and connections only to the gateway itself; no inline code, no framing.

@@ -14,8 +14,8 @@ use futures::stream;
 use tokio::sync::mpsc::error::TryRecvError;
 
 use super::log::{RequestLog, Tally};
-use crate::error::ApiError;
-use crate::pipeline::{Answer, Output, Outputs, Started, collect_with};
+use crate::api::error::ApiError;
+use crate::pipeline::{Answer, Output, Outputs, PipelineError, Started, collect_with};
 
 /// How one API writes a streamed answer.
 pub trait Renderer: Send + 'static {
@@ -79,7 +79,7 @@ pub async fn answer<R: Renderer, W: WholeBody>(
             log.finish(&started.label, StatusCode::OK, Tally::of(&answer), false);
             whole.respond(answer).await
         }
-        Err(error) => log.fail(&started.label, error, error_response),
+        Err(error) => log.fail(&started.label, error.into(), error_response),
     };
     super::upstream_headers(&mut response, &started.upstreams);
     response
@@ -107,7 +107,7 @@ async fn stream(
     let first = loop {
         match outputs.recv().await {
             Some(Err(error)) => {
-                let mut response = error_response(error);
+                let mut response = error_response(error.into());
                 log.finish(&route, response.status(), tally, true);
                 super::upstream_headers(&mut response, &upstreams);
                 return response;
@@ -154,7 +154,7 @@ async fn stream(
 
 struct Streaming<R> {
     /// `Some(None)` when the answer ended before the response was sent.
-    first: Option<Option<Result<Output, ApiError>>>,
+    first: Option<Option<Result<Output, PipelineError>>>,
     /// Text rendered before the response was sent, to send first.
     pending: Option<String>,
     outputs: Outputs,
@@ -197,6 +197,7 @@ impl<R: Renderer> Streaming<R> {
                     self.renderer.end()
                 }
                 Some(Err(error)) => {
+                    let error = ApiError::from(error);
                     self.finish(error.status);
                     self.renderer.error(&error)
                 }

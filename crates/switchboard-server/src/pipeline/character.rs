@@ -17,10 +17,10 @@ use switchboard_tools::{Content, Message};
 use switchboard_wire::ChatRequest;
 
 use super::completion::{self, Completion};
+use super::error::PipelineError;
 use super::gateway_tools::GatewayTools;
 use super::output::{GatewayEvent, Output, Outputs, send};
 use super::tool_loop;
-use crate::error::ApiError;
 use crate::tool_servers::{CharacterToolbox, ToolServers};
 
 /// The route prefix that names a character.
@@ -38,15 +38,15 @@ pub fn id(character: &Character) -> Option<String> {
 /// Checks what a character route cannot take, and leaves the conversation the character
 /// is asked to go on with: the history without empty assistant turns, its oldest turns
 /// dropped past the bound a conversation keeps, and the user's new message.
-pub fn conversation(request: &mut ChatRequest) -> Result<(), ApiError> {
+pub fn conversation(request: &mut ChatRequest) -> Result<(), PipelineError> {
     if !request.tools.is_empty() {
-        return Err(ApiError::invalid_request(
+        return Err(PipelineError::invalid(
             "character routes run the character's own tools; send the request without tools",
             Some("tools".into()),
         ));
     }
     let Some(Message::User { .. }) = request.messages.last() else {
-        return Err(ApiError::invalid_request(
+        return Err(PipelineError::invalid(
             "the last message must be the user's message to the character",
             Some(format!(
                 "messages[{}]",
@@ -75,13 +75,10 @@ pub fn start(
     let servers = tool_servers.declared_by(&character);
     completion::spawn(completion, move |completion, sender| {
         Box::pin(async move {
-            let session = character.start_conversation().await.map_err(|error| {
-                ApiError::upstream(
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    error.to_string(),
-                    "character_failed",
-                )
-            })?;
+            let session = character
+                .start_conversation()
+                .await
+                .map_err(|error| PipelineError::Character(error.to_string()))?;
             let prompt = session.system_prompt().to_owned();
             completion
                 .request

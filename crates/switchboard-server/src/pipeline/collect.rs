@@ -2,12 +2,11 @@
 //! from, folded by the wire crate's collector, so a whole answer and a streamed one cannot
 //! disagree in any API.
 
-use axum::http::StatusCode;
 use switchboard_wire::{ChatResponse, Collector};
 
+use super::error::PipelineError;
 use super::output::{GatewayEvent, Output, Outputs};
 use super::tool_checks::ToolCallProblem;
-use crate::error::ApiError;
 
 /// A complete answer, the problems found with its tool calls, and what a character did
 /// besides speaking.
@@ -24,7 +23,7 @@ pub struct Answer {
 pub async fn collect_with(
     mut outputs: Outputs,
     mut observe: impl FnMut(&Output),
-) -> Result<Answer, ApiError> {
+) -> Result<Answer, PipelineError> {
     let mut collector = Collector::new();
     let mut problems = Vec::new();
     let mut gateway_events = Vec::new();
@@ -37,13 +36,9 @@ pub async fn collect_with(
             Output::Gateway(event) => gateway_events.push(event),
         }
     }
-    let response = collector.finish().map_err(|error| {
-        ApiError::upstream(
-            StatusCode::BAD_GATEWAY,
-            format!("the backend's answer is incomplete: {error}"),
-            "backend_bad_answer",
-        )
-    })?;
+    let response = collector
+        .finish()
+        .map_err(|error| PipelineError::incomplete(error))?;
     Ok(Answer {
         response,
         problems,

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use switchboard_parsers::{
@@ -17,6 +16,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::Limits;
+use super::error::PipelineError;
 use super::finisher::Finisher;
 use super::output::{Output, Outputs, Sender, send};
 use super::prompted::{
@@ -24,7 +24,6 @@ use super::prompted::{
     satisfies,
 };
 use super::repair::retry_messages;
-use crate::error::ApiError;
 use crate::ids::{CallIdShape, CallIds};
 use switchboard_upstream::ToolCallPolicy;
 use switchboard_upstream::{PoolError, RetryReason, Route, SendOptions};
@@ -61,7 +60,10 @@ pub fn start(completion: Completion) -> Outputs {
 /// client went away) cancels it.
 pub fn spawn(
     mut completion: Completion,
-    work: impl for<'a> FnOnce(&'a mut Completion, &'a Sender) -> BoxFuture<'a, Result<(), ApiError>>
+    work: impl for<'a> FnOnce(
+        &'a mut Completion,
+        &'a Sender,
+    ) -> BoxFuture<'a, Result<(), PipelineError>>
     + Send
     + 'static,
 ) -> Outputs {
@@ -77,12 +79,12 @@ pub fn spawn(
         tokio::select! {
             finished = tokio::time::timeout(timeout, work) => {
                 if finished.is_err() {
-                    let _ = sender.send(Err(ApiError::request_timeout(timeout)));
+                    let _ = sender.send(Err(PipelineError::Timeout(timeout)));
                 }
             }
             () = sender.closed() => {}
             () = hard_stop.cancelled() => {
-                let _ = sender.send(Err(ApiError::shutting_down()));
+                let _ = sender.send(Err(PipelineError::ShuttingDown));
             }
         }
     };
@@ -97,7 +99,7 @@ pub fn spawn(
 pub async fn answer_or_fall_back(
     completion: &mut Completion,
     sender: &Sender,
-) -> Result<(), ApiError> {
+) -> Result<(), PipelineError> {
     let mut fallbacks = std::mem::take(&mut completion.fallbacks).into_iter();
     loop {
         let mut received = completion.received;
@@ -209,14 +211,14 @@ enum Failure {
     /// Every replica failed before the answer began, in a way another route might not:
     /// nothing reached the client, so a fallback may answer instead.
     Unanswered {
-        error: ApiError,
+        error: PipelineError,
         reason: RetryReason,
     },
-    Answered(ApiError),
+    Answered(PipelineError),
 }
 
-impl From<ApiError> for Failure {
-    fn from(error: ApiError) -> Self {
+impl From<PipelineError> for Failure {
+    fn from(error: PipelineError) -> Self {
         Failure::Answered(error)
     }
 }
@@ -310,11 +312,10 @@ async fn answer(
         Some(ToolRequirement::Named(name)) => format!("a call to {name}"),
         _ => "a tool call".to_owned(),
     };
-    Err(ApiError::upstream(
-        StatusCode::BAD_GATEWAY,
-        format!("tool_choice asked for {what}, and the model answered without one twice"),
-        "tool_call_required",
-    )
+    Err(PipelineError::BadAnswer {
+        message: format!("tool_choice asked for {what}, and the model answered without one twice"),
+        code: "tool_call_required",
+    }
     .into())
 }
 
@@ -383,18 +384,18 @@ impl Attempt<'_> {
             Ok(events) => events,
             Err(PoolError::Exhausted { error, reason }) if first => {
                 return Err(Failure::Unanswered {
-                    error: ApiError::from(error),
+                    error: PipelineError::from(error),
                     reason,
                 });
             }
-            Err(error) => return Err(ApiError::from(error.into_backend_error()).into()),
+            Err(error) => return Err(PipelineError::from(error.into_backend_error()).into()),
         };
         while let Some(event) = events.next().await {
-            let event = event.map_err(ApiError::from)?;
+            let event = event.map_err(PipelineError::from)?;
             *self.received += event.text_len();
             let limit = self.completion.limits.max_answer_bytes;
             if *self.received > limit {
-                return Err(ApiError::answer_too_large(format_args!(
+                return Err(PipelineError::AnswerTooLarge(format!(
                     "more than max_answer_bytes ({limit} bytes)"
                 ))
                 .into());
@@ -440,7 +441,7 @@ impl Attempt<'_> {
         mut outputs: Vec<Output>,
         shown: Shown,
         words: &mut Words,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), PipelineError> {
         let repairing = self.completion.route.policy == ToolCallPolicy::Repair;
         outputs.retain(|output| match output {
             Output::Event(StreamEvent::TextDelta(text)) => {
@@ -455,7 +456,7 @@ impl Attempt<'_> {
         self.deliver(outputs).await
     }
 
-    async fn deliver(&mut self, outputs: Vec<Output>) -> Result<(), ApiError> {
+    async fn deliver(&mut self, outputs: Vec<Output>) -> Result<(), PipelineError> {
         send(self.sender, self.gate.pass(outputs)).await
     }
 

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use switchboard_tools::{ToolCall, Toolset};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
+use super::error::PipelineError;
 use super::output::Output;
 use super::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
-use crate::error::ApiError;
 use crate::ids::CallIds;
 use switchboard_upstream::ToolCallPolicy;
 
@@ -210,7 +210,7 @@ impl Finisher {
     /// Ends the answer: calls still open are complete now, then problems, the finish and
     /// the usage. The finish reason is the backend's, corrected to agree with the calls.
     /// Under `reject` a broken call makes the answer an error, unless the limit cut it.
-    pub fn finish(&mut self) -> Result<Vec<Output>, ApiError> {
+    pub fn finish(&mut self) -> Result<Vec<Output>, PipelineError> {
         let mut out = Vec::new();
         for (_, pending) in std::mem::take(&mut self.pending) {
             self.end(pending, &mut out);
@@ -444,7 +444,16 @@ mod tests {
         out.extend(finisher.push(StreamEvent::Finish(FinishReason::ToolCalls)));
         assert!(out.is_empty(), "held until the answer ends: {out:?}");
         let error = finisher.finish().unwrap_err();
-        assert_eq!(error.code.as_deref(), Some("unknown_tool_call"));
+        assert!(
+            matches!(
+                error,
+                PipelineError::BadAnswer {
+                    code: "unknown_tool_call",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
     }
 
     #[test]

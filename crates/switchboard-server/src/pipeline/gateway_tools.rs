@@ -20,7 +20,7 @@ use switchboard_runtime::ToolExecutor;
 use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 use switchboard_wire::mcp::McpServerRequest;
 
-use crate::error::ApiError;
+use super::error::PipelineError;
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
 use switchboard_upstream::ToolLoopSettings;
 
@@ -236,7 +236,7 @@ impl GatewayTools {
         allowed_urls: &[String],
         route: &ToolLoopSettings,
         asked: Asked<'_>,
-    ) -> Result<Option<Self>, ApiError> {
+    ) -> Result<Option<Self>, PipelineError> {
         if asked.servers.is_empty() && route.servers.is_empty() {
             return Ok(None);
         }
@@ -375,7 +375,7 @@ impl GatewayTools {
 fn configured<'a>(
     servers: &'a ToolServers,
     request: &McpServerRequest,
-) -> Result<Option<&'a Arc<ToolServer>>, ApiError> {
+) -> Result<Option<&'a Arc<ToolServer>>, PipelineError> {
     let by_label = servers.get(&request.label);
     let by_url = request.url.as_deref().and_then(|url| {
         servers.all().iter().find(|server| {
@@ -417,7 +417,7 @@ fn gateway_path(url: &str) -> Option<&str> {
 async fn connect(
     request: &McpServerRequest,
     allowed_urls: &[String],
-) -> Result<Arc<ToolServer>, ApiError> {
+) -> Result<Arc<ToolServer>, PipelineError> {
     let Some(url) = &request.url else {
         return Err(invalid(
             &request.path,
@@ -447,8 +447,8 @@ async fn connect(
     Ok(server)
 }
 
-fn invalid(path: &str, message: String) -> ApiError {
-    ApiError::invalid_request(format!("{path}: {message}"), Some(path.to_owned()))
+fn invalid(path: &str, message: String) -> PipelineError {
+    PipelineError::invalid(format!("{path}: {message}"), Some(path.to_owned()))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod character;
 mod collect;
 mod completion;
 mod count;
+mod error;
 mod finisher;
 mod gateway_tools;
 mod output;
@@ -21,13 +22,11 @@ mod tools;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use switchboard_characters::CharacterRegistry;
 use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::ApiError;
 use crate::ids::CallIdShape;
 use crate::tool_servers::ToolServers;
 use switchboard_upstream::{Route, RouteTable, UpstreamRecord};
@@ -35,6 +34,7 @@ use switchboard_upstream::{Route, RouteTable, UpstreamRecord};
 pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect_with};
 pub use count::{TokenCount, estimate_text, estimate_tokens};
+pub use error::PipelineError;
 pub use gateway_tools::{ApprovalAnswer, Asked, GatewayTools};
 pub use output::{GatewayEvent, Output, Outputs};
 pub use target::Target;
@@ -118,7 +118,7 @@ pub struct Started {
 impl Pipeline {
     /// Starts the answer from the route or character the request resolved to. Dropping the
     /// outputs (the client went away) cancels the work.
-    pub fn start(&self, request: GatewayRequest) -> Result<Started, ApiError> {
+    pub fn start(&self, request: GatewayRequest) -> Result<Started, PipelineError> {
         let GatewayRequest {
             target,
             mut request,
@@ -141,18 +141,15 @@ impl Pipeline {
         let (route, character) = match target {
             Target::Character(character) => {
                 if gateway.is_some() {
-                    return Err(ApiError::invalid_request(
+                    return Err(PipelineError::invalid(
                         "character routes run the character's own tools; send the request without MCP servers",
                         Some("tools".into()),
                     ));
                 }
-                let route = self.character_route.clone().ok_or_else(|| {
-                    ApiError::upstream(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "no route is configured for characters to talk through",
-                        "no_character_route",
-                    )
-                })?;
+                let route = self
+                    .character_route
+                    .clone()
+                    .ok_or_else(|| PipelineError::NoCharacterRoute)?;
                 character::conversation(&mut request)?;
                 // The character's calls go no further than its own tools and its backend.
                 call_ids = CallIdShape::Backend;
@@ -200,7 +197,7 @@ impl Pipeline {
         &self,
         target: &Target,
         asked: Asked<'_>,
-    ) -> Result<Option<GatewayTools>, ApiError> {
+    ) -> Result<Option<GatewayTools>, PipelineError> {
         match target {
             Target::Route(route) => {
                 GatewayTools::resolve(
@@ -212,7 +209,7 @@ impl Pipeline {
                 .await
             }
             Target::Character(_) if asked.servers.is_empty() => Ok(None),
-            Target::Character(_) => Err(ApiError::invalid_request(
+            Target::Character(_) => Err(PipelineError::invalid(
                 "character routes run the character's own tools; send the request without MCP servers",
                 Some(asked.servers[0].path.clone()),
             )),

@@ -10,9 +10,9 @@ use switchboard_runtime::ToolEvent;
 use switchboard_wire::StreamEvent;
 use tokio::sync::mpsc;
 
+use super::error::PipelineError;
 use super::gateway_tools::{Listing, ToolSource};
 use super::tool_checks::ToolCallProblem;
-use crate::error::ApiError;
 
 /// What the pipeline hands the responder.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,15 +27,15 @@ pub enum Output {
 }
 
 /// The outputs of one answer, in order, ending with an error where it failed.
-pub type Outputs = mpsc::UnboundedReceiver<Result<Output, ApiError>>;
+pub type Outputs = mpsc::UnboundedReceiver<Result<Output, PipelineError>>;
 /// The stages' end of [`Outputs`].
-pub type Sender = mpsc::UnboundedSender<Result<Output, ApiError>>;
+pub type Sender = mpsc::UnboundedSender<Result<Output, PipelineError>>;
 
 /// Sends outputs in order; an error once the receiver (the client) is gone.
-pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), ApiError> {
+pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), PipelineError> {
     for output in outputs {
         if sender.send(Ok(output)).is_err() {
-            return Err(ApiError::invalid_request("the client went away", None));
+            return Err(PipelineError::ClientGone);
         }
     }
     Ok(())

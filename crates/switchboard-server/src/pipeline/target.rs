@@ -7,8 +7,8 @@ use std::sync::Arc;
 use switchboard_characters::Character;
 use switchboard_tools::quote;
 
+use super::error::PipelineError;
 use super::{Pipeline, character};
-use crate::error::ApiError;
 use switchboard_upstream::Route;
 
 /// The route or character that answers a request.
@@ -39,14 +39,14 @@ impl Target {
 
 impl Pipeline {
     /// The route or character a model name names, or the 404 that says what there is.
-    pub fn resolve(&self, model: &str) -> Result<Target, ApiError> {
+    pub fn resolve(&self, model: &str) -> Result<Target, PipelineError> {
         match model.strip_prefix(character::PREFIX) {
             Some(name) => self
                 .characters
                 .get(name)
                 .map(Target::Character)
                 .ok_or_else(|| {
-                    ApiError::not_found(format!(
+                    PipelineError::UnknownModel(format!(
                         "no character named {} is loaded; GET /v1/models lists them",
                         quote(name)
                     ))
@@ -63,7 +63,7 @@ impl Pipeline {
                         .iter()
                         .map(|route| route.name.as_str())
                         .collect();
-                    ApiError::not_found(format!(
+                    PipelineError::UnknownModel(format!(
                         "no route is named {}; configured routes: {}",
                         quote(model),
                         known.join(", ")

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use switchboard_tools::{CallError, ToolCall, Toolset};
 
-use crate::error::ApiError;
+use super::error::PipelineError;
 
 /// One problem with one of the model's calls, as it appears in `choices[].tool_call_errors`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -53,18 +53,17 @@ fn describe(index: usize, call: &ToolCall, tools: &Toolset) -> Option<ToolCallPr
 
 /// The error response the `reject` policy answers with: the first problem's code, every
 /// problem's message.
-pub fn rejection(problems: &[ToolCallProblem]) -> Option<ApiError> {
+pub fn rejection(problems: &[ToolCallProblem]) -> Option<PipelineError> {
     let first = problems.first()?;
     let message = problems
         .iter()
         .map(|problem| problem.message.as_str())
         .collect::<Vec<_>>()
         .join("; ");
-    Some(ApiError::upstream(
-        axum::http::StatusCode::BAD_GATEWAY,
-        format!("the model made an invalid tool call: {message}"),
-        first.code,
-    ))
+    Some(PipelineError::BadAnswer {
+        message: format!("the model made an invalid tool call: {message}"),
+        code: first.code,
+    })
 }
 
 #[cfg(test)]
@@ -118,10 +117,13 @@ mod tests {
             "{}",
             problems[2].message
         );
-        assert_eq!(
-            rejection(&problems).unwrap().code.as_deref(),
-            Some("unknown_tool_call")
-        );
+        assert!(matches!(
+            rejection(&problems),
+            Some(PipelineError::BadAnswer {
+                code: "unknown_tool_call",
+                ..
+            })
+        ));
     }
 
     #[test]

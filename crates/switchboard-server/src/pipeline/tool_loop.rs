@@ -25,13 +25,13 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::completion::{self, Completion, answer_or_fall_back};
+use super::error::PipelineError;
 use super::gateway_tools::{GatewayTool, GatewayTools, Runner, ToolSource};
 use super::output::{GatewayEvent, Output, Outputs, Sender, send};
 use super::tools::compile_converted;
-use crate::error::ApiError;
 
 /// Starts the answer: the request's rounds on a task of their own.
-pub fn start(mut completion: Completion, tools: GatewayTools) -> Result<Outputs, ApiError> {
+pub fn start(mut completion: Completion, tools: GatewayTools) -> Result<Outputs, PipelineError> {
     offer(&mut completion, &tools)?;
     let tools = Arc::new(tools);
     Ok(completion::spawn(completion, move |completion, sender| {
@@ -41,7 +41,7 @@ pub fn start(mut completion: Completion, tools: GatewayTools) -> Result<Outputs,
 
 /// Offers the model the client's tools and the gateway's alike; the finisher checks calls
 /// to the client's, and leaves the gateway's to what runs them.
-pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), ApiError> {
+pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), PipelineError> {
     let request = &mut completion.request;
     let offered: Vec<_> = request
         .tools
@@ -53,7 +53,7 @@ pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), Ap
         serde_json::to_value(&offered).unwrap_or_default()
     })
     .map_err(|problems| {
-        ApiError::invalid_request(
+        PipelineError::invalid(
             format!("the tools the gateway runs (an MCP server's or a character's) cannot be offered beside the request's: {problems}"),
             Some("tools".into()),
         )
@@ -68,7 +68,7 @@ pub async fn run(
     completion: &mut Completion,
     tools: Arc<GatewayTools>,
     sender: &Sender,
-) -> Result<(), ApiError> {
+) -> Result<(), PipelineError> {
     let deadline = Instant::now() + tools.max_tool_time;
     let asked_tokens = completion.request.max_tokens;
     let route = completion.route.name.clone();
@@ -228,7 +228,7 @@ async fn one_round(
     calls_under: &CallsUnder<'_>,
     budget: Option<usize>,
     client_offered: bool,
-) -> Result<Round, ApiError> {
+) -> Result<Round, PipelineError> {
     let sender = calls_under.sender;
     let (round_sender, mut outputs) = mpsc::unbounded_channel();
     let mut taker = Taker {
@@ -254,7 +254,7 @@ async fn one_round(
         while let Some(output) = outputs.recv().await {
             taker.take(output?)?;
         }
-        Ok::<_, ApiError>(())
+        Ok::<_, PipelineError>(())
     };
     let (answered, taken) = tokio::join!(answering, taking);
     answered?;
@@ -284,7 +284,7 @@ struct Taker<'a> {
 }
 
 impl Taker<'_> {
-    fn take(&mut self, output: Output) -> Result<(), ApiError> {
+    fn take(&mut self, output: Output) -> Result<(), PipelineError> {
         let event = match output {
             Output::Event(event) => event,
             // The client hears only of its own calls' problems, by their numbers.
@@ -393,19 +393,16 @@ impl Taker<'_> {
         }
     }
 
-    async fn finish(mut self) -> Result<Round, ApiError> {
+    async fn finish(mut self) -> Result<Round, PipelineError> {
         // Calls the stream never closed explicitly are complete once it is.
         for index in std::mem::take(&mut self.receiving) {
             self.ended(index);
         }
         let results = self.running.finish().await;
-        let response = self.collector.finish().map_err(|error| {
-            ApiError::upstream(
-                axum::http::StatusCode::BAD_GATEWAY,
-                format!("the backend's answer is incomplete: {error}"),
-                "backend_bad_answer",
-            )
-        })?;
+        let response = self
+            .collector
+            .finish()
+            .map_err(|error| PipelineError::incomplete(error))?;
         Ok(Round {
             message: response.message(),
             results,
@@ -418,10 +415,10 @@ impl Taker<'_> {
     }
 }
 
-fn pass(sender: &Sender, output: Output) -> Result<(), ApiError> {
+fn pass(sender: &Sender, output: Output) -> Result<(), PipelineError> {
     sender
         .send(Ok(output))
-        .map_err(|_| ApiError::invalid_request("the client went away", None))
+        .map_err(|_| PipelineError::ClientGone)
 }
 
 /// What every call of a request shares: where its events go, when the request's time for

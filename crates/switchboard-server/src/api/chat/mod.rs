@@ -24,7 +24,7 @@ use super::body::read_json;
 use super::log::RequestLog;
 use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::ids::{CallIdShape, completion_id};
 use crate::pipeline::{GatewayRequest, Started};
 use crate::state::Snapshot;

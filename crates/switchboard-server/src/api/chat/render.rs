@@ -18,8 +18,8 @@ use switchboard_runtime::ToolEvent;
 use switchboard_wire::StreamEvent;
 use switchboard_wire::openai::{ChunkEncoder, DONE, completion};
 
+use crate::api::error::ApiError;
 use crate::api::sse::{Renderer, WholeBody};
-use crate::error::ApiError;
 use crate::pipeline::tool_checks::ToolCallProblem;
 use crate::pipeline::{Answer, GatewayEvent, Output};
 

@@ -5,8 +5,8 @@ use serde_json::{Map, Value};
 use switchboard_tools::{Toolset, quote, quote_value};
 use switchboard_wire::REASONING_EFFORTS;
 
+use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, invalid, number, rejection};
-use crate::error::ApiError;
 use crate::pipeline::compile_tools;
 
 /// What validation learned that later steps need.

@@ -16,8 +16,8 @@ use switchboard_wire::anthropic::{MessageBuilder, SseEncoder, StreamPayload, pus
 use switchboard_wire::ids::IdMap;
 use tokio_util::task::AbortOnDropHandle;
 
+use crate::api::error::ApiError;
 use crate::api::sse::{Renderer, WholeBody};
-use crate::error::ApiError;
 use crate::pipeline::tool_checks::ToolCallProblem;
 use crate::pipeline::{Answer, GatewayEvent, Output, TokenCount};
 

@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 use switchboard_tools::{Toolset, quote_value};
 
+use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, invalid, number, rejection};
-use crate::error::ApiError;
 use crate::pipeline::compile_converted;
 
 /// Which endpoint the body came to: `count_tokens` takes no `max_tokens` or `stream`.

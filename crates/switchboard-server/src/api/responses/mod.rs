@@ -30,7 +30,7 @@ use super::chat::validate::pointer_to_param;
 use super::log::RequestLog;
 use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::ids::{CallIdShape, response_id};
 use crate::pipeline::{ApprovalAnswer, GatewayRequest, Started, compile_converted};
 use crate::state::AppState;

@@ -17,8 +17,8 @@ use axum::http::HeaderValue;
 use axum::response::IntoResponse;
 
 use super::NOT_STORED_HEADER;
+use crate::api::error::ApiError;
 use crate::api::sse::{Renderer, WholeBody};
-use crate::error::ApiError;
 use crate::pipeline::tool_checks::ToolCallProblem;
 use crate::pipeline::{Answer, GatewayEvent, Output};
 use crate::store::{Conversation, ResponseStore, StoredResponse};

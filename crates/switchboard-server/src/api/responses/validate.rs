@@ -7,8 +7,8 @@ use switchboard_wire::responses::ResponsesRequest;
 
 use switchboard_tools::quote_value;
 
+use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, invalid, number, rejection};
-use crate::error::ApiError;
 
 const EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
 const VERBOSITIES: &[&str] = &["low", "medium", "high"];

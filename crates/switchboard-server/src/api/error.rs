@@ -1,5 +1,7 @@
-//! Errors as OpenAI shapes them: `{"error": {"message", "type", "param", "code"}}`, each
-//! with the HTTP status it is answered with. Nothing reaches a client as a bare 500.
+//! The front-ends' error: what the pipeline's failures and the front-ends' own refusals
+//! become, each with the HTTP status it is answered with. Its body is OpenAI's shape
+//! (`{"error": {"message", "type", "param", "code"}}`); the Messages front-end renders it
+//! in Anthropic's. Nothing reaches a client as a bare 500.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -8,6 +10,8 @@ use serde::Serialize;
 use serde_json::json;
 use switchboard_providers::BackendError;
 use switchboard_wire::DecodeErrorKind;
+
+use crate::pipeline::PipelineError;
 
 /// The code of an answer stopped for its size.
 pub const ANSWER_TOO_LARGE: &str = "backend_answer_too_large";
@@ -20,6 +24,34 @@ pub struct ApiError {
     pub kind: &'static str,
     pub param: Option<String>,
     pub code: Option<String>,
+}
+
+/// Each way the pipeline fails, with the status, type and code its clients are answered with.
+impl From<PipelineError> for ApiError {
+    fn from(error: PipelineError) -> Self {
+        match error {
+            PipelineError::Invalid { message, param } => Self::invalid_request(message, param),
+            PipelineError::UnknownModel(message) => Self::not_found(message),
+            PipelineError::Backend(error) => Self::from(error),
+            PipelineError::BadAnswer { message, code } => {
+                Self::upstream(StatusCode::BAD_GATEWAY, message, code)
+            }
+            PipelineError::AnswerTooLarge(detail) => Self::answer_too_large(detail),
+            PipelineError::Timeout(timeout) => Self::request_timeout(timeout),
+            PipelineError::ShuttingDown => Self::shutting_down(),
+            unserved @ PipelineError::NoCharacterRoute => Self::upstream(
+                StatusCode::SERVICE_UNAVAILABLE,
+                unserved.to_string(),
+                "no_character_route",
+            ),
+            PipelineError::Character(message) => Self::upstream(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                message,
+                "character_failed",
+            ),
+            gone @ PipelineError::ClientGone => Self::invalid_request(gone.to_string(), None),
+        }
+    }
 }
 
 /// A backend's failure as a client is answered: the status and code the failure classifies
