@@ -13,8 +13,8 @@ use tokio::net::TcpListener;
 use crate::api::error::ApiError;
 use crate::api::{self, RequestId};
 use crate::connections::Server;
-use crate::ids::request_id;
 use crate::state::AppState;
+use switchboard_pipeline::ids::request_id;
 
 pub fn router(state: AppState) -> Router {
     let access = middleware::from_fn_with_state(state.clone(), crate::api::gate::gate);

@@ -11,8 +11,8 @@ use switchboard_wire::Format;
 
 use crate::connections::ConnectionLimits;
 pub use crate::store::StoreSettings;
-pub use crate::tool_servers::McpServerConfig;
 use switchboard_access::{KeyConfig, SecretConfig};
+pub use switchboard_pipeline::tool_servers::McpServerConfig;
 pub use switchboard_upstream::{Balance, RouteConfig, ToolCallPolicy, ToolCalling};
 
 /// Everything `serve` needs to start.
@@ -348,8 +348,8 @@ impl Config {
     }
 
     /// What bounds every answer, as the pipeline takes it.
-    pub fn pipeline_settings(&self) -> crate::pipeline::Settings {
-        crate::pipeline::Settings {
+    pub fn pipeline_settings(&self) -> switchboard_pipeline::Settings {
+        switchboard_pipeline::Settings {
             request_timeout: self.request_timeout(),
             max_answer_bytes: self.max_answer_bytes,
             character_max_tokens: self.character_max_tokens,
@@ -431,7 +431,9 @@ impl Config {
         if self.responses.store_max_entries == 0 {
             problems.push("responses.store_max_entries must be at least 1".to_owned());
         }
-        problems.extend(crate::tool_servers::check_servers(&self.mcp_servers));
+        problems.extend(switchboard_pipeline::tool_servers::check_servers(
+            &self.mcp_servers,
+        ));
         let servers = self.mcp_server_names();
         for (index, route) in self.routes.iter().enumerate() {
             for (position, name) in route.mcp_servers.iter().enumerate() {

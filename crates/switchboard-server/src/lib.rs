@@ -8,14 +8,15 @@
 //!   caller they share;
 //! - `state`: what the handlers share; one configuration snapshot swapped whole on reload;
 //! - `config`: the file's schema, which converts into each part's settings;
-//! - `pipeline/`: the one path every request takes: route or character, tool calling,
-//!   checks on the model's calls;
+//! - the `switchboard-pipeline` crate: the one path every request takes (route or
+//!   character, tool calling, checks on the model's calls, the tool loop) with its tool
+//!   sources (upstream MCP servers, characters' toolboxes) and call ids;
 //! - the parts, which know neither the file nor the front-ends: the `switchboard-upstream`
 //!   crate (routes, replica pools, health), the `switchboard-access` crate (keys and
-//!   limits), `store` (stored responses), `tool_servers/` (upstream MCP servers as a tool
-//!   source), `connections` (client connections under their limits);
-//! - the leaves: `error`, `ids`, `traces`, `telemetry`, `h2c`, and the `switchboard-redis`
-//!   crate (the Redis link the limits and the store share).
+//!   limits), `store` (stored responses), `connections` (client connections under their
+//!   limits);
+//! - the leaves: `traces`, `telemetry`, `h2c`, and the `switchboard-redis` crate (the Redis
+//!   link the limits and the store share).
 //!
 //! It must not know how the binary parses its command line or prints.
 
@@ -24,17 +25,15 @@ mod app;
 pub mod config;
 mod connections;
 mod h2c;
-mod ids;
-mod pipeline;
 mod state;
 mod store;
 mod telemetry;
-mod tool_servers;
 pub mod traces;
 
 pub use api::mcp;
 pub use app::{RunningGateway, router, run, shutdown_signal};
 pub use config::{Config, ConfigError, ConfigProblems};
-pub use pipeline::tool_checks;
 pub use state::{AppState, Reloaded, Snapshot};
-pub use tool_servers::{CharacterToolbox, McpServerConfig, ToolServer, ToolServers};
+pub use switchboard_pipeline::tool_servers::{
+    CharacterToolbox, McpServerConfig, ToolServer, ToolServers,
+};

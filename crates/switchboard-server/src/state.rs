@@ -14,12 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigProblems};
 use crate::connections::ConnectionLimits;
-use crate::pipeline::Pipeline;
 use crate::store::{self, ResponseStore};
 use crate::telemetry;
-use crate::tool_servers::ToolServers;
 use crate::traces;
 use switchboard_access::Access;
+use switchboard_pipeline::Pipeline;
+use switchboard_pipeline::tool_servers::ToolServers;
 use switchboard_upstream::{ClientHooks, Health, Route, RouteTable, ToolCalling};
 
 /// Shared state of a running gateway.
@@ -287,7 +287,7 @@ impl AppState {
         // First: the routes register their replicas' series, which need the recorder.
         let metrics = telemetry::prometheus();
         // The tool-list cache's gauges exist from the start, not from the first list.
-        crate::pipeline::report_kept_tools();
+        switchboard_pipeline::report_kept_tools();
         // A folder nobody configured may be absent: a gateway without characters.
         let characters = Arc::new(CharacterRegistry::load(
             config.characters_dir(),

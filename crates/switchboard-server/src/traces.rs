@@ -25,15 +25,7 @@ use tracing::field::Empty;
 use tracing::{Instrument, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-/// The target of every span meant for OpenTelemetry, all at `TRACE` level (the characters
-/// crate names it too, for its tool spans). The binary's log output leaves it out, even at
-/// `RUST_LOG=trace`, and its OpenTelemetry layer takes nothing else.
-pub const TARGET: &str = "switchboard::otel";
-
-/// Whether an OpenTelemetry layer wants these spans.
-pub(crate) fn enabled() -> bool {
-    tracing::enabled!(target: TARGET, tracing::Level::TRACE)
-}
+pub use switchboard_pipeline::trace_context::{TARGET, enabled};
 
 /// Middleware (installed while spans are exported) that runs one model request inside its
 /// span, continuing the client's W3C `traceparent` when it sent one. The front-end's
@@ -106,20 +98,6 @@ pub(crate) fn record_finish_reason(span: &Span, reason: &FinishReason) {
 /// `tracestate`): set on routes only while spans are exported.
 pub(crate) fn header_hook() -> Option<HeaderHook> {
     enabled().then(|| Arc::new(inject_current) as HeaderHook)
-}
-
-/// The current span's `traceparent`, for a request that carries its trace context in its
-/// body (an MCP call's `_meta`); `None` while spans are not exported.
-pub(crate) fn current_traceparent() -> Option<String> {
-    if !enabled() {
-        return None;
-    }
-    let mut headers = HeaderMap::new();
-    inject_current(&mut headers);
-    headers
-        .get("traceparent")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
 }
 
 fn inject_current(headers: &mut HeaderMap) {

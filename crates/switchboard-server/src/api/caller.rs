@@ -9,10 +9,10 @@ use axum::http::StatusCode;
 use switchboard_access::{Exceeded, Key, Limits, Verdict, decide};
 
 use crate::api::error::ApiError;
-use crate::pipeline::{
+use crate::state::Snapshot;
+use switchboard_pipeline::{
     Asked, GatewayRequest, GatewayTools, Target, estimate_text, estimate_tokens,
 };
-use crate::state::Snapshot;
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
 

@@ -25,8 +25,8 @@ use super::body::read_json;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
-use crate::pipeline::{CHARACTER_PREFIX, Target, character_id};
 use crate::state::AppState;
+use switchboard_pipeline::{CHARACTER_PREFIX, Target, character_id};
 
 /// The characters over HTTP: listed, shown, and their tools called.
 pub const FRONT_END: super::FrontEnd = super::FrontEnd {

@@ -11,7 +11,7 @@ use serde_json::json;
 use switchboard_providers::BackendError;
 use switchboard_wire::DecodeErrorKind;
 
-use crate::pipeline::PipelineError;
+use switchboard_pipeline::PipelineError;
 
 /// The code of an answer stopped for its size.
 pub const ANSWER_TOO_LARGE: &str = "backend_answer_too_large";

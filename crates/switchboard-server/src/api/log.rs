@@ -16,8 +16,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::api::caller::Caller;
 use crate::api::error::ApiError;
-use crate::pipeline::{Answer, Output, Started};
 use crate::traces;
+use switchboard_pipeline::{Answer, Output, Started};
 use switchboard_upstream::UpstreamRecord;
 
 /// What a finished answer amounted to.

@@ -26,9 +26,9 @@ use tokio::sync::watch;
 use super::RequestId;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::Caller;
-use crate::pipeline::{CHARACTER_PREFIX, character_id};
 use crate::state::{AppState, Snapshot};
-use crate::tool_servers::{Offered, ToolServer};
+use switchboard_pipeline::tool_servers::{Offered, ToolServer};
+use switchboard_pipeline::{CHARACTER_PREFIX, character_id};
 
 /// The characters' tools and, over HTTP, the upstream MCP servers' tools, as one catalog.
 #[derive(Debug)]
@@ -333,7 +333,7 @@ impl ToolCatalog for CharacterTools {
                 })
             }
             Source::Server { server, tool } => {
-                let traceparent = crate::traces::current_traceparent();
+                let traceparent = switchboard_pipeline::trace_context::current_traceparent();
                 Box::pin(async move {
                     let reply = server
                         .call(&tool.name, &arguments, traceparent.as_deref(), None)

@@ -1,6 +1,6 @@
 //! The APIs the gateway serves, one front-end per folder, each listed once in
 //! [`FRONT_ENDS`]. Each parses its own request format into the pipeline's
-//! [`GatewayRequest`](crate::pipeline::GatewayRequest), and renders the pipeline's outputs
+//! [`GatewayRequest`](switchboard_pipeline::GatewayRequest), and renders the pipeline's outputs
 //! and errors in its own format, whole or streamed. What every front-end needs the same way
 //! lives beside them: the access gate and the caller, reading the body, the SSE driver, the
 //! request log.

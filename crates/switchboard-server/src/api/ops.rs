@@ -8,8 +8,8 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use crate::api::caller::Caller;
-use crate::pipeline::character_id;
 use crate::state::{AppState, Snapshot};
+use switchboard_pipeline::character_id;
 use switchboard_upstream::Health;
 
 /// What operators and clients ask of the gateway itself: the model list, health, metrics.

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 
 use super::log::{RequestLog, Tally};
 use crate::api::error::ApiError;
-use crate::pipeline::{Answer, Output, Outputs, PipelineError, Started, collect_with};
+use switchboard_pipeline::{Answer, Output, Outputs, PipelineError, Started, collect_with};
 
 /// How one API writes a streamed answer.
 pub trait Renderer: Send + 'static {

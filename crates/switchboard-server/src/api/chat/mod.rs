@@ -25,12 +25,12 @@ use super::log::RequestLog;
 use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
-use crate::ids::{CallIdShape, completion_id};
-use crate::pipeline::{GatewayRequest, Started};
 use crate::state::Snapshot;
 use render::{
     CHARACTER_EVENTS_HEADER, ChunkRenderer, CompletionBody, Presentation, TOOL_EVENTS_HEADER,
 };
+use switchboard_pipeline::ids::{CallIdShape, completion_id};
+use switchboard_pipeline::{GatewayRequest, Started};
 use validate::check_request;
 
 /// Chat Completions, in OpenAI's error shape.

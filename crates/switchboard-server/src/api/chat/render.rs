@@ -20,8 +20,8 @@ use switchboard_wire::openai::{ChunkEncoder, DONE, completion};
 
 use crate::api::error::ApiError;
 use crate::api::sse::{Renderer, WholeBody};
-use crate::pipeline::tool_checks::ToolCallProblem;
-use crate::pipeline::{Answer, GatewayEvent, Output};
+use switchboard_pipeline::tool_checks::ToolCallProblem;
+use switchboard_pipeline::{Answer, GatewayEvent, Output};
 
 /// How the answer is presented.
 #[derive(Debug, Clone)]

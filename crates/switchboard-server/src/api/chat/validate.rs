@@ -7,7 +7,7 @@ use switchboard_wire::REASONING_EFFORTS;
 
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, invalid, number, rejection};
-use crate::pipeline::compile_tools;
+use switchboard_pipeline::compile_tools;
 
 /// What validation learned that later steps need.
 #[derive(Debug)]

@@ -28,10 +28,10 @@ use super::log::RequestLog;
 use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
-use crate::ids::{CallIdShape, message_id};
-use crate::pipeline::{GatewayRequest, Started, Target, estimate_tokens};
 pub use render::error_response;
 use render::{EventRenderer, Presentation, WholeMessage};
+use switchboard_pipeline::ids::{CallIdShape, message_id};
+use switchboard_pipeline::{GatewayRequest, Started, Target, estimate_tokens};
 use validate::{Endpoint, check_request};
 
 /// Names the request's server tools, which were left out.

@@ -18,8 +18,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::api::error::ApiError;
 use crate::api::sse::{Renderer, WholeBody};
-use crate::pipeline::tool_checks::ToolCallProblem;
-use crate::pipeline::{Answer, GatewayEvent, Output, TokenCount};
+use switchboard_pipeline::tool_checks::ToolCallProblem;
+use switchboard_pipeline::{Answer, GatewayEvent, Output, TokenCount};
 
 /// Says where a prompt count came from: `backend` (its tokenizer) or `estimate`.
 pub const TOKEN_COUNT: &str = "x-switchboard-token-count";

@@ -9,7 +9,7 @@ use switchboard_tools::{Toolset, quote_value};
 
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, invalid, number, rejection};
-use crate::pipeline::compile_converted;
+use switchboard_pipeline::compile_converted;
 
 /// Which endpoint the body came to: `count_tokens` takes no `max_tokens` or `stream`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,11 +31,11 @@ use super::log::RequestLog;
 use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
-use crate::ids::{CallIdShape, response_id};
-use crate::pipeline::{ApprovalAnswer, GatewayRequest, Started, compile_converted};
 use crate::state::AppState;
 use crate::store::{self, Conversation, StoredResponse};
 use render::{Keep, ResponseRenderer};
+use switchboard_pipeline::ids::{CallIdShape, response_id};
+use switchboard_pipeline::{ApprovalAnswer, GatewayRequest, Started, compile_converted};
 use validate::check_request;
 
 /// The header naming the hosted tools left out of the backend's request.

@@ -19,9 +19,9 @@ use axum::response::IntoResponse;
 use super::NOT_STORED_HEADER;
 use crate::api::error::ApiError;
 use crate::api::sse::{Renderer, WholeBody};
-use crate::pipeline::tool_checks::ToolCallProblem;
-use crate::pipeline::{Answer, GatewayEvent, Output};
 use crate::store::{Conversation, ResponseStore, StoredResponse};
+use switchboard_pipeline::tool_checks::ToolCallProblem;
+use switchboard_pipeline::{Answer, GatewayEvent, Output};
 
 /// Where a stored response goes, and the conversation it answers.
 #[derive(Debug)]

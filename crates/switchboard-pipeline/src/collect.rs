@@ -36,9 +36,7 @@ pub async fn collect_with(
             Output::Gateway(event) => gateway_events.push(event),
         }
     }
-    let response = collector
-        .finish()
-        .map_err(|error| PipelineError::incomplete(error))?;
+    let response = collector.finish().map_err(PipelineError::incomplete)?;
     Ok(Answer {
         response,
         problems,

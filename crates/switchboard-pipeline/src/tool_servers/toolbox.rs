@@ -113,7 +113,7 @@ impl ToolExecutor for CharacterToolbox {
         };
         let character = self.session.character().name().to_owned();
         Box::pin(async move {
-            let traceparent = crate::traces::current_traceparent();
+            let traceparent = crate::trace_context::current_traceparent();
             let reply = server
                 .call(
                     tool,

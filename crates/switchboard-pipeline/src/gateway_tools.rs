@@ -110,7 +110,7 @@ impl Runner {
     pub async fn run(&self, call: &ToolCall) -> ToolResult {
         match self {
             Self::Server { server, tool } => {
-                let traceparent = crate::traces::current_traceparent();
+                let traceparent = crate::trace_context::current_traceparent();
                 let reply = server
                     .call(tool, &call.arguments, traceparent.as_deref(), None)
                     .await;

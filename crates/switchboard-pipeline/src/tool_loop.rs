@@ -399,10 +399,7 @@ impl Taker<'_> {
             self.ended(index);
         }
         let results = self.running.finish().await;
-        let response = self
-            .collector
-            .finish()
-            .map_err(|error| PipelineError::incomplete(error))?;
+        let response = self.collector.finish().map_err(PipelineError::incomplete)?;
         Ok(Round {
             message: response.message(),
             results,

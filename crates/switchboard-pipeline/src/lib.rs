@@ -3,6 +3,11 @@
 //! route's backend (native or prompted tool calling) or plays a character, and hands back a
 //! channel of [`Output`]s that the front-end renders, whole or streamed, in its own format.
 //! No front-end knows about another, and no backend format knows about a front-end.
+//!
+//! It owns the tool sources the gateway runs tools from (`tool_servers`: upstream MCP
+//! servers and characters' toolboxes), the tool calls' ids, and its own errors
+//! ([`PipelineError`]). It must not know HTTP servers, any API's error shape, or the
+//! configuration file: the server builds a [`Pipeline`] from plain settings.
 
 mod character;
 mod collect;
@@ -11,13 +16,16 @@ mod count;
 mod error;
 mod finisher;
 mod gateway_tools;
+pub mod ids;
 mod output;
 mod prompted;
 mod repair;
 mod target;
 pub mod tool_checks;
 mod tool_loop;
+pub mod tool_servers;
 mod tools;
+pub mod trace_context;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,7 +157,7 @@ impl Pipeline {
                 let route = self
                     .character_route
                     .clone()
-                    .ok_or_else(|| PipelineError::NoCharacterRoute)?;
+                    .ok_or(PipelineError::NoCharacterRoute)?;
                 character::conversation(&mut request)?;
                 // The character's calls go no further than its own tools and its backend.
                 call_ids = CallIdShape::Backend;
