@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 use switchboard_characters::{Character, Loaded, Rejection};
 use switchboard_tools::ToolCall;
 
-use super::RequestId;
 use super::body::read_json;
+use super::front_end::RequestId;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
@@ -29,11 +29,13 @@ use crate::state::AppState;
 use switchboard_pipeline::{CHARACTER_PREFIX, Target, character_id};
 
 /// The characters over HTTP: listed, shown, and their tools called.
-pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
-        super::traced(Router::new().route("/v1/characters/{name}/tools/{tool}", post(call_tool)))
-            .route("/v1/characters", get(list))
-            .route("/v1/characters/{name}", get(show))
+        super::front_end::traced(
+            Router::new().route("/v1/characters/{name}/tools/{tool}", post(call_tool)),
+        )
+        .route("/v1/characters", get(list))
+        .route("/v1/characters/{name}", get(show))
     },
     owns: |path| path == "/v1/characters" || path.starts_with("/v1/characters/"),
     error: IntoResponse::into_response,

@@ -14,9 +14,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http_body::{Frame, SizeHint};
 
-use super::RequestId;
 use super::caller::{Caller, Share, too_many};
 use super::error_response;
+use super::front_end::RequestId;
 use crate::api::error::ApiError;
 use crate::state::AppState;
 use switchboard_access::{Admission, Exceeded, Lease, Presented, StoreError, Verdict};

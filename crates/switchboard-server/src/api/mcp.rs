@@ -23,7 +23,7 @@ use switchboard_mcp::{
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
 
-use super::RequestId;
+use super::front_end::RequestId;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::Caller;
 use crate::state::{AppState, Snapshot};
@@ -387,7 +387,7 @@ pub fn server_options(max_name_chars: usize) -> ServerOptions {
 
 /// Characters' tools over MCP. Errors answered before the MCP endpoint runs (401, 429)
 /// keep OpenAI's HTTP shape: MCP clients read the status and `WWW-Authenticate`.
-pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes,
     owns: |path| path == "/mcp" || path.starts_with("/mcp/"),
     error: axum::response::IntoResponse::into_response,

@@ -11,6 +11,7 @@ pub mod characters;
 pub mod chat;
 pub mod error;
 mod fields;
+mod front_end;
 pub mod gate;
 pub(crate) mod log;
 pub mod mcp;
@@ -20,21 +21,11 @@ pub mod playground;
 pub mod responses;
 mod sse;
 
-use axum::Router;
 use axum::response::{IntoResponse, Response};
 
-use crate::api::error::ApiError;
-use crate::state::AppState;
+pub use front_end::{FrontEnd, RequestId};
 
-/// One served API: its routes, the paths it owns, and how it writes an error.
-#[derive(Debug)]
-pub struct FrontEnd {
-    pub routes: fn(&AppState) -> Router<AppState>,
-    /// Whether a path is its own: the errors answered before any endpoint runs (401, 429)
-    /// take its shape there.
-    pub owns: fn(&str) -> bool,
-    pub error: fn(ApiError) -> Response,
-}
+use crate::api::error::ApiError;
 
 /// Every API the gateway serves. A new one is a folder beside these and a line here.
 pub const FRONT_ENDS: &[FrontEnd] = &[
@@ -53,39 +44,6 @@ pub fn error_response(path: &str, error: ApiError) -> Response {
     match FRONT_ENDS.iter().find(|front_end| (front_end.owns)(path)) {
         Some(front_end) => (front_end.error)(error),
         None => error.into_response(),
-    }
-}
-
-/// Spans for the routes a model or a character's tool answers, while spans are exported;
-/// otherwise not even the middleware is in the way.
-fn traced(router: Router<AppState>) -> Router<AppState> {
-    router.route_layer(tower::util::option_layer(
-        crate::traces::enabled().then(|| axum::middleware::from_fn(crate::traces::request)),
-    ))
-}
-
-/// The id the request-id middleware gave this request.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
-
-/// `x-switchboard-route`: the route that answered (a fallback's, when it did), once one
-/// has; and `x-switchboard-upstream`, its replica, where the operator asked for it.
-pub(crate) fn upstream_headers(
-    response: &mut axum::response::Response,
-    upstreams: &switchboard_upstream::UpstreamRecord,
-) {
-    let Some((route, upstream)) = upstreams.answered() else {
-        return;
-    };
-    let headers = response.headers_mut();
-    let upstream = upstreams.show_upstream.then_some(upstream);
-    for (name, value) in [
-        ("x-switchboard-route", Some(route)),
-        ("x-switchboard-upstream", upstream),
-    ] {
-        if let Some(Ok(value)) = value.map(axum::http::HeaderValue::from_str) {
-            headers.insert(name, value);
-        }
     }
 }
 

@@ -13,7 +13,7 @@ use switchboard_pipeline::character_id;
 use switchboard_upstream::Health;
 
 /// What operators and clients ask of the gateway itself: the model list, health, metrics.
-pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
         Router::new()
             .route("/v1/models", get(models))

@@ -62,7 +62,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
 ];
 
 /// The playground's page and assets.
-pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
         Router::new()
             .route("/", get(index))

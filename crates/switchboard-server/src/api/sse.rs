@@ -81,7 +81,7 @@ pub async fn answer<R: Renderer, W: WholeBody>(
         }
         Err(error) => log.fail(&started.label, error.into(), error_response),
     };
-    super::upstream_headers(&mut response, &started.upstreams);
+    super::front_end::upstream_headers(&mut response, &started.upstreams);
     response
 }
 
@@ -109,7 +109,7 @@ async fn stream(
             Some(Err(error)) => {
                 let mut response = error_response(error.into());
                 log.finish(&route, response.status(), tally, true);
-                super::upstream_headers(&mut response, &upstreams);
+                super::front_end::upstream_headers(&mut response, &upstreams);
                 return response;
             }
             Some(Ok(output)) => {
@@ -148,7 +148,7 @@ async fn stream(
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    super::upstream_headers(&mut response, &upstreams);
+    super::front_end::upstream_headers(&mut response, &upstreams);
     response
 }
 

@@ -19,8 +19,8 @@ use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
 use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
 
-use super::RequestId;
 use super::body::read_json;
+use super::front_end::RequestId;
 use super::log::RequestLog;
 use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
@@ -34,8 +34,8 @@ use switchboard_pipeline::{GatewayRequest, Started};
 use validate::check_request;
 
 /// Chat Completions, in OpenAI's error shape.
-pub const FRONT_END: super::FrontEnd = super::FrontEnd {
-    routes: |_| super::traced(Router::new().route("/v1/chat/completions", post(handle))),
+pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
+    routes: |_| super::front_end::traced(Router::new().route("/v1/chat/completions", post(handle))),
     owns: |path| path == "/v1/chat/completions",
     error: IntoResponse::into_response,
 };

@@ -12,8 +12,8 @@ use serde_json::json;
 use super::render::TOKEN_COUNT;
 use super::validate::Endpoint;
 use super::{parse, with_headers};
-use crate::api::RequestId;
 use crate::api::caller::Caller;
+use crate::api::front_end::RequestId;
 use crate::api::log::{RequestLog, Tally};
 
 /// `POST /v1/messages/count_tokens`

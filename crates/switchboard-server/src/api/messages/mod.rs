@@ -22,8 +22,8 @@ use switchboard_wire::ids::IdMap;
 use switchboard_wire::mcp::{McpServerRequest, anthropic_history_as_tool_blocks};
 use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
 
-use super::RequestId;
 use super::body::read_json;
+use super::front_end::RequestId;
 use super::log::RequestLog;
 use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
@@ -42,9 +42,9 @@ const DROPPED_TOOLS: &str = "x-switchboard-dropped-tools";
 const BILLING_HEADER: &str = "x-anthropic-billing-header:";
 
 /// Anthropic's Messages and its token count, in Anthropic's error shape.
-pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
-        super::traced(
+        super::front_end::traced(
             Router::new()
                 .route("/v1/messages", post(handle))
                 .route("/v1/messages/count_tokens", post(count_tokens::handle)),

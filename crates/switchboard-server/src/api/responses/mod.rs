@@ -24,9 +24,9 @@ use switchboard_wire::responses::{
     ResponsesRequest, Status, parse_input, to_chat,
 };
 
-use super::RequestId;
 use super::body::read_json_sized;
 use super::chat::validate::pointer_to_param;
+use super::front_end::RequestId;
 use super::log::RequestLog;
 use super::sse::{self, Delivery};
 use crate::api::caller::{self, Caller};
@@ -58,9 +58,9 @@ struct Prepared {
 }
 
 /// OpenAI's Responses and its stored responses.
-pub const FRONT_END: super::FrontEnd = super::FrontEnd {
+pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
-        super::traced(Router::new().route("/v1/responses", post(create)))
+        super::front_end::traced(Router::new().route("/v1/responses", post(create)))
             .route("/v1/responses/{id}", get(retrieve).delete(delete))
             .route("/v1/responses/{id}/input_items", get(input_items))
     },
