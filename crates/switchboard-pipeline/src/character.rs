@@ -16,11 +16,11 @@ use switchboard_runtime::{ConversationOptions, History};
 use switchboard_tools::{Content, Message};
 use switchboard_wire::ChatRequest;
 
-use super::completion::{self, Completion};
-use super::error::PipelineError;
-use super::gateway_tools::GatewayTools;
-use super::output::{GatewayEvent, Output, Outputs, send};
-use super::tool_loop;
+use crate::completion::{self, Completion};
+use crate::error::PipelineError;
+use crate::gateway_tools::GatewayTools;
+use crate::output::{GatewayEvent, Output, Outputs, send};
+use crate::tool_loop;
 use crate::tool_servers::{CharacterToolbox, ToolServers};
 
 /// The route prefix that names a character.

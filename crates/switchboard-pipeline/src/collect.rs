@@ -4,9 +4,9 @@
 
 use switchboard_wire::{ChatResponse, Collector};
 
-use super::error::PipelineError;
-use super::output::{GatewayEvent, Output, Outputs};
-use super::tool_checks::ToolCallProblem;
+use crate::error::PipelineError;
+use crate::output::{GatewayEvent, Output, Outputs};
+use crate::tool_checks::ToolCallProblem;
 
 /// A complete answer, the problems found with its tool calls, and what a character did
 /// besides speaking.

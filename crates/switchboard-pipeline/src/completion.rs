@@ -15,18 +15,32 @@ use switchboard_wire::{ChatRequest, Format, StreamEvent};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::Limits;
-use super::error::PipelineError;
-use super::finisher::Finisher;
-use super::output::{Output, Outputs, Sender, send};
-use super::prompted::{
+use crate::error::PipelineError;
+use crate::finisher::Finisher;
+use crate::ids::{CallIdShape, CallIds};
+use crate::output::{Output, Outputs, Sender, send};
+use crate::prompted::{
     Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
     satisfies,
 };
-use super::repair::retry_messages;
-use crate::ids::{CallIdShape, CallIds};
+use crate::repair::retry_messages;
 use switchboard_upstream::ToolCallPolicy;
-use switchboard_upstream::{PoolError, RetryReason, Route, SendOptions};
+use switchboard_upstream::{PoolError, RetryReason, Route, SendOptions, UpstreamRecord};
+
+/// What bounds one answer, from the configuration, and where it notes what its backends
+/// did.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The whole request's deadline.
+    pub timeout: std::time::Duration,
+    /// When `timeout` runs out: no backend retry starts that would end after it.
+    pub deadline: std::time::Instant,
+    pub upstreams: Arc<UpstreamRecord>,
+    /// Bytes of words, reasoning and calls the answer may receive from its backend.
+    pub max_answer_bytes: usize,
+    /// Cancelled when the gateway stops waiting for answers at shutdown.
+    pub hard_stop: tokio_util::sync::CancellationToken,
+}
 
 /// What one completion needs.
 #[derive(Debug)]

@@ -10,8 +10,9 @@ use serde_json::Value;
 use switchboard_tools::{Content, Message};
 use switchboard_wire::{ChatRequest, Format};
 
-use super::completion::{backend_messages, backend_request, tool_requirement};
-use super::{GatewayRequest, Pipeline, Target};
+use crate::completion::{backend_messages, backend_request, tool_requirement};
+use crate::pipeline::{GatewayRequest, Pipeline};
+use crate::target::Target;
 use switchboard_upstream::Route;
 
 /// A prompt's size and where the figure came from.

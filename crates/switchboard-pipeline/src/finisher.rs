@@ -14,10 +14,10 @@ use std::sync::Arc;
 use switchboard_tools::{ToolCall, Toolset};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
-use super::error::PipelineError;
-use super::output::Output;
-use super::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
+use crate::error::PipelineError;
 use crate::ids::CallIds;
+use crate::output::Output;
+use crate::tool_checks::{ToolCallProblem, check_call, recheck, rejection};
 use switchboard_upstream::ToolCallPolicy;
 
 /// A call on its way through.

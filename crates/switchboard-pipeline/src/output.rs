@@ -10,9 +10,9 @@ use switchboard_runtime::ToolEvent;
 use switchboard_wire::StreamEvent;
 use tokio::sync::mpsc;
 
-use super::error::PipelineError;
-use super::gateway_tools::{Listing, ToolSource};
-use super::tool_checks::ToolCallProblem;
+use crate::error::PipelineError;
+use crate::gateway_tools::{Listing, ToolSource};
+use crate::tool_checks::ToolCallProblem;
 
 /// What the pipeline hands the responder.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@
 
 use switchboard_tools::{Message, ToolCall, Toolset};
 
-use super::finisher::Broken;
+use crate::finisher::Broken;
 
 /// What a good call made beside a broken one is answered with: it is passed on as it is,
 /// so the model must not make it again.

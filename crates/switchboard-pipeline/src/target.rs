@@ -5,10 +5,8 @@
 use std::sync::Arc;
 
 use switchboard_characters::Character;
-use switchboard_tools::quote;
 
-use super::error::PipelineError;
-use super::{Pipeline, character};
+use crate::character;
 use switchboard_upstream::Route;
 
 /// The route or character that answers a request.
@@ -33,42 +31,6 @@ impl Target {
         match self {
             Self::Route(route) => route.name.clone(),
             Self::Character(character) => format!("{}{}", character::PREFIX, character.name()),
-        }
-    }
-}
-
-impl Pipeline {
-    /// The route or character a model name names, or the 404 that says what there is.
-    pub fn resolve(&self, model: &str) -> Result<Target, PipelineError> {
-        match model.strip_prefix(character::PREFIX) {
-            Some(name) => self
-                .characters
-                .get(name)
-                .map(Target::Character)
-                .ok_or_else(|| {
-                    PipelineError::UnknownModel(format!(
-                        "no character named {} is loaded; GET /v1/models lists them",
-                        quote(name)
-                    ))
-                }),
-            None => self
-                .routes
-                .resolve(model)
-                .cloned()
-                .map(Target::Route)
-                .ok_or_else(|| {
-                    let known: Vec<&str> = self
-                        .routes
-                        .all()
-                        .iter()
-                        .map(|route| route.name.as_str())
-                        .collect();
-                    PipelineError::UnknownModel(format!(
-                        "no route is named {}; configured routes: {}",
-                        quote(model),
-                        known.join(", ")
-                    ))
-                }),
         }
     }
 }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use switchboard_tools::{CallError, ToolCall, Toolset};
 
-use super::error::PipelineError;
+use crate::error::PipelineError;
 
 /// One problem with one of the model's calls, as it appears in `choices[].tool_call_errors`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -24,11 +24,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::completion::{self, Completion, answer_or_fall_back};
-use super::error::PipelineError;
-use super::gateway_tools::{GatewayTool, GatewayTools, Runner, ToolSource};
-use super::output::{GatewayEvent, Output, Outputs, Sender, send};
-use super::tools::compile_converted;
+use crate::completion::{self, Completion, answer_or_fall_back};
+use crate::error::PipelineError;
+use crate::gateway_tools::{GatewayTool, GatewayTools, Runner, ToolSource};
+use crate::output::{GatewayEvent, Output, Outputs, Sender, send};
+use crate::tools::compile_converted;
 
 /// Starts the answer: the request's rounds on a task of their own.
 pub fn start(mut completion: Completion, tools: GatewayTools) -> Result<Outputs, PipelineError> {
