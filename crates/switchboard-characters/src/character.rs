@@ -3,17 +3,15 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_tools::{ToolCall, ToolResult, Toolset};
-use tokio::sync::oneshot;
+use switchboard_tools::Toolset;
 
-use crate::engine::{EngineHandle, Job, LogScope};
+use crate::engine::EngineHandle;
 use crate::inspect::Declaration;
 use crate::mcp::McpServerUse;
-use crate::session::{CharacterSession, SessionError};
 
 /// One character, loaded once. Conversations hold it in an `Arc`, so a reload never changes
 /// the character of a conversation already running.
@@ -23,7 +21,8 @@ pub struct Character {
     file: PathBuf,
     memory_limit: usize,
     engine: EngineHandle,
-    next_session: AtomicU64,
+    /// The id the next conversation gets (see `session.rs`, which starts them).
+    pub(crate) next_session: AtomicU64,
 }
 
 impl Character {
@@ -106,45 +105,6 @@ impl Character {
                 .file
                 .file_stem()
                 .is_some_and(|stem| stem.to_string_lossy().eq_ignore_ascii_case(query))
-    }
-
-    /// Starts a conversation: one `new PromptGenerator(INSTRUCTIONS)` that keeps its state
-    /// across turns, and the system prompt it makes now.
-    pub async fn start_conversation(self: &Arc<Self>) -> Result<CharacterSession, SessionError> {
-        let session = self.next_session.fetch_add(1, Ordering::Relaxed);
-        let (reply, answer) = oneshot::channel();
-        if !self.engine.send(Job::Start {
-            session,
-            scope: LogScope::current(),
-            reply,
-        }) {
-            return Err(SessionError::Stopped {
-                character: self.name().to_owned(),
-            });
-        }
-        match answer.await {
-            Ok(Ok(system_prompt)) => Ok(CharacterSession::new(
-                Arc::clone(self),
-                session,
-                system_prompt,
-            )),
-            Ok(Err(reason)) => Err(SessionError::Start {
-                character: self.name().to_owned(),
-                reason,
-            }),
-            Err(_) => Err(SessionError::Stopped {
-                character: self.name().to_owned(),
-            }),
-        }
-    }
-
-    /// Runs one tool call on a fresh conversation, through exactly the path a conversation's
-    /// calls take (validation with defaults, sandbox, deadline, result schema, truncation,
-    /// metrics and the `execute_tool` span). The one way a tool runs outside a
-    /// conversation: the characters API, `switchboard call` and MCP clients all come here.
-    pub async fn run_tool(self: &Arc<Self>, call: &ToolCall) -> Result<ToolResult, SessionError> {
-        let session = self.start_conversation().await?;
-        Ok(session.call_tool(call).await)
     }
 
     pub(crate) fn engine(&self) -> &EngineHandle {

@@ -8,8 +8,8 @@ use std::rc::Rc;
 use rquickjs::function::Rest;
 use rquickjs::{Ctx, Function, Object, Value};
 
+use crate::clock::Clock;
 use crate::exception;
-use crate::sandbox::Clock;
 
 #[derive(Debug, Clone, Copy)]
 enum Level {

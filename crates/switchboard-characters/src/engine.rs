@@ -413,7 +413,7 @@ fn run_method<'js, A: rquickjs::function::IntoArgs<'js>>(
     object: &Object<'js>,
     method: &str,
     args: A,
-    clock: &crate::sandbox::Clock,
+    clock: &crate::clock::Clock,
 ) -> CallOutcome {
     let function = match object.get::<_, Value>(method) {
         Ok(value) => match value.as_function() {
@@ -461,7 +461,7 @@ fn call_with_this<'js, A: rquickjs::function::IntoArgs<'js>>(
 fn settle<'js>(
     ctx: &Ctx<'js>,
     promise: &Promise<'js>,
-    clock: &crate::sandbox::Clock,
+    clock: &crate::clock::Clock,
 ) -> Result<Value<'js>, CallOutcome> {
     loop {
         match promise.state() {

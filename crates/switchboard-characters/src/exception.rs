@@ -3,7 +3,7 @@
 
 use rquickjs::{CaughtError, Coerced, Ctx, Type, Value};
 
-use crate::sandbox::Clock;
+use crate::clock::Clock;
 
 /// Why character code did not return normally.
 #[derive(Debug, Clone, PartialEq, Eq)]

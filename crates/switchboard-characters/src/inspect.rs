@@ -8,10 +8,10 @@ use rquickjs::{Constructor, Ctx, Object, Value};
 use serde_json::Value as Json;
 use switchboard_tools::{Profile, Toolset};
 
+use crate::clock::Clock;
 use crate::exception::{Failure, type_name};
 use crate::mcp::{self, McpServerUse};
-use crate::rejection::{Problem, kind};
-use crate::sandbox::Clock;
+use crate::rejection::{Problem, json_type, kind};
 
 /// The longest `TOOL_TIMEOUT_MS` a character may declare.
 pub(crate) const MAX_TOOL_TIMEOUT_MS: u64 = 10_000;
@@ -445,15 +445,4 @@ fn to_json<'js>(
     };
     serde_json::from_str(&text)
         .map_err(|error| invalid(export, &format!("cannot be converted to JSON: {error}")))
-}
-
-pub(crate) fn json_type(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "null",
-        Json::Bool(_) => "boolean",
-        Json::Number(_) => "number",
-        Json::String(_) => "string",
-        Json::Array(_) => "array",
-        Json::Object(_) => "object",
-    }
 }

@@ -9,6 +9,7 @@
 //! sandbox and its tools (the servers it names are names).
 
 mod character;
+mod clock;
 mod console;
 mod engine;
 mod exception;

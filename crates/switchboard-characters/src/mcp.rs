@@ -7,8 +7,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::inspect::json_type;
-use crate::rejection::{Problem, kind};
+use crate::rejection::{Problem, json_type, kind};
 
 const EXPORT: &str = "MCP_SERVERS";
 

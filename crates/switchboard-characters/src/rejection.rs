@@ -97,3 +97,15 @@ pub(crate) mod kind {
     /// `MCP_SERVERS` names a server the gateway's configuration does not define.
     pub const UNKNOWN_MCP_SERVER: &str = "unknown_mcp_server";
 }
+
+/// How a problem names the JSON type of a value it did not expect.
+pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}

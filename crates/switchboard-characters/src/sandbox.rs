@@ -2,64 +2,20 @@
 //! engine has none unless given it), a memory limit, a clock whose deadline interrupts any
 //! running code, and module imports confined to the characters directory.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
 
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
 use rquickjs::{Context, Ctx, Error, Module, Runtime};
 
+use crate::clock::Clock;
 use crate::console;
 
 /// Native stack QuickJS may use; the engine thread gets more than this so that deep
 /// recursion in character code ends in a `RangeError`, never in a crashed thread.
 pub(crate) const JS_STACK_BYTES: usize = 512 * 1024;
-
-/// The deadline of whatever character code is running now. The interrupt handler reads it,
-/// and so does `console`, so that nothing is printed once the deadline has passed.
-#[derive(Debug, Default)]
-pub(crate) struct Clock {
-    deadline: Cell<Option<Instant>>,
-    fired: Cell<bool>,
-}
-
-impl Clock {
-    /// Starts a run that may last `limit`.
-    pub fn start(&self, limit: Duration) {
-        self.deadline.set(Some(Instant::now() + limit));
-        self.fired.set(false);
-    }
-
-    /// Makes any code still queued stop at its first interrupt check.
-    pub fn expire(&self) {
-        self.deadline.set(Some(Instant::now()));
-    }
-
-    pub fn stop(&self) {
-        self.deadline.set(None);
-    }
-
-    pub fn expired(&self) -> bool {
-        self.deadline
-            .get()
-            .is_some_and(|deadline| Instant::now() >= deadline)
-    }
-
-    /// Whether the interrupt handler stopped code since the last `start`.
-    pub fn fired(&self) -> bool {
-        self.fired.get()
-    }
-
-    fn interrupt(&self) -> bool {
-        let expired = self.expired();
-        if expired {
-            self.fired.set(true);
-        }
-        expired
-    }
-}
 
 /// One character's runtime and context, with the clock that bounds its code.
 pub(crate) struct Sandbox {

@@ -3,6 +3,7 @@
 //! check, truncation, and the metrics and span of every outcome.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use switchboard_tools::{MAX_MESSAGE_CHARS, ToolCall, ToolResult, truncate_message};
@@ -22,6 +23,48 @@ pub enum SessionError {
     Start { character: String, reason: String },
     #[error("character {character}: its runtime has stopped")]
     Stopped { character: String },
+}
+
+/// Conversations start here, beside the session they make.
+impl Character {
+    /// Starts a conversation: one `new PromptGenerator(INSTRUCTIONS)` that keeps its state
+    /// across turns, and the system prompt it makes now.
+    pub async fn start_conversation(self: &Arc<Self>) -> Result<CharacterSession, SessionError> {
+        let session = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let (reply, answer) = oneshot::channel();
+        if !self.engine().send(Job::Start {
+            session,
+            scope: LogScope::current(),
+            reply,
+        }) {
+            return Err(SessionError::Stopped {
+                character: self.name().to_owned(),
+            });
+        }
+        match answer.await {
+            Ok(Ok(system_prompt)) => Ok(CharacterSession::new(
+                Arc::clone(self),
+                session,
+                system_prompt,
+            )),
+            Ok(Err(reason)) => Err(SessionError::Start {
+                character: self.name().to_owned(),
+                reason,
+            }),
+            Err(_) => Err(SessionError::Stopped {
+                character: self.name().to_owned(),
+            }),
+        }
+    }
+
+    /// Runs one tool call on a fresh conversation, through exactly the path a conversation's
+    /// calls take (validation with defaults, sandbox, deadline, result schema, truncation,
+    /// metrics and the `execute_tool` span). The one way a tool runs outside a
+    /// conversation: the characters API, `switchboard call` and MCP clients all come here.
+    pub async fn run_tool(self: &Arc<Self>, call: &ToolCall) -> Result<ToolResult, SessionError> {
+        let session = self.start_conversation().await?;
+        Ok(session.call_tool(call).await)
+    }
 }
 
 /// A conversation's `PromptGenerator` instance, living in the character's runtime until

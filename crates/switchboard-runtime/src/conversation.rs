@@ -10,13 +10,14 @@ use futures::{FutureExt, StreamExt};
 use switchboard_providers::{Backend, BackendError};
 use switchboard_tools::{Message, ToolCall, ToolResult};
 use switchboard_wire::{
-    ChatRequest, CollectError, Collector, FinishReason, StreamEvent, ToolChoice, Usage,
+    ChatRequest, CollectError, Collector, FinishReason, StreamEvent, ToolChoice,
 };
 
 use crate::events::{ToolEvent, TurnEvent};
 use crate::executor::ToolExecutor;
 use crate::history::History;
 use crate::metrics::record_turn;
+use crate::summary::TurnSummary;
 
 /// Limits of a conversation.
 #[derive(Debug, Clone)]
@@ -58,32 +59,6 @@ pub enum TurnError {
     /// The reply passed `max_reply_bytes`; the backend request was closed.
     #[error("the model's reply passed the limit of {limit} bytes")]
     TooLarge { limit: usize },
-}
-
-/// What one turn did, for logs and metrics.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnSummary {
-    pub reply: String,
-    pub tool_rounds: usize,
-    pub tool_calls: usize,
-    pub usage: Usage,
-    pub time_to_first_token: Option<Duration>,
-    /// Why the turn ended: the last answer's reason, or `Length` when a length limit (the
-    /// backend's or the turn's `max_tokens`) cut it.
-    pub finish_reason: FinishReason,
-}
-
-impl Default for TurnSummary {
-    fn default() -> Self {
-        Self {
-            reply: String::new(),
-            tool_rounds: 0,
-            tool_calls: 0,
-            usage: Usage::default(),
-            time_to_first_token: None,
-            finish_reason: FinishReason::Stop,
-        }
-    }
 }
 
 /// A system prompt, tools, a backend, a model and the history between them.

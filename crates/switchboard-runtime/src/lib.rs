@@ -10,8 +10,10 @@ mod events;
 mod executor;
 mod history;
 mod metrics;
+mod summary;
 
-pub use conversation::{Conversation, ConversationOptions, TurnError, TurnSummary};
+pub use conversation::{Conversation, ConversationOptions, TurnError};
 pub use events::{ToolEvent, TurnEvent};
 pub use executor::ToolExecutor;
 pub use history::History;
+pub use summary::TurnSummary;

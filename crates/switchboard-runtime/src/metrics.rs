@@ -1,6 +1,6 @@
 //! Per-turn metrics, recorded through the `metrics` facade like the characters' metrics.
 
-use crate::conversation::TurnSummary;
+use crate::summary::TurnSummary;
 
 pub(crate) fn record_turn(summary: &TurnSummary, ok: bool) {
     let outcome = if ok { "ok" } else { "error" };

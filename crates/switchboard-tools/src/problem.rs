@@ -6,7 +6,13 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::toolset::truncate_message;
+/// Cuts `text` to `max` characters, ending with `…` when anything was cut.
+pub fn truncate_message(text: String, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((cut, _)) if text.chars().count() > max => format!("{}…", &text[..cut]),
+        _ => text,
+    }
+}
 
 /// Characters of client input quoted in a message.
 pub const MAX_QUOTED_CHARS: usize = 100;

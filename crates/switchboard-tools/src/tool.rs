@@ -9,7 +9,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use crate::problem::Problems;
-use crate::toolset::{CallError, MAX_MESSAGE_CHARS, truncate_message};
+use crate::problem::truncate_message;
+use crate::toolset::{CallError, MAX_MESSAGE_CHARS};
 use crate::{Profile, ToolCall, ToolDefinition, ToolResult, Toolset};
 
 /// A failure inside a tool, shown to the model as `Error: <message>`.

@@ -9,7 +9,7 @@ use jsonschema::error::ValidationErrorKind;
 use serde_json::{Map, Value};
 
 use crate::defaults::Defaults;
-use crate::problem::Problems;
+use crate::problem::{Problems, truncate_message};
 use crate::schema::{describe, plural, type_name};
 use crate::{Profile, ToolDefinition, validate_tools};
 
@@ -85,14 +85,6 @@ impl std::fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
-
-/// Cuts `text` to `max` characters, ending with `…` when anything was cut.
-pub fn truncate_message(text: String, max: usize) -> String {
-    match text.char_indices().nth(max.saturating_sub(1)) {
-        Some((cut, _)) if text.chars().count() > max => format!("{}…", &text[..cut]),
-        _ => text,
-    }
-}
 
 impl CompiledTool {
     pub(crate) fn new(

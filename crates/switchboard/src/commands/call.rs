@@ -8,7 +8,8 @@ use switchboard_runtime::ToolExecutor;
 use switchboard_server::CharacterToolbox;
 use switchboard_tools::ToolCall;
 
-use super::check::{CharactersDir, find_character, init_character_logs, runtime};
+use super::check::{CharactersDir, find_character, runtime};
+use super::telemetry::init_character_logs;
 use super::tool_servers::{ConfigFile, start_declared};
 
 /// Call one tool of a character on a fresh conversation and print the result.

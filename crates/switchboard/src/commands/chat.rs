@@ -13,7 +13,8 @@ use switchboard_tools::{Content, Message};
 use tokio::io::AsyncBufReadExt;
 
 use super::backend::BackendArgs;
-use super::check::{CharactersDir, find_character, init_character_logs, runtime};
+use super::check::{CharactersDir, find_character, runtime};
+use super::telemetry::init_character_logs;
 use super::tool_servers::{ConfigFile, start_declared};
 
 /// Chat with a character in the terminal.

@@ -8,10 +8,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use switchboard_characters::{Character, LoadOptions, Loaded, load_characters};
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
 
-use super::telemetry::{log_filter, log_layer};
+use super::telemetry::init_character_logs;
 use super::tool_servers::ConfigFile;
 
 /// Load a characters directory and report every character and every rejection.
@@ -117,16 +115,6 @@ fn print_table(loaded: &Loaded) {
     for row in std::iter::once(&header).chain(&rows) {
         println!("{:name_width$}  {:file_width$}  {}", row[0], row[1], row[2]);
     }
-}
-
-/// Character code's console output (tracing target `character`) and load warnings go to
-/// standard error as plain lines without timestamps; `RUST_LOG` can change the level.
-pub fn init_character_logs() {
-    // Another command may have installed a subscriber already; that one then applies.
-    let _ = tracing_subscriber::registry()
-        .with(log_filter())
-        .with(log_layer())
-        .try_init();
 }
 
 /// Loads `dir` (with `options`) and finds the character `query` names (its CHARACTER_NAME

@@ -8,8 +8,9 @@ use std::process::ExitCode;
 
 use switchboard_server::{AppState, ConfigError, ConfigProblems};
 
-use super::check::{CharactersDir, init_character_logs, runtime};
+use super::check::{CharactersDir, runtime};
 use super::serve::{Overrides, Source, environment};
+use super::telemetry::init_character_logs;
 
 /// Check a gateway configuration and report every problem with its key path.
 #[derive(Debug, clap::Args)]

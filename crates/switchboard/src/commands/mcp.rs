@@ -11,7 +11,8 @@ use switchboard_characters::{CharacterRegistry, LoadOptions};
 use switchboard_mcp::McpServer;
 use switchboard_server::mcp::{CharacterTools, server_options};
 
-use super::check::{CharactersDir, init_character_logs};
+use super::check::CharactersDir;
+use super::telemetry::init_character_logs;
 
 /// Serve the characters' tools over MCP on stdin and stdout.
 #[derive(Debug, clap::Args)]

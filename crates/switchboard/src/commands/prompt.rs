@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use super::check::{CharactersDir, find_character, init_character_logs, runtime};
+use super::check::{CharactersDir, find_character, runtime};
+use super::telemetry::init_character_logs;
 use super::tool_servers::ConfigFile;
 
 /// Print the system prompt of a new conversation with a character.

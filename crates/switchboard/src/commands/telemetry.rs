@@ -14,7 +14,6 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use switchboard_server::traces::TARGET;
 
-use super::check::init_character_logs;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
@@ -24,7 +23,7 @@ use tracing_subscriber::{EnvFilter, Layer};
 /// Which lines are written: `RUST_LOG`, `info` by default; never the spans meant for
 /// OpenTelemetry, which would otherwise prefix every line written inside them and cost
 /// their fields on every request.
-pub fn log_filter() -> EnvFilter {
+fn log_filter() -> EnvFilter {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     match format!("{TARGET}=off").parse() {
         Ok(directive) => filter.add_directive(directive),
@@ -33,7 +32,7 @@ pub fn log_filter() -> EnvFilter {
 }
 
 /// The log lines, on stderr.
-pub fn log_layer<S>() -> impl Layer<S>
+fn log_layer<S>() -> impl Layer<S>
 where
     S: tracing::Subscriber + for<'span> LookupSpan<'span>,
 {
@@ -155,6 +154,16 @@ fn resource() -> Resource {
     } else {
         Resource::builder().with_service_name("switchboard").build()
     }
+}
+
+/// Character code's console output (tracing target `character`) and load warnings go to
+/// standard error as plain lines without timestamps; `RUST_LOG` can change the level.
+pub fn init_character_logs() {
+    // Another command may have installed a subscriber already; that one then applies.
+    let _ = tracing_subscriber::registry()
+        .with(log_filter())
+        .with(log_layer())
+        .try_init();
 }
 
 #[cfg(test)]
