@@ -13,12 +13,11 @@ use switchboard_parsers::{
 };
 use switchboard_tools::{Message, Toolset};
 use switchboard_wire::{ChatRequest, Format, StreamEvent};
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::Limits;
 use super::finisher::Finisher;
-use super::output::{Output, Outputs, Sender, send};
+use super::output::{self, Output, Outputs, Sender, send};
 use super::prompted::{
     Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
     satisfies,
@@ -65,7 +64,7 @@ pub fn spawn(
     + Send
     + 'static,
 ) -> Outputs {
-    let (sender, receiver) = mpsc::unbounded_channel();
+    let (sender, receiver) = output::channel();
     let answering = async move {
         let timeout = completion.limits.timeout;
         let hard_stop = completion.limits.hard_stop.clone();

@@ -20,13 +20,12 @@ use std::time::{Duration, Instant};
 use switchboard_runtime::ToolEvent;
 use switchboard_tools::{Message, ToolCall, ToolResult};
 use switchboard_wire::{Collector, FinishReason, StreamEvent, ToolChoice, Usage};
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::completion::{self, Completion, answer_or_fall_back};
 use super::gateway_tools::{GatewayTool, GatewayTools, Runner, ToolSource};
-use super::output::{GatewayEvent, Output, Outputs, Sender, send};
+use super::output::{self, GatewayEvent, Output, Outputs, Sender, send};
 use super::tools::compile_converted;
 use crate::error::ApiError;
 
@@ -230,7 +229,7 @@ async fn one_round(
     client_offered: bool,
 ) -> Result<Round, ApiError> {
     let sender = calls_under.sender;
-    let (round_sender, mut outputs) = mpsc::unbounded_channel();
+    let (round_sender, mut outputs) = output::channel();
     let mut taker = Taker {
         tools,
         client_offered,
