@@ -12,13 +12,12 @@ use switchboard_parsers::{
 };
 use switchboard_tools::{Message, Toolset};
 use switchboard_wire::{ChatRequest, Format, StreamEvent};
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::error::PipelineError;
 use crate::finisher::Finisher;
 use crate::ids::{CallIdShape, CallIds};
-use crate::output::{Output, Outputs, Sender, send};
+use crate::output::{self, Output, Outputs, Sender, send};
 use crate::prompted::{
     Parsed, from_parse_event, requirement, retry_messages as prompted_retry, rewrite_messages,
     satisfies,
@@ -81,7 +80,7 @@ pub fn spawn(
     + Send
     + 'static,
 ) -> Outputs {
-    let (sender, receiver) = mpsc::unbounded_channel();
+    let (sender, receiver) = output::channel();
     let answering = async move {
         let timeout = completion.limits.timeout;
         let hard_stop = completion.limits.hard_stop.clone();

@@ -26,10 +26,52 @@ pub enum Output {
     Gateway(GatewayEvent),
 }
 
+/// One item of [`Outputs`].
+type Item = Result<Output, PipelineError>;
+
 /// The outputs of one answer, in order, ending with an error where it failed.
-pub type Outputs = mpsc::UnboundedReceiver<Result<Output, PipelineError>>;
+///
+/// Each is boxed in the channel: an unbounded channel holds its messages in blocks of 32,
+/// the first allocated with the channel and held for as long as the answer streams, and an
+/// output is over a hundred bytes (a block of 4 KiB for every open stream) where a box is
+/// eight.
+#[derive(Debug)]
+pub struct Outputs(mpsc::UnboundedReceiver<Box<Item>>);
+
 /// The stages' end of [`Outputs`].
-pub type Sender = mpsc::UnboundedSender<Result<Output, PipelineError>>;
+#[derive(Debug, Clone)]
+pub struct Sender(mpsc::UnboundedSender<Box<Item>>);
+
+/// The receiver is gone: the client went away.
+#[derive(Debug)]
+pub struct Closed;
+
+/// A new answer's channel.
+pub fn channel() -> (Sender, Outputs) {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    (Sender(sender), Outputs(receiver))
+}
+
+impl Sender {
+    pub fn send(&self, item: Item) -> Result<(), Closed> {
+        self.0.send(Box::new(item)).map_err(|_| Closed)
+    }
+
+    /// Resolves once the receiver is gone.
+    pub async fn closed(&self) {
+        self.0.closed().await;
+    }
+}
+
+impl Outputs {
+    pub async fn recv(&mut self) -> Option<Item> {
+        self.0.recv().await.map(|item| *item)
+    }
+
+    pub fn try_recv(&mut self) -> Result<Item, mpsc::error::TryRecvError> {
+        self.0.try_recv().map(|item| *item)
+    }
+}
 
 /// Sends outputs in order; an error once the receiver (the client) is gone.
 pub async fn send(sender: &Sender, outputs: Vec<Output>) -> Result<(), PipelineError> {

@@ -20,14 +20,13 @@ use std::time::{Duration, Instant};
 use switchboard_runtime::ToolEvent;
 use switchboard_tools::{Message, ToolCall, ToolResult};
 use switchboard_wire::{Collector, FinishReason, StreamEvent, ToolChoice, Usage};
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use crate::completion::{self, Completion, answer_or_fall_back};
 use crate::error::PipelineError;
 use crate::gateway_tools::{GatewayTool, GatewayTools, Runner, ToolSource};
-use crate::output::{GatewayEvent, Output, Outputs, Sender, send};
+use crate::output::{self, GatewayEvent, Output, Outputs, Sender, send};
 use crate::tools::compile_converted;
 
 /// Starts the answer: the request's rounds on a task of their own.
@@ -230,7 +229,7 @@ async fn one_round(
     client_offered: bool,
 ) -> Result<Round, PipelineError> {
     let sender = calls_under.sender;
-    let (round_sender, mut outputs) = mpsc::unbounded_channel();
+    let (round_sender, mut outputs) = output::channel();
     let mut taker = Taker {
         tools,
         client_offered,

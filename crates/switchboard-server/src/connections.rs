@@ -20,12 +20,12 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::server::conn::http2;
+use hyper::server::conn::{http1, http2};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
@@ -39,6 +39,8 @@ const MAX_STREAMS_PER_CONNECTION: u32 = 128;
 const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Wait after a failed `accept` (descriptors exhausted by other parts of the process).
 const ACCEPT_RETRY: Duration = Duration::from_millis(200);
+/// What a client speaking HTTP/2 with prior knowledge sends first.
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// How connections are served.
 #[derive(Debug, Clone, Copy)]
@@ -70,8 +72,13 @@ pub fn raise_descriptor_limit() -> Option<u64> {
 /// The connections being served, and the signals that end them.
 pub struct Server {
     limits: ConnectionLimits,
+    /// For connections whose first bytes the peek could not place (see [`sniff`]).
     builder: auto::Builder<TokioExecutor>,
-    /// For connections upgraded to h2c, with the same settings as `builder`'s HTTP/2.
+    /// For connections that begin with an HTTP/1 request, with the same settings as
+    /// `builder`'s HTTP/1.
+    http1: http1::Builder,
+    /// For connections that begin with the HTTP/2 preface and those upgraded to h2c, with
+    /// the same settings as `builder`'s HTTP/2.
     http2: http2::Builder<TokioExecutor>,
     router: Router,
     connections: JoinSet<()>,
@@ -111,6 +118,11 @@ impl Server {
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
             .max_buf_size(MAX_HEADER_BYTES.max(8192));
+        let mut http1 = http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout)
+            .max_buf_size(MAX_HEADER_BYTES.max(8192));
         builder
             .http2()
             .timer(TokioTimer::new())
@@ -124,6 +136,7 @@ impl Server {
         Self {
             limits,
             builder,
+            http1,
             http2,
             router,
             connections: JoinSet::new(),
@@ -181,11 +194,7 @@ impl Server {
             // Without TCP_NODELAY a streamed answer's small SSE writes can wait on the
             // client's delayed ACK (Nagle's algorithm).
             let _ = stream.set_nodelay(true);
-            let connection = self.serve(stream);
-            self.connections.spawn(async move {
-                connection.await;
-                drop(slot);
-            });
+            self.connections.spawn(self.serve(stream, slot));
         }
     }
 
@@ -202,7 +211,13 @@ impl Server {
         self.connections.shutdown().await;
     }
 
-    fn serve(&self, stream: TcpStream) -> impl Future<Output = ()> + Send + 'static {
+    /// The connection's task; `slot` is its place under `max_connections`, given back as
+    /// it ends.
+    fn serve(
+        &self,
+        stream: TcpStream,
+        slot: OwnedSemaphorePermit,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let activity = Arc::new(Activity::default());
         let router = self.router.clone();
         let body_deadline = self.limits.body_read_timeout;
@@ -247,6 +262,7 @@ impl Server {
             }
         });
         let builder = self.builder.clone();
+        let http1 = self.http1.clone();
         let http2 = self.http2.clone();
         let closing = self.closing.clone();
         let idle = self.limits.idle_timeout;
@@ -256,16 +272,53 @@ impl Server {
         // header timeout of the accept, whatever has arrived.
         let first_request_by = Instant::now() + self.limits.header_read_timeout;
         async move {
-            let connection =
-                builder.serve_connection_with_upgrades(TokioIo::new(stream), service.clone());
+            let _slot = slot;
+            // Each connection is boxed where it is made: passed on by value it would take
+            // space in every future that holds it (kilobytes, several times over, in the
+            // task of every open connection).
+            let served = async {
+                match sniff(&stream).await {
+                    Some(Protocol::Http1) => {
+                        let connection = http1
+                            .serve_connection(TokioIo::new(stream), service.clone())
+                            .with_upgrades();
+                        drive(
+                            Box::pin(connection),
+                            |c| c.graceful_shutdown(),
+                            &closing,
+                            &activity,
+                            idle,
+                        )
+                        .await;
+                    }
+                    Some(Protocol::Http2) => {
+                        let connection =
+                            http2.serve_connection(TokioIo::new(stream), service.clone());
+                        drive(
+                            Box::pin(connection),
+                            |c| c.graceful_shutdown(),
+                            &closing,
+                            &activity,
+                            idle,
+                        )
+                        .await;
+                    }
+                    None => {
+                        let connection = builder
+                            .serve_connection_with_upgrades(TokioIo::new(stream), service.clone());
+                        drive(
+                            Box::pin(connection),
+                            |c| c.graceful_shutdown(),
+                            &closing,
+                            &activity,
+                            idle,
+                        )
+                        .await;
+                    }
+                }
+            };
             tokio::select! {
-                () = drive(
-                    connection,
-                    |c| c.graceful_shutdown(),
-                    &closing,
-                    &activity,
-                    idle,
-                ) => {}
+                () = served => {}
                 () = activity.none_begun_by(first_request_by) => return,
             }
             // An h2c upgrade: the same connection goes on as HTTP/2, under the same limits.
@@ -280,7 +333,7 @@ impl Server {
                 Ok(io) => {
                     let connection = http2.serve_connection(TokioIo::new(io), service);
                     drive(
-                        connection,
+                        Box::pin(connection),
                         |c| c.graceful_shutdown(),
                         &closing,
                         &activity,
@@ -297,13 +350,12 @@ impl Server {
 /// Runs a connection to its end, asking it to close gracefully once the server is closing
 /// or once it has had nothing in flight for `idle`.
 async fn drive<C: Future>(
-    connection: C,
+    mut connection: Pin<Box<C>>,
     graceful_shutdown: impl Fn(Pin<&mut C>),
     closing: &CancellationToken,
     activity: &Activity,
     idle: Duration,
 ) {
-    tokio::pin!(connection);
     let mut closing_asked = false;
     loop {
         tokio::select! {
@@ -317,6 +369,29 @@ async fn drive<C: Future>(
                 graceful_shutdown(connection.as_mut());
             }
         }
+    }
+}
+
+/// The protocol a connection speaks.
+enum Protocol {
+    Http1,
+    /// With prior knowledge (an h2c upgrade begins as HTTP/1).
+    Http2,
+}
+
+/// The protocol the client's first bytes announce, looked at without reading them; `None`
+/// when they do not tell yet (a part of the HTTP/2 preface) or the socket failed, for
+/// hyper's own detection to read and decide. Knowing it, the connection is served by that
+/// protocol's builder: hyper's detection hands the bytes it read to HTTP/1 as a first read
+/// of their own, and its read buffer grows to twice its size on the next read (16 KiB held
+/// by every HTTP/1 connection instead of 8).
+async fn sniff(stream: &TcpStream) -> Option<Protocol> {
+    let mut first = [0u8; HTTP2_PREFACE.len()];
+    match stream.peek(&mut first).await {
+        Ok(0) | Err(_) => None,
+        Ok(read) if first[..read] != HTTP2_PREFACE[..read] => Some(Protocol::Http1),
+        Ok(read) if read == HTTP2_PREFACE.len() => Some(Protocol::Http2),
+        Ok(_) => None,
     }
 }
 
