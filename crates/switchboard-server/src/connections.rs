@@ -273,6 +273,11 @@ impl Server {
         let first_request_by = Instant::now() + self.limits.header_read_timeout;
         async move {
             let _slot = slot;
+            let ending = Ending {
+                closing: &closing,
+                activity: &activity,
+                idle,
+            };
             // Each connection is boxed where it is made: passed on by value it would take
             // space in every future that holds it (kilobytes, several times over, in the
             // task of every open connection).
@@ -282,38 +287,23 @@ impl Server {
                         let connection = http1
                             .serve_connection(TokioIo::new(stream), service.clone())
                             .with_upgrades();
-                        drive(
-                            Box::pin(connection),
-                            |c| c.graceful_shutdown(),
-                            &closing,
-                            &activity,
-                            idle,
-                        )
-                        .await;
+                        ending
+                            .drive(Box::pin(connection), |c| c.graceful_shutdown())
+                            .await;
                     }
                     Some(Protocol::Http2) => {
                         let connection =
                             http2.serve_connection(TokioIo::new(stream), service.clone());
-                        drive(
-                            Box::pin(connection),
-                            |c| c.graceful_shutdown(),
-                            &closing,
-                            &activity,
-                            idle,
-                        )
-                        .await;
+                        ending
+                            .drive(Box::pin(connection), |c| c.graceful_shutdown())
+                            .await;
                     }
                     None => {
                         let connection = builder
                             .serve_connection_with_upgrades(TokioIo::new(stream), service.clone());
-                        drive(
-                            Box::pin(connection),
-                            |c| c.graceful_shutdown(),
-                            &closing,
-                            &activity,
-                            idle,
-                        )
-                        .await;
+                        ending
+                            .drive(Box::pin(connection), |c| c.graceful_shutdown())
+                            .await;
                     }
                 }
             };
@@ -332,14 +322,9 @@ impl Server {
             match replayed {
                 Ok(io) => {
                     let connection = http2.serve_connection(TokioIo::new(io), service);
-                    drive(
-                        Box::pin(connection),
-                        |c| c.graceful_shutdown(),
-                        &closing,
-                        &activity,
-                        idle,
-                    )
-                    .await;
+                    ending
+                        .drive(Box::pin(connection), |c| c.graceful_shutdown())
+                        .await;
                 }
                 Err(error) => tracing::debug!(%error, "h2c upgrade failed"),
             }
@@ -347,26 +332,33 @@ impl Server {
     }
 }
 
-/// Runs a connection to its end, asking it to close gracefully once the server is closing
-/// or once it has had nothing in flight for `idle`.
-async fn drive<C: Future>(
-    mut connection: Pin<Box<C>>,
-    graceful_shutdown: impl Fn(Pin<&mut C>),
-    closing: &CancellationToken,
-    activity: &Activity,
+/// What ends a connection early: the server closing, or nothing in flight for `idle`.
+struct Ending<'a> {
+    closing: &'a CancellationToken,
+    activity: &'a Activity,
     idle: Duration,
-) {
-    let mut closing_asked = false;
-    loop {
-        tokio::select! {
-            _ = connection.as_mut() => return,
-            () = closing.cancelled(), if !closing_asked => {
-                closing_asked = true;
-                graceful_shutdown(connection.as_mut());
-            }
-            () = activity.idle_for(idle), if !closing_asked => {
-                closing_asked = true;
-                graceful_shutdown(connection.as_mut());
+}
+
+impl Ending<'_> {
+    /// Runs a connection to its end, asking it to close gracefully once the server is
+    /// closing or once it has had nothing in flight for `idle`.
+    async fn drive<C: Future>(
+        &self,
+        mut connection: Pin<Box<C>>,
+        graceful_shutdown: impl Fn(Pin<&mut C>),
+    ) {
+        let mut closing_asked = false;
+        loop {
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                () = self.closing.cancelled(), if !closing_asked => {
+                    closing_asked = true;
+                    graceful_shutdown(connection.as_mut());
+                }
+                () = self.activity.idle_for(self.idle), if !closing_asked => {
+                    closing_asked = true;
+                    graceful_shutdown(connection.as_mut());
+                }
             }
         }
     }
