@@ -110,9 +110,8 @@ impl Runner {
     pub async fn run(&self, call: &ToolCall) -> ToolResult {
         match self {
             Self::Server { server, tool } => {
-                let traceparent = crate::trace_context::current_traceparent();
                 let reply = server
-                    .call(tool, &call.arguments, traceparent.as_deref(), None)
+                    .call(tool, &call.arguments, Some(&call.id), None)
                     .await;
                 ToolResult {
                     call_id: call.id.clone(),

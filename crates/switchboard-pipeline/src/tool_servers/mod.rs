@@ -20,6 +20,9 @@ use switchboard_mcp_client::{
 };
 use switchboard_tools::{CompiledTool, Profile, Toolset};
 use tracing::Instrument;
+use tracing::field::Empty;
+
+use crate::trace_context::{TARGET, current_traceparent};
 
 pub use settings::{McpServerConfig, check_servers};
 pub use toolbox::CharacterToolbox;
@@ -275,30 +278,44 @@ impl ToolServer {
 
     /// Runs `tool` (the server's own name) with the model's or client's raw `arguments`:
     /// checked first (a bad one never leaves the gateway), then called under the server's
-    /// deadline. `traceparent` continues the caller's trace on the server; `character`
-    /// names the character whose conversation made the call, for the metrics.
+    /// deadline. `call_id` is the model's id for the call, where a model made it;
+    /// `character` names the character whose conversation made the call, for the metrics.
+    ///
+    /// The call is an `execute_tool` span exported beside a character's tool spans (same
+    /// target, same attributes), and the server is sent that span's trace context, so its
+    /// own spans continue the trace beneath it.
     pub async fn call(
         &self,
         tool: &str,
         arguments: &str,
-        traceparent: Option<&str>,
+        call_id: Option<&str>,
         character: Option<&str>,
     ) -> ToolReply {
-        let span = tracing::info_span!(
+        let span = tracing::trace_span!(
+            target: TARGET,
             "execute_tool",
-            otel.name = %format!("execute_tool {tool}"),
+            otel.name = %format_args!("execute_tool {tool}"),
+            otel.status_code = Empty,
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %tool,
-            mcp.server = %self.name,
-            error.type = tracing::field::Empty,
+            gen_ai.tool.call.id = call_id,
+            switchboard.mcp_server = %self.name,
+            switchboard.character = character,
+            switchboard.tool.outcome = Empty,
+            error.type = Empty,
         );
+        let traceparent = span.in_scope(current_traceparent);
         let started = Instant::now();
         let (reply, outcome) = self
-            .run(tool, arguments, traceparent)
+            .run(tool, arguments, traceparent.as_deref())
             .instrument(span.clone())
             .await;
-        if outcome != "ok" {
-            span.record("error.type", outcome);
+        if !span.is_disabled() {
+            span.record("switchboard.tool.outcome", outcome);
+            if outcome != "ok" {
+                span.record("error.type", outcome);
+                span.record("otel.status_code", "error");
+            }
         }
         let labels = [
             ("mcp_server", self.name.clone()),

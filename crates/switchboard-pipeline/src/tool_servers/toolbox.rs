@@ -113,14 +113,8 @@ impl ToolExecutor for CharacterToolbox {
         };
         let character = self.session.character().name().to_owned();
         Box::pin(async move {
-            let traceparent = crate::trace_context::current_traceparent();
             let reply = server
-                .call(
-                    tool,
-                    &call.arguments,
-                    traceparent.as_deref(),
-                    Some(&character),
-                )
+                .call(tool, &call.arguments, Some(&call.id), Some(&character))
                 .await;
             ToolResult {
                 call_id: call.id.clone(),

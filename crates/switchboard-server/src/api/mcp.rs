@@ -22,6 +22,7 @@ use switchboard_mcp::{
 };
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use super::front_end::RequestId;
 use super::log::{RequestLog, Tally};
@@ -333,10 +334,13 @@ impl ToolCatalog for CharacterTools {
                 })
             }
             Source::Server { server, tool } => {
-                let traceparent = switchboard_pipeline::trace_context::current_traceparent();
+                // Under the MCP request's span, wherever the call is polled: its
+                // `execute_tool` span belongs beneath it.
+                let request = tracing::Span::current();
                 Box::pin(async move {
                     let reply = server
-                        .call(&tool.name, &arguments, traceparent.as_deref(), None)
+                        .call(&tool.name, &arguments, None, None)
+                        .instrument(request)
                         .await;
                     if let Some(log) = &log {
                         log.finish(

@@ -1,8 +1,9 @@
 //! OpenTelemetry traces as an operator turns them on: `switchboard serve` with
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an OTLP/HTTP receiver run by the test sends it
 //! the request spans with their GenAI attributes, a span per backend attempt and per
-//! character tool execution beneath them, continues the client's `traceparent` and passes
-//! it on to the backend, and sends what it still holds when it stops. Without the variable
+//! tool execution beneath them (a character's, or an MCP server's the gateway runs),
+//! continues the client's `traceparent` and passes it on to the backend, and sends what it
+//! still holds when it stops. Without the variable
 //! no exporter runs and nothing reaches the backend.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use common::Served;
 
 use serde_json::{Value, json};
+use switchboard_testkit::mcp::reference_server;
 use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer};
 
 /// The client's trace: its id, and the id of the client's own span.
@@ -139,8 +141,8 @@ fn nanos(span: &Value, field: &str) -> u128 {
     }
 }
 
-/// The model server: calls the character's tool when it is offered and no result is back
-/// yet, and otherwise answers in words.
+/// The model server: calls the offered tool (an MCP server's `echo`, or the character's
+/// `lookup`) when no result is back yet, and otherwise answers in words.
 async fn backend() -> ScriptedServer {
     ScriptedServer::responding(|request: &Captured| {
         let messages = request.body["messages"]
@@ -150,9 +152,19 @@ async fn backend() -> ScriptedServer {
         let offered = request.body["tools"]
             .as_array()
             .is_some_and(|tools| !tools.is_empty());
+        let offers = |name: &str| {
+            request.body["tools"]
+                .as_array()
+                .is_some_and(|tools| tools.iter().any(|tool| tool["function"]["name"] == name))
+        };
         if offered && !messages.iter().any(|message| message["role"] == "tool") {
+            let (tool, arguments) = if offers("echo") {
+                ("echo", r#"{"message":"otter"}"#)
+            } else {
+                ("lookup", r#"{"word":"otter"}"#)
+            };
             OpenAiScript::new()
-                .tool_call("call_1", "lookup", &[r#"{"word":"otter"}"#])
+                .tool_call("call_1", tool, &[arguments])
                 .finish("tool_calls", 11, 5)
                 .reply()
         } else {
@@ -380,4 +392,94 @@ async fn without_an_endpoint_no_exporter_runs() {
     for request in sent {
         assert_eq!(traceparent(&request), None, "{}", request.head);
     }
+}
+
+/// A tool of an MCP server that the gateway runs inside a request is exported like a
+/// character's: an `execute_tool` span beneath the request's, with the model's call id, the
+/// server and the outcome.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_to_an_mcp_servers_tool_is_a_span_beneath_its_request() {
+    let Some((node, everything)) = reference_server("everything") else {
+        return;
+    };
+    let receiver = Receiver::start().await;
+    let backend = backend().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = configure(dir.path(), &backend);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[[mcp_server]]\nname = \"everything\"\ncommand = [{}, {}, \"stdio\"]\n",
+        json!(node),
+        json!(everything.to_str().unwrap())
+    ));
+    std::fs::write(&config, text).unwrap();
+    let mut served = Served::start(
+        &config,
+        "127.0.0.1:0",
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "600000"),
+        ],
+    );
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let health: Value = client
+            .get(format!("{}/healthz", served.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if health["mcp_servers"][0]["state"] == "ready" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{health}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let answer = client
+        .post(format!("{}/v1/chat/completions", served.base))
+        .header("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))
+        .json(
+            &json!({"model": "qwen", "messages": [{"role": "user", "content": "echo otter"}],
+            "tools": [{"type": "mcp", "server_label": "everything", "require_approval": "never",
+                "allowed_tools": ["echo"]}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], "Hello.",
+        "{answer}"
+    );
+    assert_eq!(
+        answer["choices"][0]["gateway_tool_calls"][0]["outcome"],
+        "ok"
+    );
+
+    served.stop();
+    let spans = receiver.spans();
+    let request = only(&spans, "chat qwen");
+    let tool = only(&spans, "execute_tool echo");
+    assert_eq!(tool["traceId"], TRACE_ID, "{tool:#}");
+    assert_eq!(tool["parentSpanId"], request["spanId"], "{spans:#?}");
+    for (key, value) in [
+        ("gen_ai.operation.name", "execute_tool"),
+        ("gen_ai.tool.name", "echo"),
+        ("switchboard.mcp_server", "everything"),
+        ("switchboard.tool.outcome", "ok"),
+    ] {
+        assert_eq!(attribute(tool, key), value, "{key} in {tool:#}");
+    }
+    // The call's id as the request's calls are named (the gateway's, not the backend's).
+    let id = attribute(tool, "gen_ai.tool.call.id");
+    assert!(
+        id.as_str().is_some_and(|id| id.starts_with("call_")),
+        "{tool:#}"
+    );
+    assert!(nanos(tool, "endTimeUnixNano") > nanos(tool, "startTimeUnixNano"));
 }
