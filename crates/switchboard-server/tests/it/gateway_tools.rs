@@ -331,6 +331,66 @@ async fn responses_show_the_listing_the_call_and_the_answer_streamed_as_whole() 
     assert_eq!(strip(&done["response"]), strip(&whole));
 }
 
+/// Responses' `tool_choice: {"type": "mcp", …}` forces the server's tool by the name the
+/// model is offered it under (the first round only); without a name, any of the server's
+/// tools, the request's own functions left out; a label or tool the request does not offer
+/// is a 400 naming the field.
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_tool_choice_forces_an_mcp_servers_tool() {
+    let Some(servers) = everything() else { return };
+    let backend = caller_model("echo", json!({"message": "forced"})).await;
+    let gateway = gateway(&servers, &backend, "").await;
+    let function = json!({"type": "function", "name": "other",
+        "parameters": {"type": "object", "properties": {}}});
+    let body = json!({"model": "local", "input": "echo it", "store": false,
+        "tools": [mcp_tool(), function],
+        "tool_choice": {"type": "mcp", "server_label": "everything", "name": "echo"}});
+    let (status, whole) = post(&gateway, "/v1/responses", body.clone()).await;
+    assert_eq!(status, 200, "{whole}");
+    let asked = backend.requests();
+    assert_eq!(
+        asked[0].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "echo"}})
+    );
+    assert_ne!(asked[1].body["tool_choice"], asked[0].body["tool_choice"]);
+    let call = &whole["output"][2];
+    assert_eq!(call["type"], "mcp_call", "{whole}");
+    assert_eq!(call["output"], "Echo: forced");
+
+    let mut any = body.clone();
+    any["tool_choice"] = json!({"type": "mcp", "server_label": "everything"});
+    let (status, whole) = post(&gateway, "/v1/responses", any).await;
+    assert_eq!(status, 200, "{whole}");
+    let first = &backend.requests()[2].body;
+    assert_eq!(first["tool_choice"], "required");
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["echo"]);
+
+    let asked_before = backend.requests().len();
+    for (choice, param) in [
+        (
+            json!({"type": "mcp", "server_label": "nowhere", "name": "echo"}),
+            "tool_choice.server_label",
+        ),
+        (
+            json!({"type": "mcp", "server_label": "everything", "name": "add"}),
+            "tool_choice.name",
+        ),
+    ] {
+        let mut bad = body.clone();
+        bad["tool_choice"] = choice;
+        let (status, error) = post(&gateway, "/v1/responses", bad).await;
+        assert_eq!(status, 400, "{error}");
+        assert_eq!(error["error"]["param"], param, "{error}");
+    }
+    assert_eq!(backend.requests().len(), asked_before);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_that_needs_approval_ends_the_response_and_runs_once_approved() {
     let Some(servers) = everything() else { return };

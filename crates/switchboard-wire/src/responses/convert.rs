@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::conversation::{McpApproval, messages};
 use super::items::{Item, MessageContent, Role};
 use super::request::{Input, ResponsesRequest};
-use super::tools::{CallKind, OfferedTools, model_name};
+use super::tools::{CallKind, McpChoice, OfferedTools, model_name};
 use crate::{ChatRequest, ConvertError, ToolChoice};
 
 /// Top-level fields that mean the same in Chat Completions: passed on as extra fields,
@@ -320,6 +320,38 @@ fn tool_choice(
                 )),
             }
         }
+        "mcp" => {
+            let label = choice
+                .get("server_label")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    ConvertError::invalid(
+                        "tool_choice.server_label",
+                        "name the MCP server (the server_label of one of tools' mcp entries)",
+                    )
+                })?;
+            if !tools.mcp.iter().any(|server| server.label == label) {
+                return Err(ConvertError::invalid(
+                    "tool_choice.server_label",
+                    format!("no mcp entry in tools is labelled \"{label}\""),
+                ));
+            }
+            let name = choice
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if name.is_none() {
+                // Any tool of that server: the request's own functions are not offered, so
+                // what the model must call is a server's tool.
+                tools.restrict(&[]);
+            }
+            tools.mcp_choice = Some(McpChoice {
+                label: label.to_owned(),
+                name,
+            });
+            // Narrowed to the one tool once the server side knows its name.
+            Ok(Some(ToolChoice::Required))
+        }
         hosted
             if tools
                 .dropped
@@ -335,7 +367,9 @@ fn tool_choice(
         }
         other => Err(ConvertError::invalid(
             "tool_choice.type",
-            format!("must be \"function\", \"custom\" or \"allowed_tools\", got \"{other}\""),
+            format!(
+                "must be \"function\", \"custom\", \"allowed_tools\" or \"mcp\", got \"{other}\""
+            ),
         )),
     }
 }

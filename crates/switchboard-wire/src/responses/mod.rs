@@ -24,4 +24,4 @@ pub use response::{
     EchoedTools, IncompleteDetails, InputTokensDetails, OutputTokensDetails, Response,
     ResponseError, ResponseUsage, Status,
 };
-pub use tools::{CallKind, DEFAULT_NAMESPACE, OfferedTools, model_name};
+pub use tools::{CallKind, DEFAULT_NAMESPACE, McpChoice, OfferedTools, model_name};

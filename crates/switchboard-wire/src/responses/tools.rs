@@ -52,6 +52,17 @@ pub struct OfferedTools {
     pub dropped: Vec<String>,
     /// MCP servers (`{"type": "mcp"}`) for the server side to run.
     pub mcp: Vec<McpServerRequest>,
+    /// `tool_choice: {"type": "mcp", …}`: the server (by label), and the tool of it, that
+    /// the model must call; only the server side knows the tool's model-facing name.
+    pub mcp_choice: Option<McpChoice>,
+}
+
+/// A `tool_choice` that forces a call to an MCP server's tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpChoice {
+    pub label: String,
+    /// The server's own name for the tool; `None`: any tool of the server.
+    pub name: Option<String>,
 }
 
 /// The name the model calls a tool by.

@@ -19,9 +19,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Map, Value, json};
 use switchboard_tools::{ToolDefinition, Toolset};
+use switchboard_wire::ToolChoice;
 use switchboard_wire::responses::{
-    CallKind, Converted, EchoedTools, Encoder, Item, OfferedTools, Response as ResponseObject,
-    ResponsesRequest, Status, parse_input, to_chat,
+    CallKind, Converted, EchoedTools, Encoder, Item, McpChoice, OfferedTools,
+    Response as ResponseObject, ResponsesRequest, Status, parse_input, to_chat,
 };
 
 use super::body::read_json_sized;
@@ -254,7 +255,7 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
         request.stream.unwrap_or(false),
     );
     let Converted {
-        request: chat,
+        request: mut chat,
         tools: mut offered,
         input,
         approvals,
@@ -289,6 +290,23 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
             ));
         }
         None => {}
+    }
+    if let Some(McpChoice {
+        label,
+        name: Some(tool),
+    }) = &offered.mcp_choice
+    {
+        // The one tool the model must call, by the name it is offered under.
+        let forced = gateway
+            .as_ref()
+            .and_then(|gateway| gateway.find(label, tool))
+            .ok_or_else(|| {
+                ApiError::invalid_request(
+                    format!("tool_choice.name: the MCP server \"{label}\" offers this request no tool named \"{tool}\""),
+                    Some("tool_choice.name".into()),
+                )
+            })?;
+        chat.tool_choice = Some(ToolChoice::Function(forced.name.clone()));
     }
     offered.mcp.clear();
     let keep = if store {
