@@ -1,10 +1,14 @@
 //! A request body read under the configured limit and parsed as JSON, with errors that say
 //! what was wrong and where (the byte limit, or the line and column of the JSON error).
 
-use axum::body::{Body, HttpBody};
+use axum::body::{Body, Bytes, HttpBody};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_path_to_error::Segment;
+use switchboard_tools::truncate_message;
 
 use crate::api::error::ApiError;
+use crate::api::fields;
 use crate::connections::BodyTimedOut;
 
 /// The body as JSON, or the error to answer with: 413 past the limit (at once when the
@@ -16,10 +20,89 @@ pub async fn read_json(body: Body, limit: usize) -> Result<Value, ApiError> {
 
 /// [`read_json`], with the body's length in bytes.
 pub async fn read_json_sized(body: Body, limit: usize) -> Result<(Value, usize), ApiError> {
+    let bytes = read_bytes(body, limit).await?;
+    let value = serde_json::from_slice(&bytes).map_err(not_json)?;
+    Ok((value, bytes.len()))
+}
+
+/// The body parsed once, straight into a front-end's typed request: a body that is not
+/// JSON is the same 400 as [`read_json`]'s, and one whose shape is wrong is a 400 naming
+/// the first field that is, by its path in the API's own `style`.
+pub async fn read_typed<T: DeserializeOwned>(
+    body: Body,
+    limit: usize,
+    style: PathStyle,
+) -> Result<T, ApiError> {
+    let bytes = read_bytes(body, limit).await?;
+    parse_typed(&bytes, style)
+}
+
+/// How an API writes the path of a field: OpenAI's `messages[3].content`, Anthropic's
+/// `messages.3.content`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathStyle {
+    Brackets,
+    Dots,
+}
+
+impl PathStyle {
+    /// The path as a parameter name; `None` at the top (the body itself).
+    fn param(self, path: &serde_path_to_error::Path) -> Option<String> {
+        let mut param = String::new();
+        for segment in path.iter() {
+            match (segment, self) {
+                (Segment::Seq { index }, PathStyle::Brackets) => {
+                    param.push_str(&format!("[{index}]"))
+                }
+                (Segment::Seq { index }, PathStyle::Dots) => param.push_str(&format!(".{index}")),
+                (Segment::Map { key }, _) => param.push_str(&format!(".{key}")),
+                (Segment::Enum { .. } | Segment::Unknown, _) => {}
+            }
+        }
+        let param = param.strip_prefix('.').unwrap_or(&param);
+        (!param.is_empty()).then(|| truncate_message(param.to_owned(), MAX_PARAM_CHARS))
+    }
+}
+
+/// Characters of a named path (object keys come from the client).
+const MAX_PARAM_CHARS: usize = 200;
+/// Characters of serde's own words for a shape problem, which may quote a whole string.
+const MAX_SHAPE_MESSAGE_CHARS: usize = 300;
+
+fn parse_typed<T: DeserializeOwned>(bytes: &[u8], style: PathStyle) -> Result<T, ApiError> {
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let error = match serde_path_to_error::deserialize(&mut json) {
+        Ok(typed) => return json.end().map(|()| typed).map_err(not_json),
+        Err(error) => error,
+    };
+    let param = style.param(error.path());
+    let error = error.into_inner();
+    if !error.is_data() {
+        return Err(not_json(error));
+    }
+    let Some(param) = param else {
+        return Err(fields::not_an_object());
+    };
+    // serde_json ends a message with where in the text it is; the path says it better.
+    let words = error.to_string();
+    let place = format!(" at line {} column {}", error.line(), error.column());
+    let words = words.strip_suffix(&place).unwrap_or(&words).to_owned();
+    Err(fields::rejection(&[fields::invalid(
+        param,
+        truncate_message(words, MAX_SHAPE_MESSAGE_CHARS),
+    )]))
+}
+
+fn not_json(error: serde_json::Error) -> ApiError {
+    ApiError::invalid_request(format!("the request body is not valid JSON: {error}"), None)
+}
+
+/// The body's bytes, or the error to answer with (see [`read_json`]).
+async fn read_bytes(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     if body.size_hint().lower() > limit as u64 {
         return Err(ApiError::payload_too_large(limit));
     }
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|error| {
+    axum::body::to_bytes(body, limit).await.map_err(|error| {
         if let Some(timeout) = find::<BodyTimedOut>(&error) {
             ApiError::body_timeout(timeout)
         } else if find::<http_body_util::LengthLimitError>(&error).is_some() {
@@ -27,11 +110,7 @@ pub async fn read_json_sized(body: Body, limit: usize) -> Result<(Value, usize),
         } else {
             ApiError::invalid_request(format!("could not read the request body: {error}"), None)
         }
-    })?;
-    let value = serde_json::from_slice(&bytes).map_err(|error| {
-        ApiError::invalid_request(format!("the request body is not valid JSON: {error}"), None)
-    })?;
-    Ok((value, bytes.len()))
+    })
 }
 
 /// The first error of type `E` in `error`'s source chain.

@@ -3,6 +3,8 @@
 //! checks of fields that mean the same in every API. Client values are quoted through
 //! `quote_value`, which cuts long ones, so an error never echoes a large input back.
 
+use serde::de::{DeserializeOwned, Deserializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::quote_value;
 
@@ -55,88 +57,173 @@ pub(crate) fn not_an_object() -> ApiError {
     ApiError::invalid_request("the request body must be a JSON object", None)
 }
 
+/// A top-level field as the client sent it: absent (or null), a value of its type, or
+/// something else, kept so that the problem can quote it. Parsing never fails on such a
+/// field, so that every wrong field of a request is listed, not only the first; its value
+/// is small (a number, a flag, a name), so keeping it costs nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) enum Sent<T> {
+    #[default]
+    Absent,
+    Given(T),
+    Wrong(Value),
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Sent<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self::of(Value::deserialize(deserializer)?))
+    }
+}
+
+impl<T: DeserializeOwned> Sent<T> {
+    /// The field read from a value already parsed.
+    pub(crate) fn of(value: Value) -> Self {
+        match value {
+            Value::Null => Self::Absent,
+            value => match T::deserialize(&value) {
+                Ok(typed) => Self::Given(typed),
+                Err(_) => Self::Wrong(value),
+            },
+        }
+    }
+}
+
+impl<T: DeserializeOwned> Sent<T> {
+    /// The field `name` of a body read as a JSON object.
+    pub(crate) fn field(request: &Map<String, Value>, name: &str) -> Self {
+        Self::of(request.get(name).cloned().unwrap_or_default())
+    }
+}
+
+impl<T> Sent<T> {
+    /// The value when it is one of type `T` that `valid` accepts; otherwise the problem
+    /// `param: {what}, got {the value}` is recorded. Absent is `None`, with no problem.
+    pub(crate) fn check(
+        self,
+        param: &str,
+        what: &str,
+        valid: impl FnOnce(&T) -> bool,
+        problems: &mut Vec<Invalid>,
+    ) -> Option<T>
+    where
+        T: Serialize,
+    {
+        match self {
+            Sent::Absent => None,
+            Sent::Given(value) if valid(&value) => Some(value),
+            Sent::Given(value) => {
+                let sent = serde_json::to_value(&value).unwrap_or_default();
+                problems.push(invalid(
+                    param,
+                    format!("{what}, got {}", quote_value(&sent)),
+                ));
+                None
+            }
+            Sent::Wrong(sent) => {
+                problems.push(invalid(
+                    param,
+                    format!("{what}, got {}", quote_value(&sent)),
+                ));
+                None
+            }
+        }
+    }
+}
+
 /// `model`: a non-empty string (empty when it is not one; the problem is recorded).
-pub(crate) fn model(request: &Map<String, Value>, problems: &mut Vec<Invalid>) -> String {
-    match request.get("model") {
-        Some(Value::String(model)) if !model.trim().is_empty() => model.clone(),
-        Some(Value::String(_)) | None => {
+pub(crate) fn model(model: Sent<String>, problems: &mut Vec<Invalid>) -> String {
+    match model {
+        Sent::Given(model) if !model.trim().is_empty() => model,
+        Sent::Given(_) | Sent::Absent => {
             problems.push(invalid(
                 "model",
                 "you must name a model (a route, an alias of one, or character/<name>)",
             ));
             String::new()
         }
-        Some(other) => {
-            problems.push(invalid(
-                "model",
-                format!("expected a string, got {}", quote_value(other)),
-            ));
+        wrong => {
+            wrong.check("model", "expected a string", |_| true, problems);
             String::new()
         }
     }
 }
 
 /// A boolean field; absent or null is `false`.
-pub(crate) fn boolean(
-    request: &Map<String, Value>,
-    field: &str,
+pub(crate) fn boolean(flag: Sent<bool>, param: &str, problems: &mut Vec<Invalid>) -> bool {
+    flag.check(param, "expected a boolean", |_| true, problems)
+        .unwrap_or(false)
+}
+
+/// A token count: a positive integer up to `u32::MAX`.
+pub(crate) fn token_count(
+    count: Sent<u64>,
+    param: &str,
     problems: &mut Vec<Invalid>,
-) -> bool {
-    match request.get(field) {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(value)) => *value,
-        Some(other) => {
-            problems.push(invalid(
-                field,
-                format!("expected a boolean, got {}", quote_value(other)),
-            ));
-            false
-        }
-    }
-}
-
-/// Whether a field holds a positive integer a token count can be (up to `u32::MAX`).
-pub(crate) fn is_token_count(value: &Value) -> bool {
-    value
-        .as_u64()
-        .is_some_and(|value| value > 0 && value <= u64::from(u32::MAX))
-}
-
-/// The problem of a field that is not a token count.
-pub(crate) fn not_a_token_count(field: &str, value: &Value) -> Invalid {
-    invalid(
-        field,
-        format!(
-            "must be a positive integer up to {}, got {}",
-            u32::MAX,
-            quote_value(value)
-        ),
-    )
+) -> Option<u32> {
+    count
+        .check(
+            param,
+            &format!("must be a positive integer up to {}", u32::MAX),
+            |count| *count > 0 && u32::try_from(*count).is_ok(),
+            problems,
+        )
+        .and_then(|count| u32::try_from(count).ok())
 }
 
 /// A number field within `min..=max`, when present.
 pub(crate) fn number(
-    request: &Map<String, Value>,
-    field: &str,
+    number: Sent<f64>,
+    param: &str,
     min: f64,
     max: f64,
     problems: &mut Vec<Invalid>,
-) {
-    match request.get(field) {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(number))
-            if number
-                .as_f64()
-                .is_some_and(|value| (min..=max).contains(&value)) => {}
-        Some(other) => problems.push(invalid(
-            field,
-            format!(
-                "must be a number from {min} to {max}, got {}",
-                quote_value(other)
-            ),
-        )),
-    }
+) -> Option<f64> {
+    number.check(
+        param,
+        &format!("must be a number from {min} to {max}"),
+        |value| (min..=max).contains(value),
+        problems,
+    )
 }
+
+/// The problem of a value whose JSON type a field does not take: `{what}, got {value}`.
+pub(crate) fn refused<E: serde::de::Error>(what: &str, value: &Value) -> E {
+    E::custom(format!("{what}, got {}", quote_value(value)))
+}
+
+/// Visitor methods for the JSON types a field does not take (numbers, booleans, objects):
+/// each is the error `{what}, got {value}`, so a hand-written visitor reads like the rest
+/// of the API's errors rather than serde's "invalid type".
+macro_rules! refuse_other_types {
+    ($what:expr) => {
+        fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Self::Value, E> {
+            Err($crate::api::fields::refused(
+                $what,
+                &serde_json::Value::Bool(value),
+            ))
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
+            Err($crate::api::fields::refused($what, &value.into()))
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
+            Err($crate::api::fields::refused($what, &value.into()))
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Self::Value, E> {
+            Err($crate::api::fields::refused($what, &value.into()))
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let value = <serde_json::Value as serde::Deserialize>::deserialize(
+                serde::de::value::MapAccessDeserializer::new(map),
+            )?;
+            Err($crate::api::fields::refused($what, &value))
+        }
+    };
+}
+pub(crate) use refuse_other_types;
 
 #[cfg(test)]
 mod tests {
@@ -146,9 +233,12 @@ mod tests {
 
     #[test]
     fn a_large_wrong_value_is_quoted_short() {
-        let body = json!({"model": "m", "stream": vec![7; 100_000]});
         let mut problems = Vec::new();
-        assert!(!boolean(object(&body).unwrap(), "stream", &mut problems));
+        assert!(!boolean(
+            Sent::of(json!(vec![7; 100_000])),
+            "stream",
+            &mut problems
+        ));
         let message = &problems[0].message;
         assert!(
             message.starts_with("expected a boolean, got [7,7,"),

@@ -6,7 +6,7 @@ use switchboard_tools::{Toolset, quote, quote_value};
 use switchboard_wire::REASONING_EFFORTS;
 
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, invalid, number, rejection};
+use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_tools;
 
 /// What validation learned that later steps need.
@@ -25,11 +25,11 @@ const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
 pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
     let request = fields::object(body)?;
     let mut problems = Vec::new();
-    let model = fields::model(request, &mut problems);
+    let model = fields::model(Sent::field(request, "model"), &mut problems);
     check_messages(request.get("messages"), &mut problems);
     let tools = check_tools(request.get("tools"), &mut problems);
     check_tool_choice(request, &tools, &mut problems);
-    let stream = fields::boolean(request, "stream", &mut problems);
+    let stream = fields::boolean(Sent::field(request, "stream"), "stream", &mut problems);
     let include_usage = match request.get("stream_options") {
         None | Some(Value::Null) => false,
         Some(options) if !stream => {
@@ -41,14 +41,22 @@ pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
         }
         Some(options) => options.get("include_usage") == Some(&Value::Bool(true)),
     };
-    number(request, "temperature", 0.0, 2.0, &mut problems);
-    number(request, "top_p", 0.0, 1.0, &mut problems);
+    number(
+        Sent::field(request, "temperature"),
+        "temperature",
+        0.0,
+        2.0,
+        &mut problems,
+    );
+    number(
+        Sent::field(request, "top_p"),
+        "top_p",
+        0.0,
+        1.0,
+        &mut problems,
+    );
     for field in ["max_tokens", "max_completion_tokens"] {
-        match request.get(field) {
-            None | Some(Value::Null) => {}
-            Some(value) if fields::is_token_count(value) => {}
-            Some(other) => problems.push(fields::not_a_token_count(field, other)),
-        }
+        fields::token_count(Sent::field(request, field), field, &mut problems);
     }
     match request.get("stop") {
         None | Some(Value::Null) | Some(Value::String(_)) => {}
@@ -310,8 +318,20 @@ fn check_tool_choice(
 /// The OpenAI API's other request fields, forwarded to backends: checked here so that a
 /// mistake is a 400 naming the field, not a backend's error or a silent drop.
 fn check_standard_fields(request: &Map<String, Value>, problems: &mut Vec<Invalid>) {
-    number(request, "frequency_penalty", -2.0, 2.0, problems);
-    number(request, "presence_penalty", -2.0, 2.0, problems);
+    number(
+        Sent::field(request, "frequency_penalty"),
+        "frequency_penalty",
+        -2.0,
+        2.0,
+        problems,
+    );
+    number(
+        Sent::field(request, "presence_penalty"),
+        "presence_penalty",
+        -2.0,
+        2.0,
+        problems,
+    );
     check_integer(request, "seed", i64::MIN.into(), i64::MAX.into(), problems);
     check_integer(request, "top_k", 0, u32::MAX.into(), problems);
     check_integer(request, "top_logprobs", 0, 20, problems);

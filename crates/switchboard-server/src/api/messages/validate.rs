@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use switchboard_tools::{Toolset, quote_value};
 
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, invalid, number, rejection};
+use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_converted;
 
 /// Which endpoint the body came to: `count_tokens` takes no `max_tokens` or `stream`.
@@ -36,22 +36,35 @@ pub struct Checked {
 pub fn check_request(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiError> {
     let request = fields::object(body)?;
     let mut problems = Vec::new();
-    let model = fields::model(request, &mut problems);
-    match (request.get("max_tokens"), endpoint) {
-        (None | Some(Value::Null), Endpoint::CountTokens) => {}
-        (Some(value), _) if fields::is_token_count(value) => {}
-        (None | Some(Value::Null), Endpoint::Messages) => {
+    let model = fields::model(Sent::field(request, "model"), &mut problems);
+    match (Sent::field(request, "max_tokens"), endpoint) {
+        (Sent::Absent, Endpoint::CountTokens) => {}
+        (Sent::Absent, Endpoint::Messages) => {
             problems.push(invalid("max_tokens", "Field required"))
         }
-        (Some(other), _) => problems.push(fields::not_a_token_count("max_tokens", other)),
+        (sent, _) => {
+            fields::token_count(sent, "max_tokens", &mut problems);
+        }
     }
     check_system(request.get("system"), &mut problems);
     check_messages(request.get("messages"), &mut problems);
     let tools = check_tools(request.get("tools"), &mut problems);
     check_tool_choice(request.get("tool_choice"), &tools, &mut problems);
-    let stream = fields::boolean(request, "stream", &mut problems);
-    number(request, "temperature", 0.0, 1.0, &mut problems);
-    number(request, "top_p", 0.0, 1.0, &mut problems);
+    let stream = fields::boolean(Sent::field(request, "stream"), "stream", &mut problems);
+    number(
+        Sent::field(request, "temperature"),
+        "temperature",
+        0.0,
+        1.0,
+        &mut problems,
+    );
+    number(
+        Sent::field(request, "top_p"),
+        "top_p",
+        0.0,
+        1.0,
+        &mut problems,
+    );
     match request.get("top_k") {
         None | Some(Value::Null) => {}
         Some(Value::Number(number))

@@ -8,7 +8,7 @@ use switchboard_wire::responses::ResponsesRequest;
 use switchboard_tools::quote_value;
 
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, invalid, number, rejection};
+use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 
 const EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
 const VERBOSITIES: &[&str] = &["low", "medium", "high"];
@@ -20,7 +20,7 @@ pub fn check_request(body: Value) -> Result<ResponsesRequest, ApiError> {
     };
     let request = &object;
     let mut problems = Vec::new();
-    fields::model(request, &mut problems);
+    fields::model(Sent::field(request, "model"), &mut problems);
     match request.get("input") {
         Some(Value::String(_) | Value::Array(_)) => {}
         None | Some(Value::Null) => problems.push(invalid(
@@ -53,13 +53,25 @@ pub fn check_request(body: Value) -> Result<ResponsesRequest, ApiError> {
     for field in ["metadata", "reasoning", "text"] {
         expect(request, field, Value::is_object, "an object", &mut problems);
     }
-    number(request, "temperature", 0.0, 2.0, &mut problems);
-    number(request, "top_p", 0.0, 1.0, &mut problems);
-    match request.get("max_output_tokens") {
-        None | Some(Value::Null) => {}
-        Some(value) if fields::is_token_count(value) => {}
-        Some(other) => problems.push(fields::not_a_token_count("max_output_tokens", other)),
-    }
+    number(
+        Sent::field(request, "temperature"),
+        "temperature",
+        0.0,
+        2.0,
+        &mut problems,
+    );
+    number(
+        Sent::field(request, "top_p"),
+        "top_p",
+        0.0,
+        1.0,
+        &mut problems,
+    );
+    fields::token_count(
+        Sent::field(request, "max_output_tokens"),
+        "max_output_tokens",
+        &mut problems,
+    );
     if let Some(tools) = request.get("tools").and_then(Value::as_array) {
         for (index, tool) in tools.iter().enumerate() {
             if !tool.is_object() {
