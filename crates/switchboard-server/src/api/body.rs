@@ -69,7 +69,7 @@ const MAX_PARAM_CHARS: usize = 200;
 /// Characters of serde's own words for a shape problem, which may quote a whole string.
 const MAX_SHAPE_MESSAGE_CHARS: usize = 300;
 
-fn parse_typed<T: DeserializeOwned>(bytes: &[u8], style: PathStyle) -> Result<T, ApiError> {
+pub(crate) fn parse_typed<T: DeserializeOwned>(bytes: &[u8], style: PathStyle) -> Result<T, ApiError> {
     let mut json = serde_json::Deserializer::from_slice(bytes);
     let error = match serde_path_to_error::deserialize(&mut json) {
         Ok(typed) => return json.end().map(|()| typed).map_err(not_json),

@@ -3,7 +3,10 @@
 //! checks of fields that mean the same in every API. Client values are quoted through
 //! `quote_value`, which cuts long ones, so an error never echoes a large input back.
 
-use serde::de::{DeserializeOwned, Deserializer};
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeOwned, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::quote_value;
@@ -184,6 +187,34 @@ pub(crate) fn number(
         |value| (min..=max).contains(value),
         problems,
     )
+}
+
+/// A JSON array read straight into its typed elements; anything else is the error
+/// "expected an array", named by its path like every shape problem.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct List<T>(pub Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Elements<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Elements<T> {
+            type Value = List<T>;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("an array")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<List<T>, A::Error> {
+                // Not sized by the client's hint: the body's length already bounds it.
+                let mut elements = Vec::new();
+                while let Some(element) = seq.next_element()? {
+                    elements.push(element);
+                }
+                Ok(List(elements))
+            }
+        }
+        deserializer.deserialize_seq(Elements(PhantomData))
+    }
 }
 
 /// The problem of a value whose JSON type a field does not take: `{what}, got {value}`.

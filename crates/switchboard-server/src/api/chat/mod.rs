@@ -3,6 +3,7 @@
 //! `chat.completion.chunk`s or one `chat.completion`, errors in OpenAI's shape.
 
 mod render;
+mod request;
 pub(crate) mod validate;
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,9 +18,8 @@ use serde_json::Value;
 use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
-use switchboard_wire::openai::{ChatCompletionRequest, parse_request};
 
-use super::body::read_json;
+use super::body::{PathStyle, read_typed};
 use super::front_end::RequestId;
 use super::log::RequestLog;
 use super::sse::{self, Delivery};
@@ -29,9 +29,10 @@ use crate::state::Snapshot;
 use render::{
     CHARACTER_EVENTS_HEADER, ChunkRenderer, CompletionBody, Presentation, TOOL_EVENTS_HEADER,
 };
+use request::ChatBody;
 use switchboard_pipeline::ids::{CallIdShape, completion_id};
 use switchboard_pipeline::{GatewayRequest, Started};
-use validate::check_request;
+use validate::{Checked, check_request};
 
 /// Chat Completions, in OpenAI's error shape.
 pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
@@ -116,14 +117,14 @@ async fn gateway_request(
 
 /// Takes the `{"type": "mcp"}` entries out of `tools`: servers for the gateway to run, not
 /// functions for the model.
-fn take_mcp_tools(body: &mut Value) -> Result<Vec<McpServerRequest>, ApiError> {
-    let Some(Value::Array(tools)) = body.get_mut("tools") else {
+fn take_mcp_tools(tools: &mut Option<Value>) -> Result<Vec<McpServerRequest>, ApiError> {
+    let Some(Value::Array(list)) = tools else {
         return Ok(Vec::new());
     };
     let mut servers = Vec::new();
     let mut index = 0;
     let mut failed = None;
-    tools.retain(|tool| {
+    list.retain(|tool| {
         let path = format!("tools[{index}]");
         index += 1;
         if tool.get("type").and_then(Value::as_str) != Some("mcp") {
@@ -137,10 +138,8 @@ fn take_mcp_tools(body: &mut Value) -> Result<Vec<McpServerRequest>, ApiError> {
         }
         false
     });
-    if tools.is_empty()
-        && let Some(object) = body.as_object_mut()
-    {
-        object.remove("tools");
+    if list.is_empty() {
+        *tools = None;
     }
     match failed {
         Some(error) => Err(ApiError::invalid_request(error.to_string(), None)),
@@ -149,32 +148,29 @@ fn take_mcp_tools(body: &mut Value) -> Result<Vec<McpServerRequest>, ApiError> {
 }
 
 async fn parse(snapshot: &Snapshot, body: Body, gateway_events: bool) -> Result<Parsed, ApiError> {
-    let mut value = read_json(body, snapshot.config.max_body_bytes).await?;
-    let mcp = take_mcp_tools(&mut value)?;
-    let checked = check_request(&value)?;
-    let wire: ChatCompletionRequest = serde_json::from_value(value).map_err(|error| {
-        ApiError::invalid_request(
-            format!("the request does not match the chat completions format: {error}"),
-            None,
-        )
-    })?;
-    let request =
-        parse_request(wire).map_err(|error| ApiError::invalid_request(error.to_string(), None))?;
+    let mut body: ChatBody =
+        read_typed(body, snapshot.config.max_body_bytes, PathStyle::Brackets).await?;
+    let mcp = take_mcp_tools(&mut body.tools)?;
+    let Checked {
+        request,
+        include_usage,
+        tools,
+    } = check_request(body)?;
     let presentation = Presentation {
         id: completion_id(),
-        model: checked.model.clone(),
+        model: request.model.clone(),
         created: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_secs()),
-        include_usage: checked.include_usage,
+        include_usage,
         gateway_events,
         gateway_tools: false,
     };
     Ok(Parsed {
+        stream: request.stream,
         request,
-        tools: checked.tools,
+        tools,
         presentation,
-        stream: checked.stream,
         mcp,
     })
 }

@@ -1,19 +1,23 @@
-//! Checks a chat-completions request before anything is sent anywhere: every rule that
-//! OpenAI enforces, every problem listed, each with the parameter it is about.
+//! Checks a chat-completions request, read into [`ChatBody`], before anything is sent
+//! anywhere: every rule that OpenAI enforces, every problem listed, each with the parameter
+//! it is about; then turns it into the pipeline's request.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
-use switchboard_tools::{Toolset, quote, quote_value};
-use switchboard_wire::REASONING_EFFORTS;
+use switchboard_tools::{Content, Message, ToolCall, Toolset, quote, quote_value};
+use switchboard_wire::openai::Stop;
+use switchboard_wire::{ChatRequest, REASONING_EFFORTS, ToolChoice};
 
+use super::request::{ChatBody, ClientMessage, ClientToolCall, ClientToolChoice, StreamOptions};
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
+use crate::api::fields::{self, Invalid, List, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_tools;
 
-/// What validation learned that later steps need.
+/// The request in the pipeline's model, and what presenting its answer needs.
 #[derive(Debug)]
 pub struct Checked {
-    pub model: String,
-    pub stream: bool,
+    pub request: ChatRequest,
     pub include_usage: bool,
     /// The request's tools compiled under the `api` profile, to check the model's calls.
     pub tools: Toolset,
@@ -21,181 +25,245 @@ pub struct Checked {
 
 const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
 
-/// Validates a parsed request body. All problems are reported in one 400.
-pub fn check_request(body: &Value) -> Result<Checked, ApiError> {
-    let request = fields::object(body)?;
+/// Checks a request read into its types. All problems are reported in one 400.
+pub fn check_request(body: ChatBody) -> Result<Checked, ApiError> {
+    let ChatBody {
+        model,
+        messages,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        temperature,
+        top_p,
+        max_tokens,
+        max_completion_tokens,
+        stop,
+        stream,
+        stream_options,
+        reasoning_effort,
+        response_format,
+        seed,
+        top_k,
+        extra,
+    } = body;
     let mut problems = Vec::new();
-    let model = fields::model(Sent::field(request, "model"), &mut problems);
-    check_messages(request.get("messages"), &mut problems);
-    let tools = check_tools(request.get("tools"), &mut problems);
-    check_tool_choice(request, &tools, &mut problems);
-    let stream = fields::boolean(Sent::field(request, "stream"), "stream", &mut problems);
-    let include_usage = match request.get("stream_options") {
-        None | Some(Value::Null) => false,
-        Some(options) if !stream => {
-            problems.push(invalid(
-                "stream_options",
-                "stream_options is only allowed when stream is true",
-            ));
-            options.get("include_usage") == Some(&Value::Bool(true))
-        }
-        Some(options) => options.get("include_usage") == Some(&Value::Bool(true)),
-    };
-    number(
-        Sent::field(request, "temperature"),
-        "temperature",
-        0.0,
-        2.0,
-        &mut problems,
-    );
-    number(
-        Sent::field(request, "top_p"),
-        "top_p",
-        0.0,
-        1.0,
-        &mut problems,
-    );
-    for field in ["max_tokens", "max_completion_tokens"] {
-        fields::token_count(Sent::field(request, field), field, &mut problems);
-    }
-    match request.get("stop") {
-        None | Some(Value::Null) | Some(Value::String(_)) => {}
-        Some(Value::Array(stops)) if stops.iter().all(Value::is_string) => {}
-        Some(other) => problems.push(invalid(
-            "stop",
-            format!(
-                "must be a string or an array of strings, got {}",
-                quote_value(other)
-            ),
-        )),
-    }
-    check_standard_fields(request, &mut problems);
-    match request.get("n") {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(number)) if number.as_u64() == Some(1) => {}
-        Some(other) => problems.push(invalid(
-            "n",
-            format!("only n = 1 is supported, got {}", quote_value(other)),
-        )),
-    }
-    match request.get("parallel_tool_calls") {
-        None | Some(Value::Null) | Some(Value::Bool(_)) => {}
-        Some(other) => problems.push(invalid(
-            "parallel_tool_calls",
-            format!("expected a boolean, got {}", quote_value(other)),
-        )),
-    }
-    if problems.is_empty() {
-        Ok(Checked {
-            model,
-            stream,
-            include_usage,
-            tools: tools.unwrap_or_default(),
+    let model = fields::model(model, &mut problems);
+    let messages = check_messages(messages, &mut problems);
+    let toolset = check_tools(tools.as_ref(), &mut problems);
+    let has_tools = tools
+        .as_ref()
+        .and_then(Value::as_array)
+        .is_some_and(|tools| !tools.is_empty());
+    let tool_choice = check_tool_choice(tool_choice, has_tools, &toolset, &mut problems);
+    let stream = fields::boolean(stream, "stream", &mut problems);
+    let include_usage = matches!(
+        &stream_options,
+        Sent::Given(StreamOptions {
+            include_usage: Some(true)
         })
-    } else {
-        Err(rejection(&problems))
+    );
+    if !matches!(stream_options, Sent::Absent) && !stream {
+        problems.push(invalid(
+            "stream_options",
+            "stream_options is only allowed when stream is true",
+        ));
     }
+    let temperature = number(temperature, "temperature", 0.0, 2.0, &mut problems);
+    let top_p = number(top_p, "top_p", 0.0, 1.0, &mut problems);
+    let max_tokens = fields::token_count(max_tokens, "max_tokens", &mut problems);
+    let max_completion_tokens = fields::token_count(
+        max_completion_tokens,
+        "max_completion_tokens",
+        &mut problems,
+    );
+    let stop = stop.check(
+        "stop",
+        "must be a string or an array of strings",
+        |_| true,
+        &mut problems,
+    );
+    let seed = seed.check(
+        "seed",
+        &format!("must be an integer from {} to {}", i64::MIN, i64::MAX),
+        |_| true,
+        &mut problems,
+    );
+    let top_k = top_k.check(
+        "top_k",
+        &format!("must be an integer from 0 to {}", u32::MAX),
+        |_| true,
+        &mut problems,
+    );
+    let reasoning_effort = reasoning_effort.check(
+        "reasoning_effort",
+        &format!("must be one of {}", REASONING_EFFORTS.join(", ")),
+        |effort| REASONING_EFFORTS.contains(&effort.as_str()),
+        &mut problems,
+    );
+    check_standard_fields(&extra, &mut problems);
+    check_response_format(response_format.as_ref(), &mut problems);
+    Sent::<u64>::field(&extra, "n").check(
+        "n",
+        "only n = 1 is supported",
+        |n| *n == 1,
+        &mut problems,
+    );
+    let parallel_tool_calls = parallel_tool_calls.check(
+        "parallel_tool_calls",
+        "expected a boolean",
+        |_| true,
+        &mut problems,
+    );
+    if !problems.is_empty() {
+        return Err(rejection(&problems));
+    }
+    let tools = toolset.unwrap_or_default();
+    Ok(Checked {
+        request: ChatRequest {
+            model,
+            messages,
+            tools: tools.definitions().cloned().collect(),
+            tool_choice,
+            parallel_tool_calls,
+            temperature,
+            top_p,
+            max_tokens: max_completion_tokens.or(max_tokens),
+            stop: match stop {
+                None => Vec::new(),
+                Some(Stop::One(stop)) => vec![stop],
+                Some(Stop::Many(stops)) => stops,
+            },
+            stream,
+            reasoning_effort,
+            response_format,
+            seed,
+            top_k,
+            extra,
+        },
+        include_usage,
+        tools,
+    })
 }
 
-fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
+/// The messages in the pipeline's model; problems are recorded, each at its message.
+fn check_messages(
+    messages: Option<List<ClientMessage>>,
+    problems: &mut Vec<Invalid>,
+) -> Vec<Message> {
     let messages = match messages {
-        Some(Value::Array(messages)) if !messages.is_empty() => messages,
-        Some(Value::Array(_)) | None => {
+        Some(List(messages)) if !messages.is_empty() => messages,
+        _ => {
             problems.push(invalid("messages", "at least one message is required"));
-            return;
-        }
-        Some(other) => {
-            problems.push(invalid(
-                "messages",
-                format!("expected an array, got {}", quote_value(other)),
-            ));
-            return;
+            return Vec::new();
         }
     };
-    let mut call_ids: Vec<&str> = Vec::new();
-    for (index, message) in messages.iter().enumerate() {
-        let at = |field: &str| {
-            if field.is_empty() {
-                format!("messages[{index}]")
-            } else {
-                format!("messages[{index}].{field}")
+    let mut call_ids: Vec<String> = Vec::new();
+    let mut checked = Vec::with_capacity(messages.len());
+    for (index, message) in messages.into_iter().enumerate() {
+        let at = |field: &str| format!("messages[{index}].{field}");
+        let ClientMessage {
+            role,
+            content,
+            name,
+            tool_calls,
+            tool_call_id,
+            reasoning_content,
+        } = message;
+        let role = match role {
+            Sent::Given(role) if ROLES.contains(&role.as_str()) => role,
+            Sent::Absent => {
+                problems.push(invalid(
+                    at("role"),
+                    format!("must be one of {}, got nothing", ROLES.join(", ")),
+                ));
+                continue;
+            }
+            other => {
+                other.check(
+                    &at("role"),
+                    &format!("must be one of {}", ROLES.join(", ")),
+                    |_| false,
+                    problems,
+                );
+                continue;
             }
         };
-        let Value::Object(message) = message else {
-            problems.push(invalid(at(""), "each message must be an object"));
-            continue;
+        if let Some(Content::Parts(parts)) = &content {
+            check_parts(parts, &at("content"), problems);
+        }
+        let needs_content = |problems: &mut Vec<Invalid>, content: Option<Content>| {
+            if content.is_none() {
+                problems.push(invalid(
+                    at("content"),
+                    format!("a {role} message needs content"),
+                ));
+            }
+            content
         };
-        let role = message
-            .get("role")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if !ROLES.contains(&role) {
-            problems.push(invalid(
-                at("role"),
-                format!(
-                    "must be one of {}, got {}",
-                    ROLES.join(", "),
-                    message.get("role").map_or("nothing".into(), quote_value)
-                ),
-            ));
-            continue;
-        }
-        let content = message.get("content").filter(|content| !content.is_null());
-        if let Some(content) = content {
-            check_content(content, &at("content"), problems);
-        }
-        match role {
+        let message = match role.as_str() {
             "assistant" => {
-                let calls = message.get("tool_calls").filter(|calls| !calls.is_null());
-                if content.is_none() && calls.is_none() {
+                if content.is_none() && tool_calls.is_none() {
                     problems.push(invalid(
                         at("content"),
                         "an assistant message needs content or tool_calls",
                     ));
                 }
-                if let Some(calls) = calls {
-                    check_assistant_calls(calls, &at("tool_calls"), &mut call_ids, problems);
-                }
+                let tool_calls = check_assistant_calls(
+                    tool_calls.map(|List(calls)| calls).unwrap_or_default(),
+                    &at("tool_calls"),
+                    &mut call_ids,
+                    problems,
+                );
+                Some(Message::Assistant {
+                    content,
+                    reasoning_content,
+                    reasoning_signature: None,
+                    tool_calls,
+                    name,
+                })
             }
             "tool" => {
-                match message.get("tool_call_id").and_then(Value::as_str) {
-                    None => problems.push(invalid(
-                        at("tool_call_id"),
-                        "a tool message needs the tool_call_id it answers",
-                    )),
-                    Some(id) if !call_ids.contains(&id) => problems.push(invalid(
-                        at("tool_call_id"),
-                        format!(
-                            "{} does not answer a tool call of an earlier assistant message",
-                            quote(id)
-                        ),
-                    )),
-                    Some(_) => {}
-                }
-                if content.is_none() {
-                    problems.push(invalid(at("content"), "a tool message needs content"));
-                }
+                let answered = match tool_call_id {
+                    None => {
+                        problems.push(invalid(
+                            at("tool_call_id"),
+                            "a tool message needs the tool_call_id it answers",
+                        ));
+                        None
+                    }
+                    Some(id) if !call_ids.contains(&id) => {
+                        problems.push(invalid(
+                            at("tool_call_id"),
+                            format!(
+                                "{} does not answer a tool call of an earlier assistant message",
+                                quote(&id)
+                            ),
+                        ));
+                        None
+                    }
+                    Some(id) => Some(id),
+                };
+                let content = needs_content(problems, content);
+                answered
+                    .zip(content)
+                    .map(|(tool_call_id, content)| Message::Tool {
+                        tool_call_id,
+                        content,
+                    })
             }
-            _ => {
-                if content.is_none() {
-                    problems.push(invalid(
-                        at("content"),
-                        format!("a {role} message needs content"),
-                    ));
-                }
-            }
-        }
+            plain => needs_content(problems, content).map(|content| match plain {
+                "system" => Message::System { content, name },
+                "developer" => Message::Developer { content, name },
+                _ => Message::User { content, name },
+            }),
+        };
+        checked.extend(message);
     }
+    checked
 }
 
-/// A string, or a list of parts each with a `type`; text parts carry their text as a string.
-fn check_content(content: &Value, at: &str, problems: &mut Vec<Invalid>) {
-    let Value::Array(parts) = content else {
-        if !content.is_string() {
-            problems.push(invalid(at, "must be a string or an array of content parts"));
-        }
-        return;
-    };
+/// Parts each with a `type`; text parts carry their text as a string.
+fn check_parts(parts: &[Value], at: &str, problems: &mut Vec<Invalid>) {
     for (index, part) in parts.iter().enumerate() {
         match part.get("type").and_then(Value::as_str) {
             None => problems.push(invalid(
@@ -213,35 +281,55 @@ fn check_content(content: &Value, at: &str, problems: &mut Vec<Invalid>) {
     }
 }
 
-fn check_assistant_calls<'a>(
-    calls: &'a Value,
+fn check_assistant_calls(
+    calls: Vec<ClientToolCall>,
     at: &str,
-    call_ids: &mut Vec<&'a str>,
+    call_ids: &mut Vec<String>,
     problems: &mut Vec<Invalid>,
-) {
-    let Value::Array(calls) = calls else {
-        problems.push(invalid(at, "expected an array of tool calls"));
-        return;
-    };
-    for (index, call) in calls.iter().enumerate() {
-        match call.get("id").and_then(Value::as_str) {
-            Some(id) => call_ids.push(id),
-            None => problems.push(invalid(
+) -> Vec<ToolCall> {
+    let mut checked = Vec::with_capacity(calls.len());
+    for (index, call) in calls.into_iter().enumerate() {
+        let ClientToolCall { id, kind, function } = call;
+        match kind {
+            Sent::Given(kind) if kind == "function" => {}
+            Sent::Absent => problems.push(invalid(
+                format!("{at}[{index}].type"),
+                "must be \"function\", got nothing",
+            )),
+            other => {
+                other.check(
+                    &format!("{at}[{index}].type"),
+                    "must be \"function\"",
+                    |_| false,
+                    problems,
+                );
+            }
+        }
+        if let Some(id) = &id {
+            call_ids.push(id.clone());
+        } else {
+            problems.push(invalid(
                 format!("{at}[{index}].id"),
                 "each tool call needs an id",
-            )),
+            ));
         }
-        if call
-            .pointer("/function/name")
-            .and_then(Value::as_str)
-            .is_none()
-        {
+        let (name, arguments) =
+            function.map_or((None, None), |function| (function.name, function.arguments));
+        if name.is_none() {
             problems.push(invalid(
                 format!("{at}[{index}].function.name"),
                 "each tool call needs a function name",
             ));
         }
+        if let (Some(id), Some(name)) = (id, name) {
+            checked.push(ToolCall {
+                id,
+                name,
+                arguments: arguments.unwrap_or_default(),
+            });
+        }
     }
+    checked
 }
 
 fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Toolset> {
@@ -278,116 +366,105 @@ pub(crate) fn pointer_to_param(pointer: &str) -> String {
 }
 
 fn check_tool_choice(
-    request: &Map<String, Value>,
+    choice: Sent<ClientToolChoice>,
+    has_tools: bool,
     tools: &Option<Toolset>,
     problems: &mut Vec<Invalid>,
-) {
-    let Some(choice) = request
-        .get("tool_choice")
-        .filter(|choice| !choice.is_null())
-    else {
-        return;
-    };
-    let has_tools = request
-        .get("tools")
-        .is_some_and(|tools| tools.as_array().is_some_and(|tools| !tools.is_empty()));
+) -> Option<ToolChoice> {
     match choice {
-        Value::String(mode) if mode == "none" || mode == "auto" || mode == "required" => {
-            if mode == "required" && !has_tools {
-                problems.push(invalid("tool_choice", "\"required\" needs at least one tool in tools"));
+        Sent::Absent => None,
+        Sent::Given(ClientToolChoice::Mode(mode)) if mode == "none" => Some(ToolChoice::None),
+        Sent::Given(ClientToolChoice::Mode(mode)) if mode == "auto" => Some(ToolChoice::Auto),
+        Sent::Given(ClientToolChoice::Mode(mode)) if mode == "required" => {
+            if !has_tools {
+                problems.push(invalid(
+                    "tool_choice",
+                    "\"required\" needs at least one tool in tools",
+                ));
             }
+            Some(ToolChoice::Required)
         }
-        Value::Object(object) if object.get("type").and_then(Value::as_str) == Some("function") => {
-            match object.get("function").and_then(|function| function.get("name")).and_then(Value::as_str) {
-                None => problems.push(invalid("tool_choice.function.name", "name the function the model must call")),
+        Sent::Given(ClientToolChoice::Named { kind, function }) if kind == "function" => {
+            match function.and_then(|function| function.name) {
+                None => {
+                    problems.push(invalid(
+                        "tool_choice.function.name",
+                        "name the function the model must call",
+                    ));
+                    None
+                }
                 Some(name) => {
-                    let known = tools.as_ref().is_some_and(|tools| tools.get(name).is_some());
-                    if !known && problems.iter().all(|problem| !problem.param.starts_with("tools")) {
-                        problems.push(invalid("tool_choice.function.name", format!("{} is not one of the request's tools", quote(name))));
+                    let known = tools
+                        .as_ref()
+                        .is_some_and(|tools| tools.get(&name).is_some());
+                    if !known
+                        && problems
+                            .iter()
+                            .all(|problem| !problem.param.starts_with("tools"))
+                    {
+                        problems.push(invalid(
+                            "tool_choice.function.name",
+                            format!("{} is not one of the request's tools", quote(&name)),
+                        ));
                     }
+                    Some(ToolChoice::Function(name))
                 }
             }
         }
-        other => problems.push(invalid(
-            "tool_choice",
-            format!("must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\", \"function\": {{\"name\": …}}}}, got {}", quote_value(other)),
-        )),
+        other => {
+            other.check(
+                "tool_choice",
+                "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}",
+                |_| false,
+                problems,
+            );
+            None
+        }
     }
 }
 
-/// The OpenAI API's other request fields, forwarded to backends: checked here so that a
-/// mistake is a 400 naming the field, not a backend's error or a silent drop.
-fn check_standard_fields(request: &Map<String, Value>, problems: &mut Vec<Invalid>) {
-    number(
-        Sent::field(request, "frequency_penalty"),
-        "frequency_penalty",
-        -2.0,
-        2.0,
-        problems,
-    );
-    number(
-        Sent::field(request, "presence_penalty"),
-        "presence_penalty",
-        -2.0,
-        2.0,
-        problems,
-    );
-    check_integer(request, "seed", i64::MIN.into(), i64::MAX.into(), problems);
-    check_integer(request, "top_k", 0, u32::MAX.into(), problems);
-    check_integer(request, "top_logprobs", 0, 20, problems);
-    match request.get("logprobs") {
-        None | Some(Value::Null) | Some(Value::Bool(_)) => {}
-        Some(other) => problems.push(invalid(
-            "logprobs",
-            format!("expected a boolean, got {other}"),
-        )),
+/// The OpenAI API's other request fields, forwarded to backends as sent: checked here so
+/// that a mistake is a 400 naming the field, not a backend's error or a silent drop.
+fn check_standard_fields(extra: &Map<String, Value>, problems: &mut Vec<Invalid>) {
+    for field in ["frequency_penalty", "presence_penalty"] {
+        number(Sent::field(extra, field), field, -2.0, 2.0, problems);
     }
+    Sent::<u64>::field(extra, "top_logprobs").check(
+        "top_logprobs",
+        "must be an integer from 0 to 20",
+        |count| *count <= 20,
+        problems,
+    );
+    fields::boolean(Sent::field(extra, "logprobs"), "logprobs", problems);
     for field in ["user", "service_tier"] {
-        match request.get(field) {
-            None | Some(Value::Null) | Some(Value::String(_)) => {}
-            Some(other) => problems.push(invalid(field, format!("expected a string, got {other}"))),
-        }
+        Sent::<String>::field(extra, field).check(field, "expected a string", |_| true, problems);
     }
-    match request.get("reasoning_effort") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(effort)) if REASONING_EFFORTS.contains(&effort.as_str()) => {}
-        Some(other) => problems.push(invalid(
-            "reasoning_effort",
-            format!(
-                "must be one of {}, got {other}",
-                REASONING_EFFORTS.join(", ")
-            ),
-        )),
-    }
-    match request.get("logit_bias") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(biases)) => {
+    match Sent::<Map<String, Value>>::field(extra, "logit_bias") {
+        Sent::Given(biases) => {
             for (token, bias) in biases {
-                if !bias
-                    .as_f64()
-                    .is_some_and(|bias| (-100.0..=100.0).contains(&bias))
-                {
-                    problems.push(invalid(
-                        format!("logit_bias.{token}"),
-                        format!("must be a number from -100 to 100, got {bias}"),
-                    ));
-                }
+                Sent::<f64>::of(bias).check(
+                    &format!("logit_bias.{token}"),
+                    "must be a number from -100 to 100",
+                    |bias| (-100.0..=100.0).contains(bias),
+                    problems,
+                );
             }
         }
-        Some(other) => problems.push(invalid(
-            "logit_bias",
-            format!("expected an object of token ids and biases, got {other}"),
-        )),
+        other => {
+            other.check(
+                "logit_bias",
+                "expected an object of token ids and biases",
+                |_| true,
+                problems,
+            );
+        }
     }
-    match request.get("metadata") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(entries)) if entries.values().all(Value::is_string) => {}
-        Some(other) => problems.push(invalid(
-            "metadata",
-            format!("expected an object of strings, got {other}"),
-        )),
-    }
-    check_response_format(request.get("response_format"), problems);
+    Sent::<BTreeMap<String, String>>::field(extra, "metadata").check(
+        "metadata",
+        "expected an object of strings",
+        |_| true,
+        problems,
+    );
 }
 
 /// `{"type": "text"}`, `{"type": "json_object"}`, or `{"type": "json_schema", "json_schema":
@@ -422,32 +499,8 @@ fn check_response_format(format: Option<&Value>, problems: &mut Vec<Invalid>) {
             "response_format.type",
             format!(
                 "must be \"text\", \"json_object\" or \"json_schema\", got {}",
-                format.get("type").unwrap_or(&Value::Null)
+                quote_value(format.get("type").unwrap_or(&Value::Null))
             ),
-        )),
-    }
-}
-
-fn check_integer(
-    request: &Map<String, Value>,
-    field: &str,
-    min: i128,
-    max: i128,
-    problems: &mut Vec<Invalid>,
-) {
-    let whole = |number: &serde_json::Number| {
-        number
-            .as_i64()
-            .map(i128::from)
-            .or_else(|| number.as_u64().map(i128::from))
-    };
-    match request.get(field) {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(number))
-            if whole(number).is_some_and(|value| (min..=max).contains(&value)) => {}
-        Some(other) => problems.push(invalid(
-            field,
-            format!("must be an integer from {min} to {max}, got {other}"),
         )),
     }
 }
@@ -455,10 +508,14 @@ fn check_integer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::body::{PathStyle, parse_typed};
     use serde_json::json;
 
+    /// The problems of a body as it would come over HTTP, read into its types first.
     fn problems(body: Value) -> String {
-        check_request(&body)
+        let bytes = serde_json::to_vec(&body).unwrap();
+        parse_typed(&bytes, PathStyle::Brackets)
+            .and_then(check_request)
             .map(|_| String::new())
             .unwrap_or_else(|error| error.message)
     }
