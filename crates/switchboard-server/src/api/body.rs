@@ -15,14 +15,8 @@ use crate::connections::BodyTimedOut;
 /// declared `Content-Length` is past it, without reading), 408 when the body does not
 /// arrive in time, 400 otherwise.
 pub async fn read_json(body: Body, limit: usize) -> Result<Value, ApiError> {
-    read_json_sized(body, limit).await.map(|(value, _)| value)
-}
-
-/// [`read_json`], with the body's length in bytes.
-pub async fn read_json_sized(body: Body, limit: usize) -> Result<(Value, usize), ApiError> {
     let bytes = read_bytes(body, limit).await?;
-    let value = serde_json::from_slice(&bytes).map_err(not_json)?;
-    Ok((value, bytes.len()))
+    serde_json::from_slice(&bytes).map_err(not_json)
 }
 
 /// The body parsed once, straight into a front-end's typed request: a body that is not
@@ -69,7 +63,10 @@ const MAX_PARAM_CHARS: usize = 200;
 /// Characters of serde's own words for a shape problem, which may quote a whole string.
 const MAX_SHAPE_MESSAGE_CHARS: usize = 300;
 
-pub(crate) fn parse_typed<T: DeserializeOwned>(bytes: &[u8], style: PathStyle) -> Result<T, ApiError> {
+pub(crate) fn parse_typed<T: DeserializeOwned>(
+    bytes: &[u8],
+    style: PathStyle,
+) -> Result<T, ApiError> {
     let mut json = serde_json::Deserializer::from_slice(bytes);
     let error = match serde_path_to_error::deserialize(&mut json) {
         Ok(typed) => return json.end().map(|()| typed).map_err(not_json),
@@ -98,7 +95,7 @@ fn not_json(error: serde_json::Error) -> ApiError {
 }
 
 /// The body's bytes, or the error to answer with (see [`read_json`]).
-async fn read_bytes(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+pub async fn read_bytes(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     if body.size_hint().lower() > limit as u64 {
         return Err(ApiError::payload_too_large(limit));
     }

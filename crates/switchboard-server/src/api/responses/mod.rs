@@ -6,6 +6,7 @@
 //! response object, calls mapped back to the kinds of tool the client offered.
 
 mod render;
+mod request;
 mod validate;
 
 use std::collections::{HashMap, HashSet};
@@ -25,7 +26,7 @@ use switchboard_wire::responses::{
     Response as ResponseObject, ResponsesRequest, Status, parse_input, to_chat,
 };
 
-use super::body::read_json_sized;
+use super::body::{PathStyle, parse_typed, read_bytes};
 use super::chat::validate::pointer_to_param;
 use super::front_end::RequestId;
 use super::log::RequestLog;
@@ -214,8 +215,9 @@ fn store_error(error: store::StoreError) -> ApiError {
 
 async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepared, ApiError> {
     let limit = caller.snapshot().config.max_body_bytes;
-    let (value, body_bytes) = read_json_sized(body, limit).await?;
-    let request = check_request(value)?;
+    let bytes = read_bytes(body, limit).await?;
+    let body_bytes = bytes.len();
+    let request = check_request(parse_typed(&bytes, PathStyle::Brackets)?)?;
     let target = caller::resolve(caller, &request.model)?;
     let input = parse_input(&request.input).map_err(convert_error)?;
     let history = match &request.previous_response_id {

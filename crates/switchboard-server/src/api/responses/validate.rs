@@ -1,12 +1,13 @@
-//! Checks a Responses request's top-level fields before anything is sent anywhere, every
-//! problem listed with the parameter it is about. Items and tools are checked where they
-//! are converted (with paths such as `input[4].call_id`).
+//! Checks a Responses request, read into [`ResponsesBody`], before anything is sent
+//! anywhere, every problem listed with the parameter it is about, and moves it into the
+//! wire crate's request. Items and tools are checked where they are converted (with paths
+//! such as `input[4].call_id`).
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
-use switchboard_wire::responses::ResponsesRequest;
+use switchboard_wire::responses::{Input, ReasoningConfig, ResponsesRequest, TextConfig};
 
-use switchboard_tools::quote_value;
-
+use super::request::ResponsesBody;
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 
@@ -14,108 +15,123 @@ const EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
 const VERBOSITIES: &[&str] = &["low", "medium", "high"];
 
 /// The request, typed, once every top-level rule holds.
-pub fn check_request(body: Value) -> Result<ResponsesRequest, ApiError> {
-    let Value::Object(object) = body else {
-        return Err(fields::not_an_object());
-    };
-    let request = &object;
+pub fn check_request(body: ResponsesBody) -> Result<ResponsesRequest, ApiError> {
+    let ResponsesBody {
+        model,
+        input,
+        instructions,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        max_output_tokens,
+        temperature,
+        top_p,
+        reasoning,
+        text,
+        store,
+        stream,
+        previous_response_id,
+        metadata,
+        user,
+        extra,
+    } = body;
     let mut problems = Vec::new();
-    fields::model(Sent::field(request, "model"), &mut problems);
-    match request.get("input") {
-        Some(Value::String(_) | Value::Array(_)) => {}
-        None | Some(Value::Null) => problems.push(invalid(
-            "input",
-            "input is required: a string or a list of items",
-        )),
-        Some(other) => problems.push(invalid(
-            "input",
-            format!(
-                "must be a string or a list of items, got {}",
-                quote_value(other)
-            ),
-        )),
-    }
-    for field in ["instructions", "previous_response_id", "user"] {
-        expect(request, field, Value::is_string, "a string", &mut problems);
-    }
-    for field in ["stream", "store", "parallel_tool_calls"] {
-        expect(
-            request,
-            field,
-            Value::is_boolean,
-            "a boolean",
+    let model = fields::model(model, &mut problems);
+    let input = match input {
+        Some(Value::String(text)) => Some(Input::Text(text)),
+        Some(Value::Array(items)) => Some(Input::Items(items)),
+        None | Some(Value::Null) => {
+            problems.push(invalid(
+                "input",
+                "input is required: a string or a list of items",
+            ));
+            None
+        }
+        Some(other) => {
+            Sent::<()>::Wrong(other).check(
+                "input",
+                "must be a string or a list of items",
+                |_| false,
+                &mut problems,
+            );
+            None
+        }
+    };
+    let string = |sent: Sent<String>, param: &str, problems: &mut Vec<Invalid>| {
+        sent.check(param, "expected a string", |_| true, problems)
+    };
+    let instructions = string(instructions, "instructions", &mut problems);
+    let previous_response_id = string(previous_response_id, "previous_response_id", &mut problems);
+    let user = string(user, "user", &mut problems);
+    let flag = |sent: Sent<bool>, param: &str, problems: &mut Vec<Invalid>| {
+        sent.check(param, "expected a boolean", |_| true, problems)
+    };
+    let stream = flag(stream, "stream", &mut problems);
+    let store = flag(store, "store", &mut problems);
+    let parallel_tool_calls = flag(parallel_tool_calls, "parallel_tool_calls", &mut problems);
+    let tools = check_tools(tools, &mut problems);
+    Sent::<Vec<Value>>::field(&extra, "include").check(
+        "include",
+        "expected an array",
+        |_| true,
+        &mut problems,
+    );
+    let object = |sent: Sent<Map<String, Value>>, param: &str, problems: &mut Vec<Invalid>| {
+        sent.check(param, "expected an object", |_| true, problems)
+    };
+    let metadata = object(metadata, "metadata", &mut problems);
+    let reasoning = object(reasoning, "reasoning", &mut problems);
+    let text = object(text, "text", &mut problems);
+    let temperature = number(temperature, "temperature", 0.0, 2.0, &mut problems);
+    let top_p = number(top_p, "top_p", 0.0, 1.0, &mut problems);
+    let max_output_tokens =
+        fields::token_count(max_output_tokens, "max_output_tokens", &mut problems);
+    let tool_choice = match tool_choice {
+        None | Some(Value::Null) => None,
+        Some(choice @ (Value::String(_) | Value::Object(_))) => Some(choice),
+        Some(other) => {
+            Sent::<()>::Wrong(other).check(
+                "tool_choice",
+                "must be a string or an object",
+                |_| false,
+                &mut problems,
+            );
+            None
+        }
+    };
+    let reasoning = reasoning.map(|reasoning| {
+        let effort = one_of(
+            &reasoning,
+            "effort",
+            "reasoning.effort",
+            EFFORTS,
             &mut problems,
         );
-    }
-    for field in ["tools", "include"] {
-        expect(request, field, Value::is_array, "an array", &mut problems);
-    }
-    for field in ["metadata", "reasoning", "text"] {
-        expect(request, field, Value::is_object, "an object", &mut problems);
-    }
-    number(
-        Sent::field(request, "temperature"),
-        "temperature",
-        0.0,
-        2.0,
-        &mut problems,
-    );
-    number(
-        Sent::field(request, "top_p"),
-        "top_p",
-        0.0,
-        1.0,
-        &mut problems,
-    );
-    fields::token_count(
-        Sent::field(request, "max_output_tokens"),
-        "max_output_tokens",
-        &mut problems,
-    );
-    if let Some(tools) = request.get("tools").and_then(Value::as_array) {
-        for (index, tool) in tools.iter().enumerate() {
-            if !tool.is_object() {
-                problems.push(invalid(
-                    format!("tools[{index}]"),
-                    "each tool must be an object",
-                ));
-            }
+        (reasoning, effort)
+    });
+    let text = text.map(|text| {
+        let verbosity = one_of(
+            &text,
+            "verbosity",
+            "text.verbosity",
+            VERBOSITIES,
+            &mut problems,
+        );
+        if let Some(format) = text.get("format")
+            && !format.is_null()
+            && !format.get("type").is_some_and(Value::is_string)
+        {
+            problems.push(invalid("text.format.type", "the format needs a type"));
         }
-    }
-    match request.get("tool_choice") {
-        None | Some(Value::Null | Value::String(_) | Value::Object(_)) => {}
-        Some(other) => problems.push(invalid(
-            "tool_choice",
-            format!("must be a string or an object, got {}", quote_value(other)),
-        )),
-    }
-    one_of(
-        request.get("reasoning"),
-        "effort",
-        "reasoning.effort",
-        EFFORTS,
-        &mut problems,
-    );
-    one_of(
-        request.get("text"),
-        "verbosity",
-        "text.verbosity",
-        VERBOSITIES,
-        &mut problems,
-    );
-    if let Some(format) = request.get("text").and_then(|text| text.get("format"))
-        && !format.is_null()
-        && !format.get("type").is_some_and(Value::is_string)
-    {
-        problems.push(invalid("text.format.type", "the format needs a type"));
-    }
-    if request.get("background") == Some(&Value::Bool(true)) {
+        (text, verbosity)
+    });
+    if Sent::<bool>::field(&extra, "background") == Sent::Given(true) {
         problems.push(invalid(
             "background",
             "background responses are not supported; stream the response instead",
         ));
     }
-    if request
+    if extra
         .get("conversation")
         .is_some_and(|value| !value.is_null())
     {
@@ -127,60 +143,96 @@ pub fn check_request(body: Value) -> Result<ResponsesRequest, ApiError> {
     if !problems.is_empty() {
         return Err(rejection(&problems));
     }
-    ResponsesRequest::from_object(object).map_err(|error| {
+    let shape = |error: serde_json::Error| {
         ApiError::invalid_request(
             format!("the request does not match the Responses format: {error}"),
             None,
         )
+    };
+    Ok(ResponsesRequest {
+        model,
+        input: input.unwrap_or(Input::Items(Vec::new())),
+        instructions,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        max_output_tokens,
+        temperature,
+        top_p,
+        reasoning: reasoning
+            .map(|(fields, effort)| {
+                ReasoningConfig::deserialize(Value::Object(fields))
+                    .map(|config| ReasoningConfig { effort, ..config })
+            })
+            .transpose()
+            .map_err(shape)?,
+        text: text
+            .map(|(fields, verbosity)| {
+                TextConfig::deserialize(Value::Object(fields)).map(|config| TextConfig {
+                    verbosity,
+                    ..config
+                })
+            })
+            .transpose()
+            .map_err(shape)?,
+        store,
+        stream,
+        previous_response_id,
+        metadata,
+        user,
+        extra,
     })
 }
 
-fn expect(
-    request: &Map<String, Value>,
-    field: &str,
-    test: fn(&Value) -> bool,
-    what: &str,
-    problems: &mut Vec<Invalid>,
-) {
-    if let Some(value) = request.get(field)
-        && !value.is_null()
-        && !test(value)
-    {
-        problems.push(invalid(
-            field,
-            format!("expected {what}, got {}", quote_value(value)),
-        ));
+/// `tools`: an array of objects, each converted with its own path later.
+fn check_tools(tools: Option<Value>, problems: &mut Vec<Invalid>) -> Option<Vec<Value>> {
+    match tools {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(tools)) => {
+            for (index, tool) in tools.iter().enumerate() {
+                if !tool.is_object() {
+                    problems.push(invalid(
+                        format!("tools[{index}]"),
+                        "each tool must be an object",
+                    ));
+                }
+            }
+            Some(tools)
+        }
+        Some(other) => {
+            Sent::<()>::Wrong(other).check("tools", "expected an array", |_| false, problems);
+            None
+        }
     }
 }
 
+/// A field of `object` that must be one of `allowed`, when present.
 fn one_of(
-    object: Option<&Value>,
+    object: &Map<String, Value>,
     field: &str,
     param: &str,
     allowed: &[&str],
     problems: &mut Vec<Invalid>,
-) {
-    match object.and_then(|object| object.get(field)) {
-        None | Some(Value::Null) => {}
-        Some(Value::String(value)) if allowed.contains(&value.as_str()) => {}
-        Some(other) => problems.push(invalid(
-            param,
-            format!(
-                "must be one of {}, got {}",
-                allowed.join(", "),
-                quote_value(other)
-            ),
-        )),
-    }
+) -> Option<String> {
+    Sent::<String>::field(object, field).check(
+        param,
+        &format!("must be one of {}", allowed.join(", ")),
+        |value| allowed.contains(&value.as_str()),
+        problems,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::body::{PathStyle, parse_typed};
     use serde_json::json;
 
+    /// The problems of a body as it would come over HTTP, read into its types first.
     fn problems(body: Value) -> String {
-        check_request(body)
+        let bytes = serde_json::to_vec(&body).unwrap();
+        parse_typed(&bytes, PathStyle::Brackets)
+            .and_then(check_request)
             .map(|_| String::new())
             .unwrap_or_else(|error| error.message)
     }
