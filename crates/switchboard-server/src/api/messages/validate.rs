@@ -911,4 +911,97 @@ mod tests {
                 {"role": "user", "content": "thanks"}])
         );
     }
+
+    #[test]
+    fn a_wrong_shape_is_named_by_its_path() {
+        assert_eq!(
+            problems(with(
+                "messages",
+                json!([{"role": "user", "content": [{"type": "text", "text": 5}]}])
+            )),
+            "messages.0.content.0.text: invalid type: integer `5`, expected a string"
+        );
+        assert_eq!(
+            problems(with("messages", json!("hello"))),
+            "messages: expected an array, got \"hello\""
+        );
+    }
+
+    #[test]
+    fn content_that_is_neither_text_nor_blocks_is_listed_and_a_server_tools_result_refused() {
+        let mut body = with(
+            "messages",
+            json!([
+                {"role": "user", "content": 5},
+                {"role": "assistant", "content": [
+                    {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_1",
+                        "content": {"type": "code_execution_result", "stdout": "4"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": {"x": 1}}]}
+            ]),
+        );
+        body["system"] = json!(5);
+        assert_eq!(
+            problems(body),
+            "system: must be a string or an array of text blocks, got 5; \
+             messages.0.content: must be a string or an array of content blocks, got 5; \
+             messages.1.content.0.type: \"code_execution_tool_result\" blocks are not supported \
+             in an assistant message by this gateway; \
+             messages.2.content.0.tool_use_id: \"toolu_1\" does not answer a tool_use block of \
+             the previous assistant message; \
+             messages.2.content.0.content: must be a string or an array of text and image blocks, \
+             got {\"x\":1}"
+        );
+    }
+
+    #[test]
+    fn every_wrong_top_level_field_is_listed() {
+        let mut body = with("model", json!(5));
+        body["max_tokens"] = json!("x");
+        body["mcp_servers"] = json!(5);
+        body["top_k"] = json!(0);
+        assert_eq!(
+            problems(body),
+            "mcp_servers: must be an array of MCP servers, got 5; model: expected a string, got 5; \
+             max_tokens: must be a positive integer up to 4294967295, got \"x\"; \
+             top_k: must be a positive integer, got 0"
+        );
+    }
+
+    #[test]
+    fn the_checked_request_is_the_one_the_wire_crate_reads_from_the_body() {
+        let body = json!({
+            "model": "m", "max_tokens": 512, "stream": true, "temperature": 0.5, "top_k": 40,
+            "stop_sequences": ["END"],
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "look"},
+                    {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "x"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                    "is_error": true, "content": [{"type": "text", "text": "no"}]}]}
+            ],
+            "tools": [tool("lookup")],
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": true},
+            "metadata": {"user_id": "u"},
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "context_management": {"edits": []}
+        });
+        let read: MessagesRequest = serde_json::from_value(body.clone()).unwrap();
+        assert_eq!(check(&body, Endpoint::Messages).unwrap().request, read);
+    }
+
+    #[test]
+    fn an_mcp_toolset_is_taken_out_and_the_other_tools_keep_their_positions() {
+        let toolset = json!({"type": "mcp_toolset", "mcp_server_name": "ev"});
+        let mut body = with("tools", json!([toolset, tool("f")]));
+        body["mcp_servers"] = json!([{"type": "url", "url": "http://h/mcp", "name": "ev"}]);
+        let checked = check(&body, Endpoint::Messages).unwrap();
+        assert_eq!(checked.toolsets, [(0, json!({"mcp_server_name": "ev"}))]);
+        assert_eq!(checked.mcp_servers.len(), 1);
+        assert_eq!(checked.request.tools.unwrap().len(), 1);
+        body["tools"][1] = json!({"name": "f"});
+        assert!(problems(body).starts_with("tools.1.input_schema:"));
+    }
 }
