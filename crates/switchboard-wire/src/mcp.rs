@@ -360,92 +360,6 @@ fn string_map(map: &Map<String, Value>, path: &str) -> Result<Vec<(String, Strin
         .collect()
 }
 
-/// An Anthropic conversation sent back with the MCP connector's blocks in it, as ordinary
-/// tool blocks every backend understands: each assistant message's `mcp_tool_use` becomes a
-/// `tool_use`, and each `mcp_tool_result` a `tool_result` in a user message of its own,
-/// the assistant's later blocks in another message after it; `mcp_tool_listing` blocks are
-/// left out.
-pub fn anthropic_history_as_tool_blocks(messages: &mut Value) {
-    let Some(list) = messages.as_array_mut() else {
-        return;
-    };
-    let has_mcp = |message: &Value| {
-        message.get("role").and_then(Value::as_str) == Some("assistant")
-            && message
-                .get("content")
-                .and_then(Value::as_array)
-                .is_some_and(|blocks| {
-                    blocks.iter().any(|block| {
-                        matches!(
-                            block.get("type").and_then(Value::as_str),
-                            Some("mcp_tool_use" | "mcp_tool_result" | "mcp_tool_listing")
-                        )
-                    })
-                })
-    };
-    if !list.iter().any(has_mcp) {
-        return;
-    }
-    let mut rewritten = Vec::with_capacity(list.len() + 2);
-    for message in list.drain(..) {
-        if !has_mcp(&message) {
-            rewritten.push(message);
-            continue;
-        }
-        let blocks = message
-            .get("content")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let mut assistant = Vec::new();
-        for mut block in blocks {
-            match block.get("type").and_then(Value::as_str) {
-                Some("mcp_tool_use") => {
-                    if let Some(object) = block.as_object_mut() {
-                        object.insert("type".into(), "tool_use".into());
-                        object.remove("server_name");
-                    }
-                    assistant.push(block);
-                }
-                Some("mcp_tool_result") => {
-                    if !assistant.is_empty() {
-                        rewritten.push(serde_json::json!({"role": "assistant", "content": std::mem::take(&mut assistant)}));
-                    }
-                    if let Some(object) = block.as_object_mut() {
-                        object.insert("type".into(), "tool_result".into());
-                    }
-                    // Results of one assistant turn's calls share one user message.
-                    match rewritten.last_mut() {
-                        Some(last)
-                            if last.get("role").and_then(Value::as_str) == Some("user")
-                                && last.get("mcp_results") == Some(&Value::Bool(true)) =>
-                        {
-                            if let Some(content) =
-                                last.get_mut("content").and_then(Value::as_array_mut)
-                            {
-                                content.push(block);
-                            }
-                        }
-                        _ => rewritten.push(serde_json::json!({"role": "user", "content": [block], "mcp_results": true})),
-                    }
-                }
-                // A listing is for the client to pin in a toolset, not for the model.
-                Some("mcp_tool_listing") => {}
-                _ => assistant.push(block),
-            }
-        }
-        if !assistant.is_empty() {
-            rewritten.push(serde_json::json!({"role": "assistant", "content": assistant}));
-        }
-    }
-    for message in &mut rewritten {
-        if let Some(object) = message.as_object_mut() {
-            object.remove("mcp_results");
-        }
-    }
-    *list = rewritten;
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -477,31 +391,6 @@ mod tests {
         );
         let default = McpServerRequest::from_openai(&json!({"server_label": "x"}), "t").unwrap();
         assert!(default.approval.required("anything", true));
-    }
-
-    #[test]
-    fn the_connectors_blocks_become_tool_blocks() {
-        let mut messages = json!([
-            {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": [
-                {"type": "text", "text": "Let me look."},
-                {"type": "mcp_tool_use", "id": "t1", "name": "echo", "server_name": "e", "input": {"m": 1}},
-                {"type": "mcp_tool_result", "tool_use_id": "t1", "is_error": false, "content": [{"type": "text", "text": "1"}]},
-                {"type": "text", "text": "It says 1."}]},
-            {"role": "user", "content": "thanks"}]);
-        anthropic_history_as_tool_blocks(&mut messages);
-        assert_eq!(
-            messages,
-            json!([
-                {"role": "user", "content": "hi"},
-                {"role": "assistant", "content": [
-                    {"type": "text", "text": "Let me look."},
-                    {"type": "tool_use", "id": "t1", "name": "echo", "input": {"m": 1}}]},
-                {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "t1", "is_error": false, "content": [{"type": "text", "text": "1"}]}]},
-                {"role": "assistant", "content": [{"type": "text", "text": "It says 1."}]},
-                {"role": "user", "content": "thanks"}])
-        );
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! Anthropic Messages (`POST /v1/messages`, and `/v1/messages/count_tokens`): what Claude
-//! Code and the anthropic SDKs speak, on every route. The request is validated, becomes the
-//! pipeline's request through the wire crate's one Anthropic translation, and the answer
+//! Code and the anthropic SDKs speak, on every route. The request is read once into the
+//! front-end's own types (`request.rs`), checked, and becomes the pipeline's request through
+//! the wire crate's one Anthropic translation, and the answer
 //! is rendered as Messages events or one `message` body, errors in Anthropic's shape.
 //! Anthropic's own server tools cannot run here: they are left out and named in the
 //! `x-switchboard-dropped-tools` header (forcing one is a 400).
 
 pub mod count_tokens;
 mod render;
+mod request;
 mod validate;
 
 use axum::Router;
@@ -15,14 +17,13 @@ use axum::extract::Extension;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use axum::routing::post;
-use serde_json::Value;
 use switchboard_tools::{Content, Message, ToolDefinition};
-use switchboard_wire::anthropic::{MessagesRequest, parse_request};
+use switchboard_wire::anthropic::parse_request;
 use switchboard_wire::ids::IdMap;
-use switchboard_wire::mcp::{McpServerRequest, anthropic_history_as_tool_blocks};
+use switchboard_wire::mcp::McpServerRequest;
 use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
 
-use super::body::read_json;
+use super::body::{PathStyle, read_typed};
 use super::front_end::RequestId;
 use super::log::RequestLog;
 use super::sse::{self, Delivery};
@@ -147,21 +148,13 @@ struct Parsed {
 /// The request in the pipeline's model, prepared for the kind of backend that will answer.
 async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed, ApiError> {
     let live = caller.snapshot();
-    let mut value = read_json(body, live.config.max_body_bytes).await?;
-    let mcp = take_mcp_servers(&mut value)?;
-    let checked = check_request(&value, endpoint)?;
-    let target = caller::resolve(caller, &checked.model)?;
-    if endpoint == Endpoint::CountTokens {
-        // Counting takes no limit, but the request model has one.
-        value["max_tokens"] = serde_json::json!(1);
-    }
-    let wire: MessagesRequest = serde_json::from_value(value).map_err(|error| {
-        ApiError::invalid_request(
-            format!("the request does not match the Messages format: {error}"),
-            None,
-        )
-    })?;
-    let mut request = parse_request(wire, &IdMap::new()).map_err(convert_error)?;
+    let body = read_typed(body, live.config.max_body_bytes, PathStyle::Dots).await?;
+    let checked = check_request(body, endpoint)?;
+    // The MCP connector, for the gateway to run.
+    let mcp = McpServerRequest::from_anthropic(&checked.mcp_servers, &checked.toolsets)
+        .map_err(convert_error)?;
+    let target = caller::resolve(caller, &checked.request.model)?;
+    let mut request = parse_request(checked.request, &IdMap::new()).map_err(convert_error)?;
     let forced = match &request.tool_choice {
         Some(ToolChoice::Function(name)) => Some(name.clone()),
         _ => None,
@@ -188,6 +181,7 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
         Endpoint::Messages => caller::gateway_tools(caller, &target, &mcp, &request, None).await?,
         Endpoint::CountTokens => None,
     };
+    let stream = request.stream && endpoint == Endpoint::Messages;
     Ok(Parsed {
         request: GatewayRequest {
             target,
@@ -196,51 +190,9 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
             call_ids: CallIdShape::Anthropic,
             gateway,
         },
-        stream: checked.stream && endpoint == Endpoint::Messages,
+        stream,
         dropped: checked.dropped,
     })
-}
-
-/// Takes the MCP connector out of the request (`mcp_servers`, the `mcp_toolset` tools) for
-/// the gateway to run, and turns the connector's blocks in the conversation into ordinary
-/// tool blocks.
-fn take_mcp_servers(body: &mut Value) -> Result<Vec<McpServerRequest>, ApiError> {
-    let Some(object) = body.as_object_mut() else {
-        return Ok(Vec::new());
-    };
-    let servers = match object.remove("mcp_servers") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(servers)) => servers,
-        Some(_) => {
-            return Err(ApiError::invalid_request(
-                "mcp_servers: must be an array of MCP servers",
-                Some("mcp_servers".into()),
-            ));
-        }
-    };
-    let mut toolsets = Vec::new();
-    if let Some(Value::Array(tools)) = object.get_mut("tools") {
-        let mut index = 0;
-        tools.retain(|tool| {
-            let position = index;
-            index += 1;
-            if tool.get("type").and_then(Value::as_str) == Some("mcp_toolset") {
-                toolsets.push((position, tool.clone()));
-                return false;
-            }
-            true
-        });
-        if tools.is_empty() {
-            object.remove("tools");
-        }
-    }
-    if let Some(messages) = object.get_mut("messages") {
-        anthropic_history_as_tool_blocks(messages);
-    }
-    if servers.is_empty() && toolsets.is_empty() {
-        return Ok(Vec::new());
-    }
-    McpServerRequest::from_anthropic(&servers, &toolsets).map_err(convert_error)
 }
 
 fn convert_error(error: ConvertError) -> ApiError {

@@ -1,12 +1,23 @@
-//! Checks a Messages request before anything is sent anywhere, as strictly as the chat
-//! completions front-end does: every problem listed in one 400, each named by its path the
-//! way Anthropic names them (`messages.3.content.0.tool_use_id`). What real clients send
-//! beyond the fields checked here (`metadata`, `context_management`, `cache_control`, keys
-//! added per message) is accepted and left for the translation to keep or drop.
+//! Checks a Messages request, read into `request.rs`'s types, before anything is sent
+//! anywhere, as strictly as the chat completions front-end does: every problem listed in one
+//! 400, each named by its path the way Anthropic names them
+//! (`messages.3.content.0.tool_use_id`). The request checked becomes the wire crate's
+//! `MessagesRequest` in the same pass, its parts moved, for the one Anthropic translation.
+//! What real clients send beyond the fields checked here (`metadata`, `context_management`,
+//! `cache_control`, keys added per message) is accepted and left for the translation to
+//! keep or drop.
 
 use serde_json::{Value, json};
-use switchboard_tools::{Toolset, quote_value};
+use switchboard_tools::{Toolset, quote, quote_value, truncate_message};
+use switchboard_wire::anthropic::{
+    AnthropicMessage, AnthropicTool, AnthropicToolChoice, Block as WireBlock, ContentBlock,
+    MessageContent, MessagesRequest, System, ToolResultContent,
+};
 
+use super::request::{
+    Block, ChoiceKind, Content, Message, MessagesBody, Role, Tool, ToolChoice,
+    connector_blocks_as_tool_blocks,
+};
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_converted;
@@ -18,11 +29,11 @@ pub enum Endpoint {
     CountTokens,
 }
 
-/// What validation learned that later steps need.
+/// A request checked: what the translation takes, and what later steps need beside it.
 #[derive(Debug)]
 pub struct Checked {
-    pub model: String,
-    pub stream: bool,
+    /// The request, with the MCP connector's parts taken out.
+    pub request: MessagesRequest,
     /// Every custom tool compiled under the `api` profile, to check the model's calls
     /// (deferred ones too: the model may call them once a tool search has shown them).
     pub tools: Toolset,
@@ -30,350 +41,449 @@ pub struct Checked {
     pub deferred: Vec<String>,
     /// Anthropic's own tools (web search, code execution, …), which cannot run here.
     pub dropped: Vec<String>,
+    /// The MCP connector's servers, for the wire crate to read.
+    pub mcp_servers: Vec<Value>,
+    /// The connector's `mcp_toolset` tools, each with its position in `tools`.
+    pub toolsets: Vec<(usize, Value)>,
 }
 
-/// Validates a parsed request body. All problems are reported in one 400.
-pub fn check_request(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiError> {
-    let request = fields::object(body)?;
+/// Characters of the list of server tools a problem names (the names are the client's).
+const MAX_NAMES_CHARS: usize = 200;
+
+/// Checks a request body. All problems are reported in one 400.
+pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, ApiError> {
+    let MessagesBody {
+        model,
+        max_tokens,
+        system,
+        messages,
+        tools,
+        tool_choice,
+        stream,
+        temperature,
+        top_p,
+        top_k,
+        stop_sequences,
+        metadata,
+        thinking,
+        output_config,
+        mcp_servers,
+        mut extra,
+    } = body;
     let mut problems = Vec::new();
-    let model = fields::model(Sent::field(request, "model"), &mut problems);
-    match (Sent::field(request, "max_tokens"), endpoint) {
-        (Sent::Absent, Endpoint::CountTokens) => {}
+    let mcp_servers = mcp_servers.check(
+        "mcp_servers",
+        "must be an array of MCP servers",
+        |_| true,
+        &mut problems,
+    );
+    let model = fields::model(model, &mut problems);
+    let max_tokens = match (max_tokens, endpoint) {
+        (Sent::Absent, Endpoint::CountTokens) => None,
         (Sent::Absent, Endpoint::Messages) => {
-            problems.push(invalid("max_tokens", "Field required"))
+            problems.push(invalid("max_tokens", "Field required"));
+            None
         }
-        (sent, _) => {
-            fields::token_count(sent, "max_tokens", &mut problems);
-        }
-    }
-    check_system(request.get("system"), &mut problems);
-    check_messages(request.get("messages"), &mut problems);
-    let tools = check_tools(request.get("tools"), &mut problems);
-    check_tool_choice(request.get("tool_choice"), &tools, &mut problems);
-    let stream = fields::boolean(Sent::field(request, "stream"), "stream", &mut problems);
-    number(
-        Sent::field(request, "temperature"),
-        "temperature",
-        0.0,
-        1.0,
-        &mut problems,
-    );
-    number(
-        Sent::field(request, "top_p"),
-        "top_p",
-        0.0,
-        1.0,
-        &mut problems,
-    );
-    match request.get("top_k") {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(number))
-            if number
-                .as_u64()
-                .is_some_and(|value| value > 0 && value <= u64::from(u32::MAX)) => {}
-        Some(other) => problems.push(invalid(
-            "top_k",
-            format!("must be a positive integer, got {}", quote_value(other)),
-        )),
-    }
-    match request.get("stop_sequences") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(stops)) if stops.iter().all(Value::is_string) => {}
-        Some(other) => problems.push(invalid(
-            "stop_sequences",
-            format!("must be an array of strings, got {}", quote_value(other)),
-        )),
-    }
-    for field in ["metadata", "thinking", "output_config"] {
-        match request.get(field) {
-            None | Some(Value::Null) | Some(Value::Object(_)) => {}
-            Some(other) => problems.push(invalid(
-                field,
-                format!("expected an object, got {}", quote_value(other)),
-            )),
-        }
-    }
-    match request
-        .get("metadata")
-        .and_then(|metadata| metadata.get("user_id"))
-    {
-        None | Some(Value::Null) | Some(Value::String(_)) => {}
-        Some(other) => problems.push(invalid(
-            "metadata.user_id",
-            format!("expected a string, got {}", quote_value(other)),
-        )),
-    }
-    if problems.is_empty() {
-        let (tools, deferred, dropped) = tools.map_or_else(Default::default, |tools| {
-            (tools.compiled, tools.deferred, tools.dropped)
-        });
-        Ok(Checked {
-            model,
-            stream,
-            tools,
-            deferred,
-            dropped,
-        })
-    } else {
-        Err(rejection(&problems))
-    }
-}
-
-fn check_system(system: Option<&Value>, problems: &mut Vec<Invalid>) {
-    match system {
-        None | Some(Value::Null) | Some(Value::String(_)) => {}
-        Some(Value::Array(blocks)) => {
-            for (index, block) in blocks.iter().enumerate() {
-                let at = format!("system.{index}");
-                match block.get("type").and_then(Value::as_str) {
-                    Some("text") => check_text(block, &at, problems),
-                    _ => problems.push(invalid(
-                        format!("{at}.type"),
-                        "system blocks must be text blocks",
-                    )),
-                }
-            }
-        }
-        Some(other) => problems.push(invalid(
+        (sent, _) => fields::token_count(sent, "max_tokens", &mut problems),
+    };
+    let system = system.and_then(|system| match system {
+        Content::Text(text) => Some(System::Text(text)),
+        Content::Blocks(blocks) => Some(System::Blocks(check_blocks(
+            blocks,
             "system",
-            format!(
-                "must be a string or an array of text blocks, got {}",
-                quote_value(other)
-            ),
-        )),
+            &mut Place::Prompt,
+            &mut problems,
+        ))),
+        Content::Other(other) => {
+            problems.push(not_content("system", "text blocks", Some(&other)));
+            None
+        }
+    });
+    let messages = check_messages(messages.map(connector_blocks_as_tool_blocks), &mut problems);
+    let tools = check_tools(tools.unwrap_or_default(), &mut problems);
+    let tool_choice = check_tool_choice(tool_choice, &tools, &mut problems);
+    let stream = fields::boolean(stream, "stream", &mut problems);
+    let temperature = number(temperature, "temperature", 0.0, 1.0, &mut problems);
+    let top_p = number(top_p, "top_p", 0.0, 1.0, &mut problems);
+    let top_k = top_k.check(
+        "top_k",
+        "must be a positive integer",
+        |top_k| (1..=u64::from(u32::MAX)).contains(top_k),
+        &mut problems,
+    );
+    let stop_sequences = stop_sequences.check(
+        "stop_sequences",
+        "must be an array of strings",
+        |_| true,
+        &mut problems,
+    );
+    let objects = [
+        ("metadata", metadata),
+        ("thinking", thinking),
+        ("output_config", output_config),
+    ]
+    .map(|(field, sent)| {
+        let object = sent.check(field, "expected an object", |_| true, &mut problems);
+        (field, object)
+    });
+    if let [(_, Some(metadata)), ..] = &objects {
+        Sent::<String>::field(metadata, "user_id").check(
+            "metadata.user_id",
+            "expected a string",
+            |_| true,
+            &mut problems,
+        );
     }
+    if !problems.is_empty() {
+        return Err(rejection(&problems));
+    }
+    // The translation reads these among the fields it has no name for.
+    for (field, object) in objects {
+        if let Some(object) = object {
+            extra.insert(field.into(), Value::Object(object));
+        }
+    }
+    if let Some(top_k) = top_k {
+        extra.insert("top_k".into(), top_k.into());
+    }
+    Ok(Checked {
+        request: MessagesRequest {
+            model,
+            messages,
+            system,
+            // Counting takes no limit, but the request model has one; Messages needs one
+            // (checked above).
+            max_tokens: match endpoint {
+                Endpoint::Messages => max_tokens.unwrap_or_default(),
+                Endpoint::CountTokens => 1,
+            },
+            tools: Some(tools.custom),
+            tool_choice,
+            temperature,
+            top_p,
+            stop_sequences,
+            stream: Some(stream),
+            extra,
+        },
+        tools: tools.compiled,
+        deferred: tools.deferred,
+        dropped: tools.dropped,
+        mcp_servers: mcp_servers.unwrap_or_default(),
+        toolsets: tools.toolsets,
+    })
 }
 
-fn check_text(block: &Value, at: &str, problems: &mut Vec<Invalid>) {
-    if !block.get("text").is_some_and(Value::is_string) {
-        problems.push(invalid(
-            format!("{at}.text"),
-            "a text block needs its text as a string",
-        ));
-    }
-}
-
-fn check_messages(messages: Option<&Value>, problems: &mut Vec<Invalid>) {
-    let messages = match messages {
-        Some(Value::Array(messages)) if !messages.is_empty() => messages,
-        Some(Value::Array(_)) | None => {
-            problems.push(invalid("messages", "at least one message is required"));
-            return;
-        }
-        Some(other) => {
-            problems.push(invalid(
-                "messages",
-                format!("expected an array, got {}", quote_value(other)),
-            ));
-            return;
-        }
+fn check_messages(
+    messages: Option<Vec<Message>>,
+    problems: &mut Vec<Invalid>,
+) -> Vec<AnthropicMessage> {
+    let Some(messages) = messages.filter(|messages| !messages.is_empty()) else {
+        problems.push(invalid("messages", "at least one message is required"));
+        return Vec::new();
     };
     // The tool_use ids of the last assistant turn: results may answer them until the next
     // one (consecutive user messages are one turn, as Anthropic merges them).
-    let mut offered: Vec<&str> = Vec::new();
+    let mut offered = Vec::new();
     let last = messages.len() - 1;
-    for (position, message) in messages.iter().enumerate() {
+    let mut checked = Vec::with_capacity(messages.len());
+    for (position, message) in messages.into_iter().enumerate() {
         let at = format!("messages.{position}");
-        let Value::Object(message) = message else {
-            problems.push(invalid(at, "each message must be an object"));
-            continue;
-        };
-        let role = message.get("role").and_then(Value::as_str);
-        if !matches!(role, Some("user" | "assistant" | "system")) {
-            problems.push(invalid(
-                format!("{at}.role"),
-                format!(
-                    "must be \"user\", \"assistant\" or \"system\", got {}",
-                    message.get("role").map_or("nothing".into(), quote_value)
-                ),
-            ));
-            continue;
-        }
-        let role = role.unwrap_or_default();
-        let blocks = match message.get("content") {
-            Some(Value::String(text)) => {
-                if text.is_empty() && !(role == "assistant" && position == last) {
-                    problems.push(invalid(
-                        format!("{at}.content"),
-                        "must not be empty (only a final assistant message may be)",
-                    ));
-                }
-                if role == "assistant" {
-                    offered.clear();
-                }
-                continue;
-            }
-            Some(Value::Array(blocks)) => blocks,
+        let role = match message.role {
+            Sent::Given(role) => role,
             other => {
                 problems.push(invalid(
-                    format!("{at}.content"),
+                    format!("{at}.role"),
                     format!(
-                        "must be a string or an array of content blocks, got {}",
-                        other.map_or("nothing".into(), quote_value)
+                        "must be \"user\", \"assistant\" or \"system\", got {}",
+                        instead(other)
                     ),
                 ));
                 continue;
             }
         };
-        if blocks.is_empty() && !(role == "assistant" && position == last) {
+        let empty = |content: &Content| match content {
+            Content::Text(text) => text.is_empty(),
+            Content::Blocks(blocks) => blocks.is_empty(),
+            Content::Other(_) => false,
+        };
+        if message.content.as_ref().is_some_and(empty)
+            && !(role == Role::Assistant && position == last)
+        {
             problems.push(invalid(
                 format!("{at}.content"),
                 "must not be empty (only a final assistant message may be)",
             ));
         }
-        match role {
-            "assistant" => {
-                offered = check_assistant_blocks(blocks, &at, problems);
-            }
-            "user" => check_user_blocks(blocks, &at, &offered, problems),
-            _ => {
-                for (index, block) in blocks.iter().enumerate() {
-                    let at = format!("{at}.content.{index}");
-                    match block.get("type").and_then(Value::as_str) {
-                        Some("text") => check_text(block, &at, problems),
-                        _ => problems.push(invalid(
-                            format!("{at}.type"),
-                            "a system message holds text blocks only",
-                        )),
-                    }
+        let content = match message.content {
+            Some(Content::Text(text)) => {
+                if role == Role::Assistant {
+                    offered.clear();
                 }
+                MessageContent::Text(text)
             }
+            Some(Content::Blocks(blocks)) => {
+                let at = format!("{at}.content");
+                MessageContent::Blocks(match role {
+                    Role::Assistant => {
+                        let mut ids = Vec::new();
+                        let blocks =
+                            check_blocks(blocks, &at, &mut Place::Assistant(&mut ids), problems);
+                        offered = ids;
+                        blocks
+                    }
+                    Role::User => check_blocks(blocks, &at, &mut Place::User(&offered), problems),
+                    Role::System => check_blocks(blocks, &at, &mut Place::SystemMessage, problems),
+                })
+            }
+            Some(Content::Other(other)) => {
+                problems.push(not_content(
+                    format!("{at}.content"),
+                    "content blocks",
+                    Some(&other),
+                ));
+                continue;
+            }
+            None => {
+                problems.push(not_content(format!("{at}.content"), "content blocks", None));
+                continue;
+            }
+        };
+        checked.push(AnthropicMessage {
+            role: role.name().to_owned(),
+            content,
+        });
+    }
+    checked
+}
+
+/// Where blocks are, which decides the kinds they may be.
+enum Place<'a> {
+    /// The system prompt.
+    Prompt,
+    SystemMessage,
+    /// An assistant message, with the ids of its tool_use blocks so far.
+    Assistant(&'a mut Vec<String>),
+    /// A user message, with the tool_use ids of the previous assistant turn.
+    User(&'a [String]),
+    /// A tool_result's content.
+    ToolResult,
+}
+
+impl Place<'_> {
+    /// The problem of a block of a kind not taken here.
+    fn refusal(&self, at: &str, kind: Option<&str>) -> Invalid {
+        let at = format!("{at}.type");
+        let place = match self {
+            Place::Prompt => return invalid(at, "system blocks must be text blocks"),
+            Place::SystemMessage => return invalid(at, "a system message holds text blocks only"),
+            Place::Assistant(_) => "an assistant message",
+            Place::User(_) => "a user message",
+            Place::ToolResult => "a tool_result",
+        };
+        match kind {
+            None => invalid(at, "each content block needs a type"),
+            Some(kind) => invalid(
+                at,
+                format!(
+                    "{} blocks are not supported in {place} by this gateway",
+                    quote(kind)
+                ),
+            ),
         }
     }
 }
 
-/// Checks an assistant turn; returns the ids of its tool_use blocks.
-fn check_assistant_blocks<'a>(
-    blocks: &'a [Value],
+/// The blocks under `at`, checked and in the wire crate's shape.
+fn check_blocks(
+    blocks: Vec<Block>,
     at: &str,
+    place: &mut Place<'_>,
     problems: &mut Vec<Invalid>,
-) -> Vec<&'a str> {
-    let mut ids = Vec::new();
-    for (index, block) in blocks.iter().enumerate() {
-        let at = format!("{at}.content.{index}");
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => check_text(block, &at, problems),
-            Some("thinking") => {
-                if !block.get("thinking").is_some_and(Value::is_string) {
-                    problems.push(invalid(
-                        format!("{at}.thinking"),
-                        "a thinking block needs its thinking as a string",
-                    ));
-                }
-                if !block
-                    .get("signature")
-                    .is_none_or(|signature| signature.is_string() || signature.is_null())
-                {
-                    problems.push(invalid(format!("{at}.signature"), "expected a string"));
-                }
-            }
-            Some("redacted_thinking") => {
-                if !block.get("data").is_some_and(Value::is_string) {
-                    problems.push(invalid(
-                        format!("{at}.data"),
-                        "a redacted_thinking block needs its data as a string",
-                    ));
-                }
-            }
-            Some("tool_use") => {
-                match block.get("id").and_then(Value::as_str) {
-                    Some(id) if !id.is_empty() => {
-                        if ids.contains(&id) {
-                            problems.push(invalid(
-                                format!("{at}.id"),
-                                format!("\"{id}\" is used by an earlier tool_use of this message"),
-                            ));
-                        }
-                        ids.push(id);
-                    }
-                    _ => problems.push(invalid(format!("{at}.id"), "a tool_use block needs an id")),
-                }
-                if !block.get("name").is_some_and(Value::is_string) {
-                    problems.push(invalid(
-                        format!("{at}.name"),
-                        "a tool_use block needs the tool's name",
-                    ));
-                }
-                if !block.get("input").is_some_and(Value::is_object) {
-                    problems.push(invalid(
-                        format!("{at}.input"),
-                        "a tool_use block's input must be an object",
-                    ));
-                }
-            }
-            other => problems.push(unsupported_block(&at, other, "an assistant message")),
-        }
-    }
-    ids
+) -> Vec<ContentBlock> {
+    blocks
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, block)| {
+            check_block(block, &format!("{at}.{index}"), place, problems).map(ContentBlock::Known)
+        })
+        .collect()
 }
 
-fn check_user_blocks(blocks: &[Value], at: &str, offered: &[&str], problems: &mut Vec<Invalid>) {
-    for (index, block) in blocks.iter().enumerate() {
-        let at = format!("{at}.content.{index}");
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => check_text(block, &at, problems),
-            Some("image") => check_image(block, &at, problems),
-            Some("tool_result") => {
-                match block.get("tool_use_id").and_then(Value::as_str) {
-                    None => problems.push(invalid(
-                        format!("{at}.tool_use_id"),
-                        "a tool_result block needs the tool_use_id it answers",
-                    )),
-                    Some(id) if !offered.contains(&id) => problems.push(invalid(
-                        format!("{at}.tool_use_id"),
-                        format!(
-                            "\"{id}\" does not answer a tool_use block of the previous assistant message"
-                        ),
-                    )),
-                    Some(_) => {}
-                }
-                match block.get("content") {
-                    None | Some(Value::Null) | Some(Value::String(_)) => {}
-                    Some(Value::Array(parts)) => {
-                        for (part_index, part) in parts.iter().enumerate() {
-                            let at = format!("{at}.content.{part_index}");
-                            match part.get("type").and_then(Value::as_str) {
-                                Some("text") => check_text(part, &at, problems),
-                                Some("image") => check_image(part, &at, problems),
-                                other => {
-                                    problems.push(unsupported_block(&at, other, "a tool_result"))
-                                }
-                            }
-                        }
-                    }
-                    Some(other) => problems.push(invalid(
-                        format!("{at}.content"),
-                        format!(
-                            "must be a string or an array of text and image blocks, got {}",
-                            quote_value(other)
-                        ),
-                    )),
-                }
-                if !block
-                    .get("is_error")
-                    .is_none_or(|flag| flag.is_boolean() || flag.is_null())
-                {
-                    problems.push(invalid(format!("{at}.is_error"), "expected a boolean"));
-                }
-            }
-            other => problems.push(unsupported_block(&at, other, "a user message")),
+/// One block in the wire crate's shape; `None` when it is refused (its problems recorded).
+fn check_block(
+    mut block: Block,
+    at: &str,
+    place: &mut Place<'_>,
+    problems: &mut Vec<Invalid>,
+) -> Option<WireBlock> {
+    let kind = block.kind.take();
+    match (kind.as_deref(), place) {
+        (Some("text"), _) => {
+            let text = needed(
+                block.text,
+                at,
+                "text",
+                "a text block needs its text as a string",
+                problems,
+            )?;
+            Some(WireBlock::Text {
+                text,
+                extra: block.extra,
+            })
+        }
+        (Some("image"), Place::User(_) | Place::ToolResult) => {
+            check_image(block.source.as_ref(), at, problems);
+            Some(WireBlock::Image {
+                source: block.source?,
+                extra: block.extra,
+            })
+        }
+        (Some("tool_result"), Place::User(offered)) => {
+            check_tool_result(block, at, offered, problems)
+        }
+        (Some("tool_use"), Place::Assistant(ids)) => check_tool_use(block, at, ids, problems),
+        (Some("thinking"), Place::Assistant(_)) => {
+            let thinking = needed(
+                block.thinking,
+                at,
+                "thinking",
+                "a thinking block needs its thinking as a string",
+                problems,
+            )?;
+            Some(WireBlock::Thinking {
+                thinking,
+                signature: block.signature,
+            })
+        }
+        (Some("redacted_thinking"), Place::Assistant(_)) => {
+            let data = needed(
+                block.data,
+                at,
+                "data",
+                "a redacted_thinking block needs its data as a string",
+                problems,
+            )?;
+            Some(WireBlock::RedactedThinking { data })
+        }
+        (kind, place) => {
+            problems.push(place.refusal(at, kind));
+            None
         }
     }
 }
 
-fn unsupported_block(at: &str, kind: Option<&str>, place: &str) -> Invalid {
-    match kind {
-        None => invalid(format!("{at}.type"), "each content block needs a type"),
-        Some(kind) => invalid(
-            format!("{at}.type"),
-            format!("\"{kind}\" blocks are not supported in {place} by this gateway"),
-        ),
+/// A field its block's kind needs, or the problem `message` naming it.
+fn needed<T>(
+    value: Option<T>,
+    at: &str,
+    field: &str,
+    message: &str,
+    problems: &mut Vec<Invalid>,
+) -> Option<T> {
+    if value.is_none() {
+        problems.push(invalid(format!("{at}.{field}"), message));
     }
+    value
+}
+
+fn check_tool_use(
+    block: Block,
+    at: &str,
+    ids: &mut Vec<String>,
+    problems: &mut Vec<Invalid>,
+) -> Option<WireBlock> {
+    let id = needed(
+        block.id.filter(|id| !id.is_empty()),
+        at,
+        "id",
+        "a tool_use block needs an id",
+        problems,
+    );
+    if let Some(id) = &id {
+        if ids.contains(id) {
+            problems.push(invalid(
+                format!("{at}.id"),
+                format!(
+                    "{} is used by an earlier tool_use of this message",
+                    quote(id)
+                ),
+            ));
+        }
+        ids.push(id.clone());
+    }
+    let name = needed(
+        block.name,
+        at,
+        "name",
+        "a tool_use block needs the tool's name",
+        problems,
+    );
+    let input = needed(
+        block.input.filter(Value::is_object),
+        at,
+        "input",
+        "a tool_use block's input must be an object",
+        problems,
+    );
+    Some(WireBlock::ToolUse {
+        id: id?,
+        name: name?,
+        input: input?,
+        extra: block.extra,
+    })
+}
+
+fn check_tool_result(
+    block: Block,
+    at: &str,
+    offered: &[String],
+    problems: &mut Vec<Invalid>,
+) -> Option<WireBlock> {
+    let tool_use_id = needed(
+        block.tool_use_id,
+        at,
+        "tool_use_id",
+        "a tool_result block needs the tool_use_id it answers",
+        problems,
+    );
+    if let Some(id) = &tool_use_id
+        && !offered.contains(id)
+    {
+        problems.push(invalid(
+            format!("{at}.tool_use_id"),
+            format!(
+                "{} does not answer a tool_use block of the previous assistant message",
+                quote(id)
+            ),
+        ));
+    }
+    let content = block.content.and_then(|content| match content {
+        Content::Text(text) => Some(ToolResultContent::Text(text)),
+        Content::Blocks(parts) => Some(ToolResultContent::Blocks(check_blocks(
+            parts,
+            &format!("{at}.content"),
+            &mut Place::ToolResult,
+            problems,
+        ))),
+        Content::Other(other) => {
+            problems.push(not_content(
+                format!("{at}.content"),
+                "text and image blocks",
+                Some(&other),
+            ));
+            None
+        }
+    });
+    Some(WireBlock::ToolResult {
+        tool_use_id: tool_use_id?,
+        content,
+        is_error: block.is_error,
+        extra: block.extra,
+    })
 }
 
 /// `{"type": "base64", "media_type", "data"}` or `{"type": "url", "url"}`.
-fn check_image(block: &Value, at: &str, problems: &mut Vec<Invalid>) {
-    let source = block.get("source");
+fn check_image(source: Option<&Value>, at: &str, problems: &mut Vec<Invalid>) {
     let fields: &[&str] = match source.and_then(|source| source.get("type")?.as_str()) {
         Some("base64") => &["media_type", "data"],
         Some("url") => &["url"],
@@ -393,94 +503,90 @@ fn check_image(block: &Value, at: &str, problems: &mut Vec<Invalid>) {
 }
 
 /// The request's tools, sorted out.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Tools {
     compiled: Toolset,
-    /// Names of custom tools.
-    custom: Vec<String>,
+    custom: Vec<AnthropicTool>,
     deferred: Vec<String>,
     dropped: Vec<String>,
+    /// The MCP connector's toolsets, each with its position in `tools`.
+    toolsets: Vec<(usize, Value)>,
 }
 
-fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Tools> {
-    let original = tools.filter(|tools| !tools.is_null())?;
-    let Value::Array(list) = original else {
-        problems.push(invalid(
-            "tools",
-            format!("expected an array, got {original}"),
-        ));
-        return None;
-    };
+fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools {
+    let mut tools = Tools::default();
     // The position in `tools` of each custom tool, in the order they are compiled.
     let mut positions = Vec::new();
-    let mut tools = Tools {
-        compiled: Toolset::default(),
-        custom: Vec::new(),
-        deferred: Vec::new(),
-        dropped: Vec::new(),
-    };
     let before = problems.len();
-    for (index, tool) in list.iter().enumerate() {
-        let at = || format!("tools.{index}");
-        let Value::Object(tool) = tool else {
-            problems.push(invalid(at(), "each tool must be an object"));
+    for (index, tool) in list.into_iter().enumerate() {
+        let at = format!("tools.{index}");
+        if matches!(&tool.kind, Sent::Given(kind) if kind == "mcp_toolset") {
+            // Its fields are the connector's, which the wire crate reads.
+            tools.toolsets.push((index, Value::Object(tool.extra)));
+            continue;
+        }
+        let Some(name) = tool.name else {
+            problems.push(invalid(format!("{at}.name"), "each tool needs a name"));
             continue;
         };
-        let Some(name) = tool.get("name").and_then(Value::as_str) else {
-            problems.push(invalid(format!("{}.name", at()), "each tool needs a name"));
-            continue;
-        };
-        match tool.get("type") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(kind)) if kind == "custom" => {}
-            Some(Value::String(_)) => {
-                tools.dropped.push(name.to_owned());
+        match tool.kind {
+            Sent::Absent => {}
+            Sent::Given(kind) if kind == "custom" => {}
+            Sent::Given(_) => {
+                tools.dropped.push(name);
                 continue;
             }
-            Some(other) => {
+            Sent::Wrong(kind) => {
                 problems.push(invalid(
-                    format!("{}.type", at()),
-                    format!("expected a string, got {}", quote_value(other)),
+                    format!("{at}.type"),
+                    format!("expected a string, got {}", quote_value(&kind)),
                 ));
                 continue;
             }
         }
-        if !tool.get("input_schema").is_some_and(Value::is_object) {
+        let Some(input_schema) = tool.input_schema.filter(Value::is_object) else {
             problems.push(invalid(
-                format!("{}.input_schema", at()),
+                format!("{at}.input_schema"),
                 "a custom tool needs its input_schema, a JSON Schema object",
             ));
             continue;
+        };
+        if tool.defer_loading == Some(true) {
+            tools.deferred.push(name.clone());
         }
-        if tool.get("defer_loading") == Some(&Value::Bool(true)) {
-            tools.deferred.push(name.to_owned());
-        }
-        tools.custom.push(name.to_owned());
         positions.push(index);
+        tools.custom.push(AnthropicTool {
+            name,
+            description: tool.description,
+            input_schema,
+            extra: tool.extra,
+        });
     }
-    if problems.len() > before {
-        return None;
+    if problems.len() > before || tools.custom.is_empty() {
+        return tools;
     }
+    // What the compiled tools are made of, which keys them in the cache.
+    let made_of: Vec<_> = tools
+        .custom
+        .iter()
+        .map(|tool| (&tool.name, &tool.description, &tool.input_schema))
+        .collect();
     // In OpenAI's function shape, built only for a list not compiled before.
     let functions = || {
         Value::Array(
-            positions
+            made_of
                 .iter()
-                .map(|&index| {
-                    let tool = &list[index];
-                    let mut function =
-                        json!({"name": tool["name"], "parameters": tool["input_schema"]});
-                    if let Some(description) =
-                        tool.get("description").filter(|value| !value.is_null())
-                    {
-                        function["description"] = description.clone();
+                .map(|(name, description, schema)| {
+                    let mut function = json!({"name": name, "parameters": schema});
+                    if let Some(description) = description {
+                        function["description"] = json!(description);
                     }
                     json!({"type": "function", "function": function})
                 })
                 .collect(),
         )
     };
-    match compile_converted("anthropic", original, functions) {
+    match compile_converted("anthropic", &made_of, functions) {
         Ok(compiled) => tools.compiled = compiled,
         Err(found) => {
             for problem in found.0 {
@@ -489,10 +595,9 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
                     problem.message,
                 ));
             }
-            return None;
         }
     }
-    Some(tools)
+    tools
 }
 
 /// A problem's pointer into the compiled function list as a path into `tools`:
@@ -521,78 +626,118 @@ fn tool_path(pointer: &str, positions: &[usize]) -> String {
     path
 }
 
-fn check_tool_choice(choice: Option<&Value>, tools: &Option<Tools>, problems: &mut Vec<Invalid>) {
-    let Some(choice) = choice.filter(|choice| !choice.is_null()) else {
-        return;
-    };
-    let Value::Object(choice) = choice else {
-        problems.push(invalid(
-            "tool_choice",
-            format!("expected an object such as {{\"type\": \"auto\"}}, got {choice}"),
-        ));
-        return;
-    };
-    if !choice
-        .get("disable_parallel_tool_use")
-        .is_none_or(|flag| flag.is_boolean() || flag.is_null())
-    {
-        problems.push(invalid(
-            "tool_choice.disable_parallel_tool_use",
-            "expected a boolean",
-        ));
-    }
-    let custom = tools.as_ref().map_or(&[][..], |tools| &tools.custom[..]);
-    let dropped = tools.as_ref().map_or(&[][..], |tools| &tools.dropped[..]);
+fn check_tool_choice(
+    choice: Option<ToolChoice>,
+    tools: &Tools,
+    problems: &mut Vec<Invalid>,
+) -> Option<AnthropicToolChoice> {
+    let choice = choice?;
+    let disable_parallel_tool_use = choice.disable_parallel_tool_use;
+    let mut custom = tools.custom.iter().map(|tool| &tool.name);
     let tools_broken = problems
         .iter()
         .any(|problem| problem.param.starts_with("tools"));
-    match choice.get("type").and_then(Value::as_str) {
-        Some("auto" | "none") => {}
-        Some("any") => {
-            if custom.is_empty() && !tools_broken {
-                let message = if dropped.is_empty() {
+    match choice.kind {
+        Sent::Given(ChoiceKind::Auto) => Some(AnthropicToolChoice::Auto {
+            disable_parallel_tool_use,
+        }),
+        Sent::Given(ChoiceKind::None) => Some(AnthropicToolChoice::None),
+        Sent::Given(ChoiceKind::Any) => {
+            if custom.next().is_none() && !tools_broken {
+                let message = if tools.dropped.is_empty() {
                     "\"any\" needs at least one tool in tools".to_owned()
                 } else {
                     format!(
                         "\"any\" would force a server tool ({}), which cannot run on this gateway",
-                        dropped.join(", ")
+                        truncate_message(tools.dropped.join(", "), MAX_NAMES_CHARS)
                     )
                 };
                 problems.push(invalid("tool_choice.type", message));
             }
+            Some(AnthropicToolChoice::Any {
+                disable_parallel_tool_use,
+            })
         }
-        Some("tool") => match choice.get("name").and_then(Value::as_str) {
-            None => problems.push(invalid(
-                "tool_choice.name",
+        Sent::Given(ChoiceKind::Tool) => {
+            let name = needed(
+                choice.name,
+                "tool_choice",
+                "name",
                 "name the tool the model must use",
-            )),
-            Some(name) if dropped.iter().any(|server| server == name) => problems.push(invalid(
-                "tool_choice.name",
-                format!("\"{name}\" is a server tool, which cannot run on this gateway"),
-            )),
-            Some(name) if !custom.iter().any(|tool| tool == name) && !tools_broken => problems
-                .push(invalid(
+                problems,
+            )?;
+            if tools.dropped.contains(&name) {
+                problems.push(invalid(
                     "tool_choice.name",
-                    format!("\"{name}\" is not one of the request's tools"),
-                )),
-            Some(_) => {}
-        },
-        _ => problems.push(invalid(
-            "tool_choice.type",
-            format!(
-                "must be \"auto\", \"any\", \"tool\" or \"none\", got {}",
-                choice.get("type").map_or("nothing".into(), quote_value)
-            ),
-        )),
+                    format!(
+                        "{} is a server tool, which cannot run on this gateway",
+                        quote(&name)
+                    ),
+                ));
+            } else if !custom.any(|tool| *tool == name) && !tools_broken {
+                problems.push(invalid(
+                    "tool_choice.name",
+                    format!("{} is not one of the request's tools", quote(&name)),
+                ));
+            }
+            Some(AnthropicToolChoice::Tool {
+                name,
+                disable_parallel_tool_use,
+            })
+        }
+        other => {
+            problems.push(invalid(
+                "tool_choice.type",
+                format!(
+                    "must be \"auto\", \"any\", \"tool\" or \"none\", got {}",
+                    instead(other)
+                ),
+            ));
+            None
+        }
+    }
+}
+
+/// The problem of content that is neither a string nor an array of `blocks`: `other`, or
+/// nothing.
+fn not_content(param: impl Into<String>, blocks: &str, other: Option<&Value>) -> Invalid {
+    invalid(
+        param,
+        format!(
+            "must be a string or an array of {blocks}, got {}",
+            other.map_or("nothing".into(), quote_value)
+        ),
+    )
+}
+
+/// What was sent in place of one of the values a field takes, as a problem quotes it (for
+/// a field that takes every value of its type, so that `Given` is never one of these).
+fn instead<T>(sent: Sent<T>) -> String {
+    match sent {
+        Sent::Wrong(value) => quote_value(&value),
+        Sent::Absent | Sent::Given(_) => "nothing".to_owned(),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use axum::body::Body;
+
     use super::*;
+    use crate::api::body::{PathStyle, read_typed};
+
+    /// The body read as the front-end reads it, and checked.
+    fn check(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiError> {
+        let body = futures::executor::block_on(read_typed(
+            Body::from(body.to_string()),
+            usize::MAX,
+            PathStyle::Dots,
+        ))?;
+        check_request(body, endpoint)
+    }
 
     fn problems(body: Value) -> String {
-        check_request(&body, Endpoint::Messages)
+        check(&body, Endpoint::Messages)
             .map(|_| String::new())
             .unwrap_or_else(|error| error.message)
     }
@@ -617,7 +762,7 @@ mod tests {
         let mut body = base();
         body.as_object_mut().unwrap().remove("max_tokens");
         assert!(problems(body.clone()).starts_with("max_tokens: Field required"));
-        assert!(check_request(&body, Endpoint::CountTokens).is_ok());
+        assert!(check(&body, Endpoint::CountTokens).is_ok());
     }
 
     #[test]
@@ -690,7 +835,7 @@ mod tests {
             "tools",
             json!([tool("lookup"), {"type": "web_search_20250305", "name": "web_search"}]),
         );
-        let checked = check_request(&body, Endpoint::Messages).unwrap();
+        let checked = check(&body, Endpoint::Messages).unwrap();
         assert_eq!(checked.dropped, ["web_search"]);
         assert_eq!(checked.tools.len(), 1);
         body["tool_choice"] = json!({"type": "tool", "name": "web_search"});
@@ -707,7 +852,7 @@ mod tests {
     fn deferred_tools_are_known_but_listed_apart() {
         let mut deferred = tool("later");
         deferred["defer_loading"] = json!(true);
-        let checked = check_request(
+        let checked = check(
             &with("tools", json!([tool("now"), deferred])),
             Endpoint::Messages,
         )
@@ -738,5 +883,125 @@ mod tests {
             "output_config": {"effort": "medium"}
         });
         assert_eq!(problems(body), "");
+    }
+
+    #[test]
+    fn the_connectors_blocks_become_tool_blocks() {
+        let messages = json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "mcp_tool_use", "id": "t1", "name": "echo", "server_name": "e", "input": {"m": 1}},
+                {"type": "mcp_tool_result", "tool_use_id": "t1", "is_error": false, "content": [{"type": "text", "text": "1"}]},
+                {"type": "text", "text": "It says 1."}]},
+            {"role": "user", "content": "thanks"}]);
+        // Read as a request, rewritten and checked, in the wire crate's shape.
+        let body = json!({"model": "m", "max_tokens": 1, "messages": messages});
+        let messages = check(&body, Endpoint::Messages).unwrap().request.messages;
+        assert_eq!(
+            serde_json::to_value(messages).unwrap(),
+            json!([
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Let me look."},
+                    {"type": "tool_use", "id": "t1", "name": "echo", "input": {"m": 1}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "is_error": false, "content": [{"type": "text", "text": "1"}]}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "It says 1."}]},
+                {"role": "user", "content": "thanks"}])
+        );
+    }
+
+    #[test]
+    fn a_wrong_shape_is_named_by_its_path() {
+        assert_eq!(
+            problems(with(
+                "messages",
+                json!([{"role": "user", "content": [{"type": "text", "text": 5}]}])
+            )),
+            "messages.0.content.0.text: invalid type: integer `5`, expected a string"
+        );
+        assert_eq!(
+            problems(with("messages", json!("hello"))),
+            "messages: expected an array, got \"hello\""
+        );
+    }
+
+    #[test]
+    fn content_that_is_neither_text_nor_blocks_is_listed_and_a_server_tools_result_refused() {
+        let mut body = with(
+            "messages",
+            json!([
+                {"role": "user", "content": 5},
+                {"role": "assistant", "content": [
+                    {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_1",
+                        "content": {"type": "code_execution_result", "stdout": "4"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": {"x": 1}}]}
+            ]),
+        );
+        body["system"] = json!(5);
+        assert_eq!(
+            problems(body),
+            "system: must be a string or an array of text blocks, got 5; \
+             messages.0.content: must be a string or an array of content blocks, got 5; \
+             messages.1.content.0.type: \"code_execution_tool_result\" blocks are not supported \
+             in an assistant message by this gateway; \
+             messages.2.content.0.tool_use_id: \"toolu_1\" does not answer a tool_use block of \
+             the previous assistant message; \
+             messages.2.content.0.content: must be a string or an array of text and image blocks, \
+             got {\"x\":1}"
+        );
+    }
+
+    #[test]
+    fn every_wrong_top_level_field_is_listed() {
+        let mut body = with("model", json!(5));
+        body["max_tokens"] = json!("x");
+        body["mcp_servers"] = json!(5);
+        body["top_k"] = json!(0);
+        assert_eq!(
+            problems(body),
+            "mcp_servers: must be an array of MCP servers, got 5; model: expected a string, got 5; \
+             max_tokens: must be a positive integer up to 4294967295, got \"x\"; \
+             top_k: must be a positive integer, got 0"
+        );
+    }
+
+    #[test]
+    fn the_checked_request_is_the_one_the_wire_crate_reads_from_the_body() {
+        let body = json!({
+            "model": "m", "max_tokens": 512, "stream": true, "temperature": 0.5, "top_k": 40,
+            "stop_sequences": ["END"],
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "look"},
+                    {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "x"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                    "is_error": true, "content": [{"type": "text", "text": "no"}]}]}
+            ],
+            "tools": [tool("lookup")],
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": true},
+            "metadata": {"user_id": "u"},
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "context_management": {"edits": []}
+        });
+        let read: MessagesRequest = serde_json::from_value(body.clone()).unwrap();
+        assert_eq!(check(&body, Endpoint::Messages).unwrap().request, read);
+    }
+
+    #[test]
+    fn an_mcp_toolset_is_taken_out_and_the_other_tools_keep_their_positions() {
+        let toolset = json!({"type": "mcp_toolset", "mcp_server_name": "ev"});
+        let mut body = with("tools", json!([toolset, tool("f")]));
+        body["mcp_servers"] = json!([{"type": "url", "url": "http://h/mcp", "name": "ev"}]);
+        let checked = check(&body, Endpoint::Messages).unwrap();
+        assert_eq!(checked.toolsets, [(0, json!({"mcp_server_name": "ev"}))]);
+        assert_eq!(checked.mcp_servers.len(), 1);
+        assert_eq!(checked.request.tools.unwrap().len(), 1);
+        body["tools"][1] = json!({"name": "f"});
+        assert!(problems(body).starts_with("tools.1.input_schema:"));
     }
 }

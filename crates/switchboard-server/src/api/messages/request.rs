@@ -1,0 +1,307 @@
+//! What a client may send to `POST /v1/messages` (and `count_tokens`), shaped for naming
+//! its problems: the body is read once, straight from its bytes, into these types. The
+//! top-level scalars are `Sent`, and content that is neither a string nor a list of blocks
+//! is kept, so that every such problem is listed; beneath them messages, blocks, tools and
+//! `tool_choice` take every field optional, so that `validate.rs` can name a missing or
+//! unsuitable one by its path in Anthropic's words, and a block holds the fields of every
+//! kind of block, since its `type` may come after them. Any other value of the wrong JSON
+//! type ends the parse at once, named by its path in serde's words.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::api::fields::{self, Sent, refuse_other_types};
+
+/// The request body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "a JSON object")]
+pub struct MessagesBody {
+    pub model: Sent<String>,
+    pub max_tokens: Sent<u64>,
+    pub system: Option<Content>,
+    #[serde(deserialize_with = "array")]
+    pub messages: Option<Vec<Message>>,
+    #[serde(deserialize_with = "array")]
+    pub tools: Option<Vec<Tool>>,
+    pub tool_choice: Option<ToolChoice>,
+    pub stream: Sent<bool>,
+    pub temperature: Sent<f64>,
+    pub top_p: Sent<f64>,
+    pub top_k: Sent<u64>,
+    pub stop_sequences: Sent<Vec<String>>,
+    pub metadata: Sent<Map<String, Value>>,
+    pub thinking: Sent<Map<String, Value>>,
+    pub output_config: Sent<Map<String, Value>>,
+    /// The MCP connector's servers, each read by the wire crate (`McpServerRequest`).
+    pub mcp_servers: Sent<Vec<Value>>,
+    /// Every other field (`output_format`, `context_management`, …), for the translation to
+    /// keep or drop.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "a message, an object with a role and content")]
+pub struct Message {
+    pub role: Sent<Role>,
+    pub content: Option<Content>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+        }
+    }
+}
+
+/// A string, or a list of content blocks: a message's content, the system prompt, a tool
+/// result's. Anything else is kept, for the problem to quote (or, in a block of a kind this
+/// gateway does not take, such as a server tool's result, to pass over).
+#[derive(Debug)]
+pub enum Content {
+    Text(String),
+    Blocks(Vec<Block>),
+    Other(Value),
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shape;
+
+        impl<'de> Visitor<'de> for Shape {
+            type Value = Content;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a string or an array of content blocks")
+            }
+
+            fn visit_str<E: Error>(self, text: &str) -> Result<Content, E> {
+                Ok(Content::Text(text.to_owned()))
+            }
+
+            fn visit_string<E: Error>(self, text: String) -> Result<Content, E> {
+                Ok(Content::Text(text))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, blocks: A) -> Result<Content, A::Error> {
+                collect(blocks).map(Content::Blocks)
+            }
+
+            fn visit_bool<E: Error>(self, value: bool) -> Result<Content, E> {
+                Ok(Content::Other(value.into()))
+            }
+
+            fn visit_i64<E: Error>(self, value: i64) -> Result<Content, E> {
+                Ok(Content::Other(value.into()))
+            }
+
+            fn visit_u64<E: Error>(self, value: u64) -> Result<Content, E> {
+                Ok(Content::Other(value.into()))
+            }
+
+            fn visit_f64<E: Error>(self, value: f64) -> Result<Content, E> {
+                Ok(Content::Other(value.into()))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Content, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(Content::Other)
+            }
+        }
+
+        deserializer.deserialize_any(Shape)
+    }
+}
+
+/// A content block: its `type`, and the fields of the kinds this gateway takes (`text`;
+/// `image`; `tool_use`, `tool_result` and the MCP connector's versions of them; `thinking`,
+/// `redacted_thinking`), each where that kind has it. Other keys (`cache_control`,
+/// `citations`, …) are kept for the translation.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "a content block, an object with a type")]
+pub struct Block {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub text: Option<String>,
+    /// An image's `source`, checked by its own `type`.
+    pub source: Option<Value>,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub input: Option<Value>,
+    pub tool_use_id: Option<String>,
+    pub content: Option<Content>,
+    pub is_error: Option<bool>,
+    pub thinking: Option<String>,
+    pub signature: Option<String>,
+    pub data: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A tool offered to the model: a custom tool (no `type`, or `"custom"`), one of Anthropic's
+/// own tools (any other `type`), or the MCP connector's `mcp_toolset`, whose fields stay in
+/// `extra` for the wire crate to read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "a tool, an object")]
+pub struct Tool {
+    #[serde(rename = "type")]
+    pub kind: Sent<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub input_schema: Option<Value>,
+    pub defer_loading: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "an object such as {\"type\": \"auto\"}")]
+pub struct ToolChoice {
+    #[serde(rename = "type")]
+    pub kind: Sent<ChoiceKind>,
+    pub name: Option<String>,
+    pub disable_parallel_tool_use: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChoiceKind {
+    Auto,
+    Any,
+    Tool,
+    None,
+}
+
+/// A list (null: none); anything else is the error `expected an array, got …`.
+fn array<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<T>>, D::Error> {
+    const WHAT: &str = "expected an array";
+
+    struct Array<T>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Array<T> {
+        type Value = Option<Vec<T>>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("an array")
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
+            Err(fields::refused(WHAT, &Value::from(text)))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
+            collect(items).map(Some)
+        }
+
+        refuse_other_types!(WHAT);
+    }
+
+    deserializer.deserialize_any(Array(PhantomData))
+}
+
+fn collect<'de, T: Deserialize<'de>, A: SeqAccess<'de>>(mut items: A) -> Result<Vec<T>, A::Error> {
+    let mut list = Vec::new();
+    while let Some(item) = items.next_element()? {
+        list.push(item);
+    }
+    Ok(list)
+}
+
+/// A conversation sent back with the MCP connector's blocks in it, as ordinary tool blocks
+/// every backend understands: each assistant message's `mcp_tool_use` becomes a `tool_use`,
+/// and each `mcp_tool_result` a `tool_result` in a user message of its own (the results of
+/// one turn's calls share one), the assistant's later blocks in another message after it;
+/// `mcp_tool_listing` blocks are left out. The paths of later problems are those of the
+/// conversation rewritten.
+pub fn connector_blocks_as_tool_blocks(messages: Vec<Message>) -> Vec<Message> {
+    let has_connector_blocks = |message: &Message| {
+        message.role == Sent::Given(Role::Assistant)
+            && matches!(&message.content, Some(Content::Blocks(blocks)) if blocks.iter().any(is_connector_block))
+    };
+    if !messages.iter().any(has_connector_blocks) {
+        return messages;
+    }
+    let turn = |role, blocks| Message {
+        role: Sent::Given(role),
+        content: Some(Content::Blocks(blocks)),
+    };
+    let mut rewritten = Vec::with_capacity(messages.len() + 2);
+    // Whether the last message is a user message of results, which the next result joins.
+    let mut results_open = false;
+    for message in messages {
+        let blocks = match message {
+            Message {
+                role: Sent::Given(Role::Assistant),
+                content: Some(Content::Blocks(blocks)),
+            } if blocks.iter().any(is_connector_block) => blocks,
+            message => {
+                rewritten.push(message);
+                results_open = false;
+                continue;
+            }
+        };
+        let mut assistant = Vec::new();
+        for mut block in blocks {
+            match block.kind.as_deref() {
+                Some("mcp_tool_use") => {
+                    block.kind = Some("tool_use".into());
+                    block.extra.remove("server_name");
+                    assistant.push(block);
+                }
+                Some("mcp_tool_result") => {
+                    if !assistant.is_empty() {
+                        rewritten.push(turn(Role::Assistant, std::mem::take(&mut assistant)));
+                        results_open = false;
+                    }
+                    block.kind = Some("tool_result".into());
+                    match rewritten.last_mut() {
+                        Some(Message {
+                            content: Some(Content::Blocks(results)),
+                            ..
+                        }) if results_open => results.push(block),
+                        _ => {
+                            rewritten.push(turn(Role::User, vec![block]));
+                            results_open = true;
+                        }
+                    }
+                }
+                // A listing is for the client to pin in a toolset, not for the model.
+                Some("mcp_tool_listing") => {}
+                _ => assistant.push(block),
+            }
+        }
+        if !assistant.is_empty() {
+            rewritten.push(turn(Role::Assistant, assistant));
+            results_open = false;
+        }
+    }
+    rewritten
+}
+
+fn is_connector_block(block: &Block) -> bool {
+    matches!(
+        block.kind.as_deref(),
+        Some("mcp_tool_use" | "mcp_tool_result" | "mcp_tool_listing")
+    )
+}
