@@ -77,17 +77,18 @@ pub(crate) fn parse_typed<T: DeserializeOwned>(
     if !error.is_data() {
         return Err(not_json(error));
     }
-    let Some(param) = param else {
-        return Err(fields::not_an_object());
-    };
     // serde_json ends a message with where in the text it is; the path says it better.
     let words = error.to_string();
     let place = format!(" at line {} column {}", error.line(), error.column());
-    let words = words.strip_suffix(&place).unwrap_or(&words).to_owned();
-    Err(fields::rejection(&[fields::invalid(
-        param,
-        truncate_message(words, MAX_SHAPE_MESSAGE_CHARS),
-    )]))
+    let words = truncate_message(
+        words.strip_suffix(&place).unwrap_or(&words).to_owned(),
+        MAX_SHAPE_MESSAGE_CHARS,
+    );
+    Err(match param {
+        Some(param) => fields::rejection(&[fields::invalid(param, words)]),
+        // The body itself: not an object, or an object naming a field twice.
+        None => ApiError::invalid_request(format!("the request body: {words}"), None),
+    })
 }
 
 fn not_json(error: serde_json::Error) -> ApiError {
@@ -120,4 +121,84 @@ fn find<E: std::error::Error + 'static>(error: &axum::Error) -> Option<&E> {
         source = current.source();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    /// Shaped like the front-ends' bodies: a flattened rest makes serde read it as an
+    /// object only (a struct without one would take an array of its fields in order).
+    #[derive(Debug, Deserialize)]
+    #[serde(expecting = "a JSON object")]
+    struct Body {
+        #[serde(default)]
+        messages: Vec<Message>,
+        #[serde(flatten)]
+        #[allow(dead_code)]
+        extra: serde_json::Map<String, Value>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct Message {
+        #[serde(default)]
+        #[allow(dead_code)]
+        content: Option<String>,
+    }
+
+    fn problem(text: &str, style: PathStyle) -> ApiError {
+        parse_typed::<Body>(text.as_bytes(), style).unwrap_err()
+    }
+
+    #[test]
+    fn a_shape_problem_is_named_by_its_path_in_the_apis_style() {
+        let text = r#"{"messages": [{"content": "a"}, {"content": 5}]}"#;
+        let error = problem(text, PathStyle::Brackets);
+        assert_eq!(error.param.as_deref(), Some("messages[1].content"));
+        assert!(
+            error
+                .message
+                .starts_with("messages[1].content: invalid type: integer `5`"),
+            "{}",
+            error.message
+        );
+        assert!(!error.message.contains("line 1"), "{}", error.message);
+        let error = problem(text, PathStyle::Dots);
+        assert_eq!(error.param.as_deref(), Some("messages.1.content"));
+    }
+
+    #[test]
+    fn the_body_itself_is_named_without_a_parameter() {
+        let error = problem("[1, 2]", PathStyle::Brackets);
+        assert_eq!(error.param, None);
+        assert!(
+            error.message.contains("expected a JSON object"),
+            "{}",
+            error.message
+        );
+        let error = problem(r#"{"messages": [], "messages": []}"#, PathStyle::Brackets);
+        assert!(
+            error.message.contains("duplicate field"),
+            "{}",
+            error.message
+        );
+        let error = problem(r#"{"messages": []} {}"#, PathStyle::Brackets);
+        assert!(
+            error.message.contains("not valid JSON"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn serdes_words_are_cut_short() {
+        let long = "x".repeat(100_000);
+        let error = problem(
+            &format!(r#"{{"messages": [{{"content": ["{long}"]}}]}}"#),
+            PathStyle::Brackets,
+        );
+        assert!(error.message.len() < 1_000, "{} bytes", error.message.len());
+    }
 }

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::de::{DeserializeOwned, Deserializer, Error, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::quote_value;
@@ -48,22 +48,10 @@ pub(crate) fn rejection(problems: &[Invalid]) -> ApiError {
     ApiError::invalid_request(message, param)
 }
 
-/// The body's fields, or the 400 for a body that is not a JSON object.
-pub(crate) fn object(body: &Value) -> Result<&Map<String, Value>, ApiError> {
-    match body {
-        Value::Object(request) => Ok(request),
-        _ => Err(not_an_object()),
-    }
-}
-
-pub(crate) fn not_an_object() -> ApiError {
-    ApiError::invalid_request("the request body must be a JSON object", None)
-}
-
-/// A top-level field as the client sent it: absent (or null), a value of its type, or
-/// something else, kept so that the problem can quote it. Parsing never fails on such a
-/// field, so that every wrong field of a request is listed, not only the first; its value
-/// is small (a number, a flag, a name), so keeping it costs nothing.
+/// A field as the client sent it: absent (or null), a value of its type, or something
+/// else, kept so that the problem can quote it. Parsing never fails on such a field, so
+/// that every wrong field of a request is listed, not only the first. For small values
+/// only (a number, a flag, a name, a kind): the value is read whole before it is typed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) enum Sent<T> {
     #[default]
@@ -189,32 +177,47 @@ pub(crate) fn number(
     )
 }
 
-/// A JSON array read straight into its typed elements; anything else is the error
-/// "expected an array", named by its path like every shape problem.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct List<T>(pub Vec<T>);
+/// A list (null: none); anything else is the error `expected an array, got …`.
+pub(crate) fn array<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<T>>, D::Error> {
+    const WHAT: &str = "expected an array";
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Elements<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Elements<T> {
-            type Value = List<T>;
+    struct Array<T>(PhantomData<T>);
 
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("an array")
-            }
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Array<T> {
+        type Value = Option<Vec<T>>;
 
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<List<T>, A::Error> {
-                // Not sized by the client's hint: the body's length already bounds it.
-                let mut elements = Vec::new();
-                while let Some(element) = seq.next_element()? {
-                    elements.push(element);
-                }
-                Ok(List(elements))
-            }
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("an array")
         }
-        deserializer.deserialize_seq(Elements(PhantomData))
+
+        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
+            Err(refused(WHAT, &Value::from(text)))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
+            collect(items).map(Some)
+        }
+
+        refuse_other_types!(WHAT);
     }
+
+    deserializer.deserialize_any(Array(PhantomData))
+}
+
+pub(crate) fn collect<'de, T: Deserialize<'de>, A: SeqAccess<'de>>(
+    mut items: A,
+) -> Result<Vec<T>, A::Error> {
+    let mut list = Vec::new();
+    while let Some(item) = items.next_element()? {
+        list.push(item);
+    }
+    Ok(list)
 }
 
 /// The problem of a value whose JSON type a field does not take: `{what}, got {value}`.

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use switchboard_tools::Content;
 use switchboard_wire::openai::Stop;
 
-use crate::api::fields::{List, Sent, refuse_other_types};
+use crate::api::fields::{self, Sent, refuse_other_types};
 
 /// The body of `POST /v1/chat/completions`.
 #[derive(Debug, Deserialize)]
@@ -26,8 +26,8 @@ use crate::api::fields::{List, Sent, refuse_other_types};
 pub struct ChatBody {
     #[serde(default)]
     pub model: Sent<String>,
-    #[serde(default)]
-    pub messages: Option<List<ClientMessage>>,
+    #[serde(default, deserialize_with = "fields::array")]
+    pub messages: Option<Vec<ClientMessage>>,
     /// Function definitions (JSON Schema documents, compiled and checked as such) and
     /// `{"type": "mcp"}` servers for the gateway to run.
     #[serde(default)]
@@ -75,8 +75,8 @@ pub struct ClientMessage {
     pub content: Option<Content>,
     #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
-    pub tool_calls: Option<List<ClientToolCall>>,
+    #[serde(default, deserialize_with = "fields::array")]
+    pub tool_calls: Option<Vec<ClientToolCall>>,
     #[serde(default)]
     pub tool_call_id: Option<String>,
     #[serde(default)]
@@ -154,8 +154,7 @@ fn content<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Content>
         }
 
         fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            let List(parts) = List::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
-            Ok(Some(Content::Parts(parts)))
+            fields::collect(seq).map(|parts| Some(Content::Parts(parts)))
         }
 
         refuse_other_types!(WHAT_CONTENT_IS);

@@ -11,7 +11,7 @@ use switchboard_wire::{ChatRequest, REASONING_EFFORTS, ToolChoice};
 
 use super::request::{ChatBody, ClientMessage, ClientToolCall, ClientToolChoice, StreamOptions};
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, List, Sent, invalid, number, rejection};
+use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_tools;
 
 /// The request in the pipeline's model, and what presenting its answer needs.
@@ -147,11 +147,11 @@ pub fn check_request(body: ChatBody) -> Result<Checked, ApiError> {
 
 /// The messages in the pipeline's model; problems are recorded, each at its message.
 fn check_messages(
-    messages: Option<List<ClientMessage>>,
+    messages: Option<Vec<ClientMessage>>,
     problems: &mut Vec<Invalid>,
 ) -> Vec<Message> {
     let messages = match messages {
-        Some(List(messages)) if !messages.is_empty() => messages,
+        Some(messages) if !messages.is_empty() => messages,
         _ => {
             problems.push(invalid("messages", "at least one message is required"));
             return Vec::new();
@@ -209,7 +209,7 @@ fn check_messages(
                     ));
                 }
                 let tool_calls = check_assistant_calls(
-                    tool_calls.map(|List(calls)| calls).unwrap_or_default(),
+                    tool_calls.unwrap_or_default(),
                     &at("tool_calls"),
                     &mut call_ids,
                     problems,

@@ -8,14 +8,13 @@
 //! type ends the parse at once, named by its path in serde's words.
 
 use std::fmt;
-use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::api::fields::{self, Sent, refuse_other_types};
+use crate::api::fields::{self, Sent};
 
 /// The request body.
 #[derive(Debug, Default, Deserialize)]
@@ -24,9 +23,9 @@ pub struct MessagesBody {
     pub model: Sent<String>,
     pub max_tokens: Sent<u64>,
     pub system: Option<Content>,
-    #[serde(deserialize_with = "array")]
+    #[serde(deserialize_with = "fields::array")]
     pub messages: Option<Vec<Message>>,
-    #[serde(deserialize_with = "array")]
+    #[serde(deserialize_with = "fields::array")]
     pub tools: Option<Vec<Tool>>,
     pub tool_choice: Option<ToolChoice>,
     pub stream: Sent<bool>,
@@ -100,7 +99,7 @@ impl<'de> Deserialize<'de> for Content {
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, blocks: A) -> Result<Content, A::Error> {
-                collect(blocks).map(Content::Blocks)
+                fields::collect(blocks).map(Content::Blocks)
             }
 
             fn visit_bool<E: Error>(self, value: bool) -> Result<Content, E> {
@@ -185,47 +184,6 @@ pub enum ChoiceKind {
     Any,
     Tool,
     None,
-}
-
-/// A list (null: none); anything else is the error `expected an array, got …`.
-fn array<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Vec<T>>, D::Error> {
-    const WHAT: &str = "expected an array";
-
-    struct Array<T>(PhantomData<T>);
-
-    impl<'de, T: Deserialize<'de>> Visitor<'de> for Array<T> {
-        type Value = Option<Vec<T>>;
-
-        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-            formatter.write_str("an array")
-        }
-
-        fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-
-        fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
-            Err(fields::refused(WHAT, &Value::from(text)))
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
-            collect(items).map(Some)
-        }
-
-        refuse_other_types!(WHAT);
-    }
-
-    deserializer.deserialize_any(Array(PhantomData))
-}
-
-fn collect<'de, T: Deserialize<'de>, A: SeqAccess<'de>>(mut items: A) -> Result<Vec<T>, A::Error> {
-    let mut list = Vec::new();
-    while let Some(item) = items.next_element()? {
-        list.push(item);
-    }
-    Ok(list)
 }
 
 /// A conversation sent back with the MCP connector's blocks in it, as ordinary tool blocks
