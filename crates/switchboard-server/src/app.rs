@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::HeaderValue;
+use axum::http::header::CONNECTION;
+use axum::http::{HeaderValue, StatusCode, Version};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
@@ -37,7 +38,29 @@ pub fn router(state: AppState) -> Router {
         // Keys and limits are checked before routing, for every path.
         .layer(access)
         .layer(middleware::from_fn(with_request_id))
+        .layer(middleware::from_fn(close_after_refused_body))
         .with_state(state)
+}
+
+/// An HTTP/1 connection whose request body was refused unread (413 past the size limit,
+/// 408 when it did not arrive in time) cannot carry another request: hyper closes it once
+/// the answer is out. Saying so in the answer (`Connection: close`) keeps the client from
+/// sending its next request down a connection that is about to close. HTTP/2 ends only
+/// the stream, and takes no such header.
+async fn close_after_refused_body(request: Request, next: Next) -> Response {
+    let http1 = request.version() < Version::HTTP_2;
+    let mut response = next.run(request).await;
+    if http1
+        && matches!(
+            response.status(),
+            StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
+        )
+    {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// Gives every request an id (the client's `x-request-id` when it sent one) and echoes it.

@@ -278,7 +278,10 @@ async fn a_body_over_the_limit_is_413() {
     )
     .await;
     let big = request("qwen", &"x".repeat(600));
-    let error = post(&gateway, &big).await.error(413);
+    let answer = post(&gateway, &big).await;
+    // The body was left unread, so its connection carries no other request.
+    assert_eq!(answer.headers["connection"], "close");
+    let error = answer.error(413);
     assert_eq!(error["code"], "request_too_large");
     assert!(
         error["message"].as_str().unwrap().contains("512 bytes"),
