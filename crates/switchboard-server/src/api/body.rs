@@ -135,6 +135,7 @@ mod tests {
     #[serde(expecting = "a JSON object")]
     struct Body {
         #[serde(default)]
+        #[allow(dead_code)]
         messages: Vec<Message>,
         #[serde(flatten)]
         #[allow(dead_code)]
