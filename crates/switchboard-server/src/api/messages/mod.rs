@@ -6,9 +6,11 @@
 //! Anthropic's own server tools cannot run here: they are left out and named in the
 //! `x-switchboard-dropped-tools` header (forcing one is a 400).
 
+mod blocks;
 pub mod count_tokens;
 mod render;
 mod request;
+mod tools;
 mod validate;
 
 use axum::Router;

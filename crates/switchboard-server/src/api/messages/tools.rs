@@ -1,0 +1,212 @@
+//! A Messages request's tools and `tool_choice`: custom tools compiled under the `api`
+//! profile, Anthropic's own tools set aside (they cannot run here), the MCP connector's
+//! toolsets kept for the wire crate, and a choice that must name an offered tool.
+
+use serde_json::{Value, json};
+use switchboard_tools::{Toolset, quote, quote_value, truncate_message};
+use switchboard_wire::anthropic::{AnthropicTool, AnthropicToolChoice};
+
+use super::blocks::needed;
+use super::request::{ChoiceKind, Tool, ToolChoice};
+use super::validate::instead;
+use crate::api::fields::{Invalid, Sent, invalid};
+use switchboard_pipeline::compile_converted;
+
+/// Characters of the list of server tools a problem names (the names are the client's).
+const MAX_NAMES_CHARS: usize = 200;
+
+/// The request's tools, sorted out.
+#[derive(Debug, Default)]
+pub(super) struct Tools {
+    pub(super) compiled: Toolset,
+    pub(super) custom: Vec<AnthropicTool>,
+    pub(super) deferred: Vec<String>,
+    pub(super) dropped: Vec<String>,
+    /// The MCP connector's toolsets, each with its position in `tools`.
+    pub(super) toolsets: Vec<(usize, Value)>,
+}
+
+pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools {
+    let mut tools = Tools::default();
+    // The position in `tools` of each custom tool, in the order they are compiled.
+    let mut positions = Vec::new();
+    let before = problems.len();
+    for (index, tool) in list.into_iter().enumerate() {
+        let at = format!("tools.{index}");
+        if matches!(&tool.kind, Sent::Given(kind) if kind == "mcp_toolset") {
+            // Its fields are the connector's, which the wire crate reads.
+            tools.toolsets.push((index, Value::Object(tool.extra)));
+            continue;
+        }
+        let Some(name) = tool.name else {
+            problems.push(invalid(format!("{at}.name"), "each tool needs a name"));
+            continue;
+        };
+        match tool.kind {
+            Sent::Absent => {}
+            Sent::Given(kind) if kind == "custom" => {}
+            Sent::Given(_) => {
+                tools.dropped.push(name);
+                continue;
+            }
+            Sent::Wrong(kind) => {
+                problems.push(invalid(
+                    format!("{at}.type"),
+                    format!("expected a string, got {}", quote_value(&kind)),
+                ));
+                continue;
+            }
+        }
+        let Some(input_schema) = tool.input_schema.filter(Value::is_object) else {
+            problems.push(invalid(
+                format!("{at}.input_schema"),
+                "a custom tool needs its input_schema, a JSON Schema object",
+            ));
+            continue;
+        };
+        if tool.defer_loading == Some(true) {
+            tools.deferred.push(name.clone());
+        }
+        positions.push(index);
+        tools.custom.push(AnthropicTool {
+            name,
+            description: tool.description,
+            input_schema,
+            extra: tool.extra,
+        });
+    }
+    if problems.len() > before || tools.custom.is_empty() {
+        return tools;
+    }
+    // What the compiled tools are made of, which keys them in the cache.
+    let made_of: Vec<_> = tools
+        .custom
+        .iter()
+        .map(|tool| (&tool.name, &tool.description, &tool.input_schema))
+        .collect();
+    // In OpenAI's function shape, built only for a list not compiled before.
+    let functions = || {
+        Value::Array(
+            made_of
+                .iter()
+                .map(|(name, description, schema)| {
+                    let mut function = json!({"name": name, "parameters": schema});
+                    if let Some(description) = description {
+                        function["description"] = json!(description);
+                    }
+                    json!({"type": "function", "function": function})
+                })
+                .collect(),
+        )
+    };
+    match compile_converted("anthropic", &made_of, functions) {
+        Ok(compiled) => tools.compiled = compiled,
+        Err(found) => {
+            for problem in found.0 {
+                problems.push(invalid(
+                    tool_path(&problem.path, &positions),
+                    problem.message,
+                ));
+            }
+        }
+    }
+    tools
+}
+
+/// A problem's pointer into the compiled function list as a path into `tools`:
+/// `/1/function/parameters/type` → `tools.3.input_schema.type`.
+fn tool_path(pointer: &str, positions: &[usize]) -> String {
+    let mut segments = pointer
+        .split('/')
+        .skip(1)
+        .map(|segment| segment.replace("~1", "/").replace("~0", "~"));
+    let index = segments
+        .next()
+        .and_then(|segment| segment.parse::<usize>().ok())
+        .and_then(|compiled| positions.get(compiled).copied());
+    let mut path = match index {
+        Some(index) => format!("tools.{index}"),
+        None => "tools".to_owned(),
+    };
+    for segment in segments.filter(|segment| segment != "function") {
+        path.push('.');
+        path.push_str(if segment == "parameters" {
+            "input_schema"
+        } else {
+            &segment
+        });
+    }
+    path
+}
+
+pub(super) fn check_tool_choice(
+    choice: Option<ToolChoice>,
+    tools: &Tools,
+    problems: &mut Vec<Invalid>,
+) -> Option<AnthropicToolChoice> {
+    let choice = choice?;
+    let disable_parallel_tool_use = choice.disable_parallel_tool_use;
+    let mut custom = tools.custom.iter().map(|tool| &tool.name);
+    let tools_broken = problems
+        .iter()
+        .any(|problem| problem.param.starts_with("tools"));
+    match choice.kind {
+        Sent::Given(ChoiceKind::Auto) => Some(AnthropicToolChoice::Auto {
+            disable_parallel_tool_use,
+        }),
+        Sent::Given(ChoiceKind::None) => Some(AnthropicToolChoice::None),
+        Sent::Given(ChoiceKind::Any) => {
+            if custom.next().is_none() && !tools_broken {
+                let message = if tools.dropped.is_empty() {
+                    "\"any\" needs at least one tool in tools".to_owned()
+                } else {
+                    format!(
+                        "\"any\" would force a server tool ({}), which cannot run on this gateway",
+                        truncate_message(tools.dropped.join(", "), MAX_NAMES_CHARS)
+                    )
+                };
+                problems.push(invalid("tool_choice.type", message));
+            }
+            Some(AnthropicToolChoice::Any {
+                disable_parallel_tool_use,
+            })
+        }
+        Sent::Given(ChoiceKind::Tool) => {
+            let name = needed(
+                choice.name,
+                "tool_choice",
+                "name",
+                "name the tool the model must use",
+                problems,
+            )?;
+            if tools.dropped.contains(&name) {
+                problems.push(invalid(
+                    "tool_choice.name",
+                    format!(
+                        "{} is a server tool, which cannot run on this gateway",
+                        quote(&name)
+                    ),
+                ));
+            } else if !custom.any(|tool| *tool == name) && !tools_broken {
+                problems.push(invalid(
+                    "tool_choice.name",
+                    format!("{} is not one of the request's tools", quote(&name)),
+                ));
+            }
+            Some(AnthropicToolChoice::Tool {
+                name,
+                disable_parallel_tool_use,
+            })
+        }
+        other => {
+            problems.push(invalid(
+                "tool_choice.type",
+                format!(
+                    "must be \"auto\", \"any\", \"tool\" or \"none\", got {}",
+                    instead(other)
+                ),
+            ));
+            None
+        }
+    }
+}
