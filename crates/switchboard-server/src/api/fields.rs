@@ -6,7 +6,8 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{DeserializeOwned, Deserializer, Error, SeqAccess, Visitor};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeOwned, Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::quote_value;
@@ -177,7 +178,7 @@ pub(crate) fn number(
     )
 }
 
-/// A list (null: none); anything else is the error `expected an array, got …`.
+/// A list of objects (null: none); anything else is the error `expected an array, got …`.
 pub(crate) fn array<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Vec<T>>, D::Error> {
@@ -201,13 +202,38 @@ pub(crate) fn array<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
         }
 
         fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
-            collect(items).map(Some)
+            let objects: Vec<Object<T>> = collect(items)?;
+            Ok(Some(objects.into_iter().map(|Object(item)| item).collect()))
         }
 
         refuse_other_types!(WHAT);
     }
 
     deserializer.deserialize_any(Array(PhantomData))
+}
+
+/// `T` read from a JSON object only: a struct serde derives would also take an array of its
+/// fields in order (`["user", "hi"]` as a message), which no API means.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+            type Value = Object<T>;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Object)
+            }
+        }
+
+        deserializer.deserialize_map(Fields(PhantomData))
+    }
 }
 
 pub(crate) fn collect<'de, T: Deserialize<'de>, A: SeqAccess<'de>>(

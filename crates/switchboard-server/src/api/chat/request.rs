@@ -67,7 +67,6 @@ pub struct ChatBody {
 
 /// One message of the conversation, whatever its role.
 #[derive(Debug, Deserialize)]
-#[serde(expecting = "a message object")]
 pub struct ClientMessage {
     #[serde(default)]
     pub role: Sent<String>,
@@ -85,7 +84,6 @@ pub struct ClientMessage {
 
 /// A call in an assistant message of the history.
 #[derive(Debug, Deserialize)]
-#[serde(expecting = "a tool call object")]
 pub struct ClientToolCall {
     #[serde(default)]
     pub id: Option<String>,

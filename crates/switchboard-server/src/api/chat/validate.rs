@@ -556,6 +556,27 @@ mod tests {
     }
 
     #[test]
+    fn a_message_or_call_must_be_an_object() {
+        for (messages, param) in [
+            (json!([["user", "hi"]]), "messages[0]:"),
+            (
+                json!([{"role": "user", "content": "hi"}, 5]),
+                "messages[1]:",
+            ),
+            (
+                json!([{"role": "assistant", "tool_calls": [["call_1", "function"]]}]),
+                "messages[0].tool_calls[0]:",
+            ),
+        ] {
+            let message = problems(with("messages", messages));
+            assert!(
+                message.starts_with(param) && message.contains("expected an object"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
     fn each_rule_names_its_parameter() {
         assert!(problems(with("model", json!(""))).starts_with("model:"));
         assert!(problems(with("messages", json!([]))).starts_with("messages: at least one"));

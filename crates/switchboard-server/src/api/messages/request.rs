@@ -45,7 +45,7 @@ pub struct MessagesBody {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, expecting = "a message, an object with a role and content")]
+#[serde(default)]
 pub struct Message {
     pub role: Sent<Role>,
     pub content: Option<Content>,
@@ -156,7 +156,7 @@ pub struct Block {
 /// own tools (any other `type`), or the MCP connector's `mcp_toolset`, whose fields stay in
 /// `extra` for the wire crate to read.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, expecting = "a tool, an object")]
+#[serde(default)]
 pub struct Tool {
     #[serde(rename = "type")]
     pub kind: Sent<String>,
