@@ -69,7 +69,7 @@ pub struct ChatBody {
 #[derive(Debug, Deserialize)]
 pub struct ClientMessage {
     #[serde(default)]
-    pub role: Sent<String>,
+    pub role: Sent<Role>,
     #[serde(default, deserialize_with = "content")]
     pub content: Option<Content>,
     #[serde(default)]
@@ -80,6 +80,21 @@ pub struct ClientMessage {
     pub tool_call_id: Option<String>,
     #[serde(default)]
     pub reasoning_content: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    /// Every role, as a problem names them.
+    pub const NAMES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
 }
 
 /// A call in an assistant message of the history.

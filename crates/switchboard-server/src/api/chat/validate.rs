@@ -9,7 +9,9 @@ use switchboard_tools::{Content, Message, ToolCall, Toolset, quote, quote_value}
 use switchboard_wire::openai::Stop;
 use switchboard_wire::{ChatRequest, REASONING_EFFORTS, ToolChoice};
 
-use super::request::{ChatBody, ClientMessage, ClientToolCall, ClientToolChoice, StreamOptions};
+use super::request::{
+    ChatBody, ClientMessage, ClientToolCall, ClientToolChoice, Role, StreamOptions,
+};
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_tools;
@@ -22,8 +24,6 @@ pub struct Checked {
     /// The request's tools compiled under the `api` profile, to check the model's calls.
     pub tools: Toolset,
 }
-
-const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool"];
 
 /// Checks a request read into its types. All problems are reported in one 400.
 pub fn check_request(body: ChatBody) -> Result<Checked, ApiError> {
@@ -170,28 +170,30 @@ fn check_messages(
             reasoning_content,
         } = message;
         let role = match role {
-            Sent::Given(role) if ROLES.contains(&role.as_str()) => role,
+            Sent::Given(role) => role,
             Sent::Absent => {
                 problems.push(invalid(
                     at("role"),
-                    format!("must be one of {}, got nothing", ROLES.join(", ")),
+                    format!("must be one of {}, got nothing", Role::NAMES.join(", ")),
                 ));
                 continue;
             }
-            other => {
-                other.check(
-                    &at("role"),
-                    &format!("must be one of {}", ROLES.join(", ")),
-                    |_| false,
-                    problems,
-                );
+            Sent::Wrong(sent) => {
+                problems.push(invalid(
+                    at("role"),
+                    format!(
+                        "must be one of {}, got {}",
+                        Role::NAMES.join(", "),
+                        quote_value(&sent)
+                    ),
+                ));
                 continue;
             }
         };
         if let Some(Content::Parts(parts)) = &content {
             check_parts(parts, &at("content"), problems);
         }
-        let needs_content = |problems: &mut Vec<Invalid>, content: Option<Content>| {
+        let needs_content = |problems: &mut Vec<Invalid>, content: Option<Content>, role: &str| {
             if content.is_none() {
                 problems.push(invalid(
                     at("content"),
@@ -200,8 +202,8 @@ fn check_messages(
             }
             content
         };
-        let message = match role.as_str() {
-            "assistant" => {
+        let message = match role {
+            Role::Assistant => {
                 if content.is_none() && tool_calls.is_none() {
                     problems.push(invalid(
                         at("content"),
@@ -222,7 +224,7 @@ fn check_messages(
                     name,
                 })
             }
-            "tool" => {
+            Role::Tool => {
                 let answered = match tool_call_id {
                     None => {
                         problems.push(invalid(
@@ -243,7 +245,7 @@ fn check_messages(
                     }
                     Some(id) => Some(id),
                 };
-                let content = needs_content(problems, content);
+                let content = needs_content(problems, content, "tool");
                 answered
                     .zip(content)
                     .map(|(tool_call_id, content)| Message::Tool {
@@ -251,11 +253,12 @@ fn check_messages(
                         content,
                     })
             }
-            plain => needs_content(problems, content).map(|content| match plain {
-                "system" => Message::System { content, name },
-                "developer" => Message::Developer { content, name },
-                _ => Message::User { content, name },
-            }),
+            Role::System => needs_content(problems, content, "system")
+                .map(|content| Message::System { content, name }),
+            Role::Developer => needs_content(problems, content, "developer")
+                .map(|content| Message::Developer { content, name }),
+            Role::User => needs_content(problems, content, "user")
+                .map(|content| Message::User { content, name }),
         };
         checked.extend(message);
     }
