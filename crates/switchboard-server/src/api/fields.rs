@@ -88,6 +88,16 @@ impl<T: DeserializeOwned> Sent<T> {
 }
 
 impl<T> Sent<T> {
+    /// What was sent in place of one of the values a field takes, as a problem quotes it:
+    /// the value, or nothing. For a field that takes every value of its type, so that
+    /// `Given` is never one of these.
+    pub(crate) fn quoted(self) -> String {
+        match self {
+            Sent::Wrong(value) => quote_value(&value),
+            Sent::Absent | Sent::Given(_) => "nothing".to_owned(),
+        }
+    }
+
     /// The value when it is one of type `T` that `valid` accepts; otherwise the problem
     /// `param: {what}, got {the value}` is recorded. Absent is `None`, with no problem.
     pub(crate) fn check(

@@ -171,20 +171,13 @@ fn check_messages(
         } = message;
         let role = match role {
             Sent::Given(role) => role,
-            Sent::Absent => {
-                problems.push(invalid(
-                    at("role"),
-                    format!("must be one of {}, got nothing", Role::NAMES.join(", ")),
-                ));
-                continue;
-            }
-            Sent::Wrong(sent) => {
+            other => {
                 problems.push(invalid(
                     at("role"),
                     format!(
                         "must be one of {}, got {}",
                         Role::NAMES.join(", "),
-                        quote_value(&sent)
+                        other.quoted()
                     ),
                 ));
                 continue;

@@ -8,7 +8,6 @@ use switchboard_wire::anthropic::{AnthropicTool, AnthropicToolChoice};
 
 use super::blocks::needed;
 use super::request::{ChoiceKind, Tool, ToolChoice};
-use super::validate::instead;
 use crate::api::fields::{Invalid, Sent, invalid};
 use switchboard_pipeline::compile_converted;
 
@@ -203,7 +202,7 @@ pub(super) fn check_tool_choice(
                 "tool_choice.type",
                 format!(
                     "must be \"auto\", \"any\", \"tool\" or \"none\", got {}",
-                    instead(other)
+                    other.quoted()
                 ),
             ));
             None

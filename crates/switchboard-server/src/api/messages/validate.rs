@@ -8,7 +8,7 @@
 //! keep or drop.
 
 use serde_json::Value;
-use switchboard_tools::{Toolset, quote_value};
+use switchboard_tools::Toolset;
 use switchboard_wire::anthropic::{AnthropicMessage, MessageContent, MessagesRequest, System};
 
 use super::blocks::{Place, check_blocks, not_content};
@@ -187,7 +187,7 @@ fn check_messages(
                     format!("{at}.role"),
                     format!(
                         "must be \"user\", \"assistant\" or \"system\", got {}",
-                        instead(other)
+                        other.quoted()
                     ),
                 ));
                 continue;
@@ -246,15 +246,6 @@ fn check_messages(
         });
     }
     checked
-}
-
-/// What was sent in place of one of the values a field takes, as a problem quotes it (for
-/// a field that takes every value of its type, so that `Given` is never one of these).
-pub(super) fn instead<T>(sent: Sent<T>) -> String {
-    match sent {
-        Sent::Wrong(value) => quote_value(&value),
-        Sent::Absent | Sent::Given(_) => "nothing".to_owned(),
-    }
 }
 
 #[cfg(test)]
