@@ -30,7 +30,7 @@ use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::OpenAiScript;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -59,30 +59,53 @@ struct Shared {
     firsts: Mutex<Vec<String>>,
 }
 
+impl Shared {
+    fn new(name: &str, mode: Mode) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            mode: Mutex::new(mode),
+            requests: AtomicUsize::new(0),
+            firsts: Mutex::new(Vec::new()),
+        })
+    }
+}
+
 /// A replica server; stops when dropped.
 struct Replica {
     port: u16,
     shared: Arc<Shared>,
     running: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
+    /// For a replica that is down for good: its port, bound and never listening, held
+    /// only so that it stays bound.
+    _held: Option<TcpSocket>,
 }
 
 impl Replica {
     async fn start(name: &str, mode: Mode) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let shared = Arc::new(Shared {
-            name: name.to_owned(),
-            mode: Mutex::new(mode),
-            requests: AtomicUsize::new(0),
-            firsts: Mutex::new(Vec::new()),
-        });
         let mut replica = Self {
             port,
-            shared,
+            shared: Shared::new(name, mode),
             running: None,
+            _held: None,
         };
         replica.serve(listener);
         replica
+    }
+
+    /// A replica that is down for good: its port is bound and never listens, so every
+    /// connection is refused, and no other server of the test run can take the port, as
+    /// one could a stopped replica's and answer in its place.
+    fn down(name: &str) -> Self {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
+        Self {
+            port: socket.local_addr().unwrap().port(),
+            shared: Shared::new(name, Mode::Hang),
+            running: None,
+            _held: Some(socket),
+        }
     }
 
     fn url(&self) -> String {
@@ -395,11 +418,10 @@ async fn a_replica_killed_mid_test_is_stepped_around_ejected_and_back_after_rest
 
 #[tokio::test]
 async fn the_fallback_answers_when_every_replica_is_down_and_the_answer_says_where() {
-    let mut down = [
+    let down = [
         Replica::start("a", Mode::Fail(503, None)).await,
-        Replica::start("b", Mode::Answer(Duration::ZERO)).await,
+        Replica::down("b"),
     ];
-    down[1].stop().await;
     let backup = Replica::start("backup", Mode::Answer(Duration::ZERO)).await;
     let more = common::route("backup", "openai", &backup.url(), "");
     let pool = gateway(
