@@ -4,7 +4,7 @@
 
 mod render;
 mod request;
-pub(crate) mod validate;
+mod validate;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -13,7 +13,7 @@ use super::request::{
     ChatBody, ClientMessage, ClientToolCall, ClientToolChoice, Role, StreamOptions,
 };
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
+use crate::api::fields::{self, Invalid, Sent, invalid, number, pointer_to_param, rejection};
 use switchboard_pipeline::compile_tools;
 
 /// The request in the pipeline's model, and what presenting its answer needs.
@@ -344,21 +344,6 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
             }
         },
     }
-}
-
-/// `/0/function/name` → `[0].function.name`, the way OpenAI names parameters.
-pub(crate) fn pointer_to_param(pointer: &str) -> String {
-    pointer
-        .split('/')
-        .skip(1)
-        .map(|segment| {
-            if segment.parse::<usize>().is_ok() {
-                format!("[{segment}]")
-            } else {
-                format!(".{}", segment.replace("~1", "/").replace("~0", "~"))
-            }
-        })
-        .collect()
 }
 
 fn check_tool_choice(

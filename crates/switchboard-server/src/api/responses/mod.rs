@@ -27,7 +27,7 @@ use switchboard_wire::responses::{
 };
 
 use super::body::{PathStyle, parse_typed, read_bytes};
-use super::chat::validate::pointer_to_param;
+use super::fields::pointer_to_param;
 use super::front_end::RequestId;
 use super::log::RequestLog;
 use super::sse::{self, Delivery};
