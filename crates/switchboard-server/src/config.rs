@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use switchboard_wire::Format;
 
 use crate::connections::ConnectionLimits;
+use crate::drain::Drain;
 pub use crate::store::StoreSettings;
 use switchboard_access::{KeyConfig, SecretConfig};
 pub use switchboard_pipeline::tool_servers::McpServerConfig;
@@ -49,6 +50,11 @@ pub struct Config {
     /// How long in-flight requests may take to finish after a shutdown signal, in seconds.
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace_secs: u64,
+    /// After a shutdown signal the gateway keeps listening (`/readyz` answers 503, so a
+    /// load balancer takes it out) until no request has been in flight for this long, in
+    /// seconds, or `shutdown_grace_secs` runs out.
+    #[serde(default = "default_drain_idle")]
+    pub drain_idle_secs: u64,
     /// Time a client has to send a request's headers, in seconds.
     #[serde(default = "default_header_read_timeout")]
     pub header_read_timeout_secs: u64,
@@ -120,6 +126,7 @@ pub struct StartupSettings {
     pub mcp_tool_name_max_chars: usize,
     pub characters: Option<PathBuf>,
     pub shutdown_grace_secs: u64,
+    pub drain_idle_secs: u64,
     pub header_read_timeout_secs: u64,
     pub body_read_timeout_secs: u64,
     pub idle_timeout_secs: u64,
@@ -184,6 +191,10 @@ fn default_answer_limit() -> usize {
 
 fn default_request_timeout() -> u64 {
     300
+}
+
+fn default_drain_idle() -> u64 {
+    1
 }
 
 fn default_shutdown_grace() -> u64 {
@@ -307,6 +318,7 @@ impl Config {
             request_timeout_secs: default_request_timeout(),
             max_answer_bytes: default_answer_limit(),
             shutdown_grace_secs: default_shutdown_grace(),
+            drain_idle_secs: default_drain_idle(),
             header_read_timeout_secs: default_header_read_timeout(),
             body_read_timeout_secs: default_body_read_timeout(),
             idle_timeout_secs: default_idle_timeout(),
@@ -358,8 +370,12 @@ impl Config {
         }
     }
 
-    pub fn shutdown_grace(&self) -> Duration {
-        Duration::from_secs(self.shutdown_grace_secs)
+    /// How a shutdown signal is answered: the drain, then the grace period.
+    pub fn drain(&self) -> Drain {
+        Drain {
+            grace: Duration::from_secs(self.shutdown_grace_secs),
+            idle: Duration::from_secs(self.drain_idle_secs),
+        }
     }
 
     /// The settings only a restart applies, as the running gateway holds them.
@@ -369,6 +385,7 @@ impl Config {
             mcp_tool_name_max_chars: self.mcp_tool_name_max_chars,
             characters: self.characters.clone(),
             shutdown_grace_secs: self.shutdown_grace_secs,
+            drain_idle_secs: self.drain_idle_secs,
             header_read_timeout_secs: self.header_read_timeout_secs,
             body_read_timeout_secs: self.body_read_timeout_secs,
             idle_timeout_secs: self.idle_timeout_secs,
@@ -388,6 +405,7 @@ impl Config {
             mcp_tool_name_max_chars,
             characters,
             shutdown_grace_secs,
+            drain_idle_secs,
             header_read_timeout_secs,
             body_read_timeout_secs,
             idle_timeout_secs,
@@ -399,6 +417,7 @@ impl Config {
         self.mcp_tool_name_max_chars = mcp_tool_name_max_chars;
         self.characters = characters;
         self.shutdown_grace_secs = shutdown_grace_secs;
+        self.drain_idle_secs = drain_idle_secs;
         self.header_read_timeout_secs = header_read_timeout_secs;
         self.body_read_timeout_secs = body_read_timeout_secs;
         self.idle_timeout_secs = idle_timeout_secs;

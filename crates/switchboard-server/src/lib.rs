@@ -24,6 +24,7 @@ mod api;
 mod app;
 pub mod config;
 mod connections;
+pub mod drain;
 mod h2c;
 mod state;
 mod store;

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigProblems};
 use crate::connections::ConnectionLimits;
+use crate::drain::Readiness;
 use crate::store::{self, ResponseStore};
 use crate::telemetry;
 use crate::traces;
@@ -34,6 +35,8 @@ pub struct AppState {
     pub hard_stop: CancellationToken,
     /// Responses made with `store: true`.
     pub responses: Arc<dyn ResponseStore>,
+    /// What `/readyz` answers, and the requests in flight a drain waits for.
+    pub readiness: Arc<Readiness>,
 }
 
 #[derive(Debug)]
@@ -313,6 +316,7 @@ impl AppState {
             connections: config.startup().connection_limits(config.request_timeout()),
             hard_stop,
             responses,
+            readiness: Arc::default(),
         })
     }
 

@@ -19,7 +19,7 @@ use super::error_response;
 use super::front_end::RequestId;
 use crate::api::error::ApiError;
 use crate::state::AppState;
-use switchboard_access::{Admission, Exceeded, Lease, Presented, StoreError, Verdict};
+use switchboard_access::{Admission, Exceeded, Presented, StoreError, Verdict};
 
 /// The access layer (`axum::middleware::from_fn_with_state`).
 pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
@@ -29,7 +29,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     let path = request.uri().path();
     // The playground's page and its static files hold nothing secret; what it asks of the
     // API goes through here with the key the user gives it.
-    if path == "/healthz" || path == "/" || path.starts_with("/playground/") {
+    if matches!(path, "/healthz" | "/readyz" | "/") || path.starts_with("/playground/") {
         return next.run(request).await;
     }
     if path == "/metrics" {
@@ -97,12 +97,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             }
             key.count_request();
             match lease {
-                Some(lease) => response.map(|body| {
-                    Body::new(Held {
-                        body,
-                        _lease: lease,
-                    })
-                }),
+                Some(lease) => response.map(|body| Body::new(Held::new(body, lease))),
                 None => response,
             }
         }
@@ -211,14 +206,24 @@ fn log(request: &Request, status: u16, reason: &str, key: Option<&str>) {
     );
 }
 
-/// A response body that holds the request's lease on an open-request slot until the body
-/// is finished or dropped (a stream ends, or its client leaves).
-struct Held {
+/// A response body that holds something until the body is finished or dropped (a stream
+/// ends, or its client leaves): the request's lease on an open-request slot, or its place
+/// among the requests in flight.
+pub struct Held<G> {
     body: Body,
-    _lease: Lease,
+    _guard: G,
 }
 
-impl HttpBody for Held {
+impl<G> Held<G> {
+    pub fn new(body: Body, guard: G) -> Self {
+        Self {
+            body,
+            _guard: guard,
+        }
+    }
+}
+
+impl<G: Send + Unpin + 'static> HttpBody for Held<G> {
     type Data = Bytes;
     type Error = axum::Error;
 

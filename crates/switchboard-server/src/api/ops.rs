@@ -1,13 +1,14 @@
-//! The operational endpoints: `/v1/models`, `/healthz` and `/metrics`.
+//! The operational endpoints: `/v1/models`, `/healthz`, `/readyz` and `/metrics`.
 
 use axum::extract::{Extension, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use crate::api::caller::Caller;
+use crate::drain::Phase;
 use crate::state::{AppState, Snapshot};
 use switchboard_pipeline::character_id;
 use switchboard_upstream::Health;
@@ -18,9 +19,10 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
         Router::new()
             .route("/v1/models", get(models))
             .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
             .route("/metrics", get(metrics))
     },
-    owns: |path| matches!(path, "/v1/models" | "/healthz" | "/metrics"),
+    owns: |path| matches!(path, "/v1/models" | "/healthz" | "/readyz" | "/metrics"),
     error: IntoResponse::into_response,
 };
 
@@ -97,6 +99,20 @@ pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<
         body["mcp_servers"] = json!(tool_servers);
     }
     Json(body)
+}
+
+/// `GET /readyz`, open like `/healthz`: 200 while the gateway takes new work; 503 while it
+/// starts (until the shared state answers) and from the moment a shutdown signal arrives,
+/// while it drains (it still serves what reaches it meanwhile). `/healthz` is liveness: it
+/// stays 200 until the process exits.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let phase = state.readiness.phase();
+    let status = if phase == Phase::Ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(json!({"status": phase.label()}))).into_response()
 }
 
 /// `GET /metrics`: Prometheus text format.

@@ -143,8 +143,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         tracing::info!("listening on http://{}", listener.local_addr()?);
-        switchboard_server::run(listener, state, shutdown_signal(), config.shutdown_grace())
-            .await?;
+        switchboard_server::run(listener, state, shutdown_signal(), config.drain()).await?;
         anyhow::Ok(ExitCode::SUCCESS)
     })
 }

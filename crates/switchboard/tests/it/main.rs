@@ -17,3 +17,4 @@ mod cli_traces;
 mod common;
 mod real_chat;
 mod reliability;
+mod replicas;
