@@ -48,6 +48,9 @@ struct Reloadable {
     /// Held while a reload builds and swaps, so that two reloads cannot both start from
     /// the same configuration.
     reloading: Mutex<()>,
+    /// How many problems the last reload met (0: it succeeded, or none was asked): a
+    /// gateway running its previous configuration says so in `/healthz`.
+    reload_problems: std::sync::atomic::AtomicUsize,
 }
 
 /// The configuration a request runs under, built whole before it is swapped in: a request
@@ -310,6 +313,7 @@ impl AppState {
                 swaps: watch::Sender::new(Arc::clone(&live)),
                 current: ArcSwap::new(live),
                 reloading: Mutex::new(()),
+                reload_problems: std::sync::atomic::AtomicUsize::new(0),
             }),
             characters,
             metrics,
@@ -363,6 +367,23 @@ impl AppState {
         self.live.current.store(Arc::clone(&live));
         self.live.swaps.send_replace(live);
         Ok(reloaded)
+    }
+
+    /// Records how the last reload went: the number of problems that kept the running
+    /// configuration (0 when it was swapped in).
+    pub fn reloaded_with(&self, problems: usize) {
+        self.live
+            .reload_problems
+            .store(problems, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The problems of the last reload, when it failed and the previous configuration runs.
+    pub fn failed_reload(&self) -> Option<usize> {
+        let problems = self
+            .live
+            .reload_problems
+            .load(std::sync::atomic::Ordering::Acquire);
+        (problems > 0).then_some(problems)
     }
 
     /// Re-checks the backends of the routes in force every `period`, for as long as the

@@ -74,8 +74,8 @@ pub fn model_ids(state: &AppState, snapshot: &Snapshot) -> Vec<String> {
     routes.chain(characters).collect()
 }
 
-/// `GET /healthz`: alive, and `degraded` while some route has no replica taking requests
-/// or some MCP server is down. Which routes, replicas and MCP servers there are, and how
+/// `GET /healthz`: alive, and `degraded` while some route has no replica taking requests,
+/// some MCP server is down, or the last reload failed (then `reload` says so). Which routes, replicas and MCP servers there are, and how
 /// each fares, only to those who may read `/metrics`: the open endpoint must not map the
 /// network behind the gateway.
 pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
@@ -86,15 +86,23 @@ pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<
     let servers_up = tool_servers
         .iter()
         .all(|server| matches!(server["state"].as_str(), Some("ready" | "starting")));
-    let status = if Health::every_route_serves(&backends) && servers_up {
+    let failed_reload = state.failed_reload();
+    let status = if Health::every_route_serves(&backends) && servers_up && failed_reload.is_none() {
         "ok"
     } else {
         "degraded"
     };
-    if !snapshot.access.metrics_allowed(&headers) {
-        return Json(json!({"status": status}));
+    let mut body = json!({"status": status});
+    // Which configuration runs is no secret; the problems themselves are in the log.
+    if let Some(problems) = failed_reload {
+        body["reload"] = json!(format!(
+            "failed with {problems} problem(s): the previous configuration runs"
+        ));
     }
-    let mut body = json!({"status": status, "backends": backends});
+    if !snapshot.access.metrics_allowed(&headers) {
+        return Json(body);
+    }
+    body["backends"] = json!(backends);
     if !tool_servers.is_empty() {
         body["mcp_servers"] = json!(tool_servers);
     }

@@ -191,6 +191,11 @@ async fn reload_config(state: &AppState, source: &Source) {
                 .reload(config, &environment)
                 .map_err(|problems| problems.0)
         });
+    state.reloaded_with(
+        outcome
+            .as_ref()
+            .map_or_else(|problems| problems.len().max(1), |_| 0),
+    );
     match outcome {
         Ok(reloaded) => {
             for key in &reloaded.needs_restart {

@@ -476,3 +476,75 @@ async fn a_rolling_restart_under_streamed_load_loses_nothing() {
     );
     assert!(done > 100, "only {done} streams in a minute");
 }
+
+/// A key added to the file and SIGHUP sent to every replica: every replica takes it. A
+/// reload that fails on one leaves it running its previous configuration (the key still
+/// works there) and says so in its log and its `/healthz`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_reaches_every_replica_and_one_that_fails_says_so() {
+    let key = "sk-sb-added-3Rt8Yp2Lk6Vn9Qw4Zx7Cb1Mf5Hj0Dg8";
+    let fleet = Fleet::start("", &[("ADDED_KEY", key)], 2, Duration::from_millis(10)).await;
+    let client = reqwest::Client::new();
+    for replica in 0..3 {
+        wait_ready(&client, &fleet.base(replica)).await;
+    }
+    let text = std::fs::read_to_string(&fleet.config).unwrap();
+    std::fs::write(
+        &fleet.config,
+        format!("{text}\n[[key]]\nname = \"added\"\nkey_env = \"ADDED_KEY\"\n"),
+    )
+    .unwrap();
+    let chat = |replica: usize, key: Option<&str>| {
+        let mut request = client
+            .post(format!("{}/v1/chat/completions", fleet.base(replica)))
+            .json(&json!({"model": "qwen", "messages": [{"role": "user", "content": "quick"}]}));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    for replica in 0..3 {
+        let served = fleet.replicas[replica].as_ref().unwrap();
+        served.signal("HUP");
+        served.wait_for_log("configuration reloaded", 1);
+    }
+    for replica in 0..3 {
+        assert_eq!(chat(replica, None).await, 401, "replica {replica}");
+        assert_eq!(chat(replica, Some(key)).await, 200, "replica {replica}");
+    }
+
+    std::fs::write(&fleet.config, "route = [[[ not toml").unwrap();
+    let first = fleet.replicas[0].as_ref().unwrap();
+    first.signal("HUP");
+    first.wait_for_log("configuration not reloaded", 1);
+    assert_eq!(
+        chat(0, Some(key)).await,
+        200,
+        "the previous configuration runs"
+    );
+    let health: Value = client
+        .get(format!("{}/healthz", fleet.base(0)))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert!(
+        health["reload"]
+            .as_str()
+            .unwrap()
+            .contains("the previous configuration runs"),
+        "{health}"
+    );
+    let other: Value = client
+        .get(format!("{}/healthz", fleet.base(1)))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(other["status"], "ok", "{other}");
+}
