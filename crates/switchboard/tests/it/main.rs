@@ -15,6 +15,7 @@ mod cli_parse;
 mod cli_tools;
 mod cli_traces;
 mod common;
+mod deploy;
 mod real_chat;
 mod reliability;
 mod replicas;

@@ -30,6 +30,7 @@ pub fn switchboard() -> Command {
         "OLLAMA_HOST",
         "SWITCHBOARD_CONFIG",
         "SWITCHBOARD_LISTEN",
+        "SWITCHBOARD_STATE",
         "RUST_LOG",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
