@@ -382,6 +382,18 @@ impl ToolServer {
         {
             return (error_reply(error.to_string()), error.kind());
         }
+        // A tool with an `outputSchema` promises structured content, and clients hold it to
+        // that (the Python SDK refuses a success without it): a result that lost it (past
+        // `max_result_bytes`) or never had it is an error, its text kept for the reader.
+        if tool.output_schema.is_some() && output.structured.is_none() {
+            return (
+                error_reply(format!(
+                    "Error: Invalid result - {} declares an outputSchema but its result has no structured content (structured content past max_result_bytes, {} bytes, is left out); its text:\n{}",
+                    tool.name, self.started_from.max_result_bytes, output.text
+                )),
+                "bad_return",
+            );
+        }
         (
             ToolReply {
                 text: output.text,
