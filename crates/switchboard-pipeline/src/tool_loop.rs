@@ -11,7 +11,9 @@
 //! the route's `max_tool_rounds` (and OpenAI's `max_tool_calls`), each server's call
 //! deadline, the request's total tool time, each result's size (cut by the MCP client),
 //! and the client's `max_tokens` across all rounds. At a bound the answer ends cleanly with
-//! [`FinishReason::ToolLimit`] or `Length`, never with a call that has no result.
+//! [`FinishReason::ToolLimit`] or `Length`, never with a call that has no result. A round
+//! runs at most `max_tool_calls_per_round` calls (the model reads an error for each past
+//! it), at most `max_concurrent_tool_calls` of them at once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 use switchboard_runtime::ToolEvent;
 use switchboard_tools::{Message, ToolCall, ToolResult};
 use switchboard_wire::{Collector, FinishReason, StreamEvent, ToolChoice, Usage};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -89,6 +92,7 @@ pub async fn run(
         sender,
         deadline,
         span: tracing::Span::current(),
+        permits: Arc::new(Semaphore::new(tools.max_concurrent_calls)),
     };
     let answered = answer_approvals(&tools, &calls_under).await;
     calls += answered.len();
@@ -192,7 +196,7 @@ async fn answer_approvals(tools: &GatewayTools, calls_under: &CallsUnder<'_>) ->
                     server: answer.label.clone(),
                     tool: answer.tool.clone(),
                 };
-                running.refuse(call, source, format!("Error: {why}"));
+                running.refuse(call, Some(source), format!("Error: {why}"));
             }
         }
     }
@@ -238,6 +242,7 @@ async fn one_round(
         receiving: BTreeSet::new(),
         client_indices: HashMap::new(),
         running: Running::new(calls_under),
+        in_round: 0,
         finish: None,
         usage: None,
         budget,
@@ -274,6 +279,8 @@ struct Taker<'a> {
     /// The client's calls renumbered 0, 1, … as the client sees them.
     client_indices: HashMap<usize, usize>,
     running: Running<'a>,
+    /// The round's gateway-run calls so far (`max_tool_calls_per_round`).
+    in_round: usize,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     /// Calls the request may still make (`max_tool_calls`).
@@ -353,8 +360,8 @@ impl Taker<'_> {
         }
     }
 
-    /// A gateway-run call is complete: it runs, waits for approval, or is left out past
-    /// the request's call budget.
+    /// A gateway-run call is complete: it runs, waits for approval, is left out past the
+    /// request's call budget, or is answered with an error past the round's.
     fn ended(&mut self, index: usize) {
         let Some(call) = self.collector.call(index).cloned() else {
             return;
@@ -366,6 +373,20 @@ impl Taker<'_> {
                 return;
             }
             *left -= 1;
+        }
+        self.in_round += 1;
+        let max = self.tools.max_calls_per_round;
+        if self.in_round > max {
+            // The model reads why, and may make the rest in its next round.
+            let source = tool.and_then(|tool| tool.source.clone());
+            self.running.refuse(
+                call,
+                source,
+                format!(
+                    "Error: this call was not run: the model made more than {max} calls in one answer (max_tool_calls_per_round); make at most {max} at a time"
+                ),
+            );
+            return;
         }
         if let Some(GatewayTool {
             needs_approval: true,
@@ -418,11 +439,13 @@ fn pass(sender: &Sender, output: Output) -> Result<(), PipelineError> {
 }
 
 /// What every call of a request shares: where its events go, when the request's time for
-/// tools ends, and the span it runs under.
+/// tools ends, the span it runs under, and the turns to run.
 struct CallsUnder<'a> {
     sender: &'a Sender,
     deadline: Instant,
     span: tracing::Span,
+    /// `max_concurrent_tool_calls` permits: a call runs holding one.
+    permits: Arc<Semaphore>,
 }
 
 /// Gateway-run calls under way, each reporting its start and its result to the client as
@@ -431,6 +454,7 @@ struct Running<'a> {
     sender: &'a Sender,
     deadline: Instant,
     span: tracing::Span,
+    permits: Arc<Semaphore>,
     tasks: JoinSet<(usize, ToolResult)>,
     /// Each task's call, by order and id, for a result should the task fail.
     spawned: HashMap<tokio::task::Id, (usize, String)>,
@@ -445,6 +469,7 @@ impl<'a> Running<'a> {
             sender: under.sender,
             deadline: under.deadline,
             span: under.span.clone(),
+            permits: Arc::clone(&under.permits),
             tasks: JoinSet::new(),
             spawned: HashMap::new(),
             known: Vec::new(),
@@ -456,10 +481,16 @@ impl<'a> Running<'a> {
         let order = self.next(&call, source.clone());
         let sender = self.sender.clone();
         let deadline = self.deadline;
+        let permits = Arc::clone(&self.permits);
         let call_id = call.id.clone();
         let running = async move {
             let started = Instant::now();
-            let result = match tokio::time::timeout_at(deadline.into(), runner.run(&call)).await {
+            // Waiting for a turn counts against the request's time for tools.
+            let turn = async {
+                let _permit = permits.acquire().await;
+                runner.run(&call).await
+            };
+            let result = match tokio::time::timeout_at(deadline.into(), turn).await {
                 Ok(result) => result,
                 Err(_) => {
                     let what = match &source {
@@ -483,8 +514,7 @@ impl<'a> Running<'a> {
     }
 
     /// A call answered without running it.
-    fn refuse(&mut self, call: ToolCall, source: ToolSource, content: String) {
-        let source = Some(source);
+    fn refuse(&mut self, call: ToolCall, source: Option<ToolSource>, content: String) {
         let order = self.next(&call, source.clone());
         let result = ToolResult {
             call_id: call.id.clone(),

@@ -7,11 +7,13 @@
 //! of the test's own speaking JSON-RPC on stdio by hand.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use crate::gateway_tools::gateway;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use common::*;
 use serde_json::{Value, json};
 use switchboard_testkit::mcp::{python, script};
 use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer};
@@ -98,6 +100,11 @@ fn hostile(dir: &std::path::Path, extra: &str) -> Option<String> {
     ))
 }
 
+/// What the hostile server recorded of its `slow` calls.
+fn recorded(dir: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("record.json")).unwrap()).unwrap()
+}
+
 /// A model that calls `tool` `calls` times in each answer; with `answer_after_results`, it
 /// answers in words once the last message is a tool result. The largest request body it
 /// received is kept in `largest`.
@@ -124,6 +131,67 @@ async fn calling_model(
         script.finish("tool_calls", 10, 5).reply()
     })
     .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thousand_calls_in_one_answer_run_a_few_at_a_time_and_the_rest_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(servers) = hostile(dir.path(), "") else {
+        return;
+    };
+    let backend = calling_model("slow", 1000, true, Arc::default()).await;
+    let gateway = gateway(&servers, &backend, "mcp_servers = [\"hostile\"]").await;
+    let chat = post_to(
+        &gateway,
+        "/v1/chat/completions",
+        &json!({"model": "local", "messages": [{"role": "user", "content": "sleep"}]}),
+    )
+    .await;
+    let seen = recorded(dir.path());
+    eprintln!("defaults: the server saw {seen}");
+    assert_eq!(
+        chat.status,
+        200,
+        "{}",
+        &chat.text[..chat.text.len().min(2000)]
+    );
+    let body: Value = serde_json::from_str(&chat.text).unwrap();
+    let calls = body["choices"][0]["gateway_tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1000, "every call has its result");
+    let refused = calls
+        .iter()
+        .filter(|call| {
+            call["content"]
+                .as_str()
+                .unwrap()
+                .contains("max_tool_calls_per_round")
+        })
+        .count();
+    assert_eq!(refused, 1000 - 64);
+    assert_eq!(seen["calls"], 64);
+    assert!(seen["peak"].as_u64().unwrap() <= 8, "{seen}");
+    assert_eq!(body["choices"][0]["message"]["content"], "done");
+
+    // Lower bounds: the server's own (2 at once) under the route's (8), 10 calls a round.
+    let dir = tempfile::tempdir().unwrap();
+    let servers = hostile(dir.path(), "max_concurrent_calls = 2").unwrap();
+    let gateway = crate::gateway_tools::gateway(
+        &servers,
+        &backend,
+        "mcp_servers = [\"hostile\"]\nmax_tool_calls_per_round = 10",
+    )
+    .await;
+    let chat = post_to(
+        &gateway,
+        "/v1/chat/completions",
+        &json!({"model": "local", "messages": [{"role": "user", "content": "sleep"}]}),
+    )
+    .await;
+    let seen = recorded(dir.path());
+    eprintln!("max_concurrent_calls = 2, max_tool_calls_per_round = 10: the server saw {seen}");
+    assert_eq!(chat.status, 200);
+    assert_eq!(seen["calls"], 10);
+    assert!(seen["peak"].as_u64().unwrap() <= 2, "{seen}");
 }
 
 /// Calls `hostile_structured` at `/mcp` with the official SDK and prints what it got, or
