@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::*;
 use serde_json::{Value, json};
 use switchboard_testkit::mcp::{python, script};
-use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer};
+use switchboard_testkit::{Captured, OpenAiScript, ScriptedServer, rss_mib};
 
 /// `dump` answers 65,000 bytes (under `max_result_bytes`); `slow` takes 0.3 s, and the
 /// server writes how many calls of it ran and the most at once to the file `argv[1]`;
@@ -131,6 +131,102 @@ async fn calling_model(
         script.finish("tool_calls", 10, 5).reply()
     })
     .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loop_whose_results_pile_up_ends_at_max_tool_conversation_bytes_in_each_apis_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(servers) = hostile(dir.path(), "") else {
+        return;
+    };
+    let largest = Arc::new(AtomicUsize::new(0));
+    let backend = calling_model("dump", 20, false, Arc::clone(&largest)).await;
+    let gateway = gateway(&servers, &backend, "mcp_servers = [\"hostile\"]").await;
+    let bound = 4 * 1024 * 1024;
+    let rss_before = rss_mib(std::process::id()).unwrap_or_default();
+
+    let chat = post_to(
+        &gateway,
+        "/v1/chat/completions",
+        &json!({"model": "local", "messages": [{"role": "user", "content": "dump"}]}),
+    )
+    .await;
+    let rss_after = rss_mib(std::process::id()).unwrap_or_default();
+    let sent = largest.swap(0, Ordering::SeqCst);
+    eprintln!(
+        "chat: largest backend request {sent} bytes, answer {} bytes, {} backend requests, test process RSS {rss_before:.0} -> {rss_after:.0} MiB",
+        chat.text.len(),
+        backend.requests().len()
+    );
+    assert_eq!(
+        chat.status,
+        200,
+        "{}",
+        &chat.text[..chat.text.len().min(2000)]
+    );
+    assert!(
+        sent < bound + 256 * 1024,
+        "a backend request of {sent} bytes"
+    );
+    assert!(
+        chat.text.len() < bound + 256 * 1024,
+        "an answer of {} bytes",
+        chat.text.len()
+    );
+    let body: Value = serde_json::from_str(&chat.text).unwrap();
+    let choice = &body["choices"][0];
+    assert_eq!(choice["finish_reason"], "length");
+    let calls = choice["gateway_tool_calls"].as_array().unwrap();
+    assert!(
+        calls.iter().any(|call| call["content"]
+            .as_str()
+            .unwrap()
+            .contains("max_tool_conversation_bytes")),
+        "no result names the bound"
+    );
+    assert!(
+        backend.requests().len() < 10,
+        "the loop ran to max_tool_rounds"
+    );
+
+    let messages = post_to(
+        &gateway,
+        "/v1/messages",
+        &json!({"model": "local", "max_tokens": 1000, "messages": [{"role": "user", "content": "dump"}]}),
+    )
+    .await;
+    let sent = largest.swap(0, Ordering::SeqCst);
+    eprintln!(
+        "messages: largest backend request {sent} bytes, answer {} bytes",
+        messages.text.len()
+    );
+    assert!(sent < bound + 256 * 1024, "{sent}");
+    assert!(messages.text.len() < bound + 256 * 1024);
+    let body: Value = serde_json::from_str(&messages.text).unwrap();
+    assert_eq!(body["stop_reason"], "max_tokens");
+    let blocks = body["content"].as_array().unwrap();
+    assert_eq!(
+        blocks.last().unwrap()["type"],
+        "mcp_tool_result",
+        "no dangling call"
+    );
+
+    let responses = post_to(
+        &gateway,
+        "/v1/responses",
+        &json!({"model": "local", "input": "dump", "store": false}),
+    )
+    .await;
+    let sent = largest.swap(0, Ordering::SeqCst);
+    eprintln!(
+        "responses: largest backend request {sent} bytes, answer {} bytes",
+        responses.text.len()
+    );
+    assert!(sent < bound + 256 * 1024, "{sent}");
+    assert!(responses.text.len() < bound + 256 * 1024);
+    let body: Value = serde_json::from_str(&responses.text).unwrap();
+    assert_eq!(body["status"], "incomplete");
+    assert_eq!(body["incomplete_details"]["reason"], "max_output_tokens");
 }
 
 #[tokio::test(flavor = "multi_thread")]
