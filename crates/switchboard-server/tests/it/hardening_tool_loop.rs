@@ -177,6 +177,14 @@ async fn a_loop_whose_results_pile_up_ends_at_max_tool_conversation_bytes_in_eac
     let choice = &body["choices"][0];
     assert_eq!(choice["finish_reason"], "length");
     let calls = choice["gateway_tool_calls"].as_array().unwrap();
+    let longest = calls
+        .iter()
+        .map(|call| call["content"].as_str().unwrap().chars().count())
+        .max();
+    assert!(
+        longest <= Some(4096),
+        "gateway_tool_calls shows a result of {longest:?} characters"
+    );
     assert!(
         calls.iter().any(|call| call["content"]
             .as_str()
