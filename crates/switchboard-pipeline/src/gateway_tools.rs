@@ -47,6 +47,13 @@ pub struct GatewayTools {
     /// Calls in all (OpenAI's `max_tool_calls`); rounds alone bound them when absent.
     pub max_calls: Option<usize>,
     pub max_tool_time: Duration,
+    /// Bytes the rounds may add to the conversation (the route's
+    /// `max_tool_conversation_bytes`).
+    pub max_conversation_bytes: usize,
+    /// Calls one round may run; each past it is answered with an error, unrun.
+    pub max_calls_per_round: usize,
+    /// Calls of the request running at once; the rest wait their turn.
+    pub max_concurrent_calls: usize,
     /// What answers a call to a tool no one offered when the client offered no tools of
     /// its own, so that the call has nowhere else to go: a character's toolbox, which says
     /// why (a server that was down, no such tool); otherwise the model reads that there is
@@ -219,6 +226,9 @@ impl GatewayTools {
             answer_at_bound: true,
             max_calls: None,
             max_tool_time: route.max_tool_time,
+            max_conversation_bytes: route.max_conversation_bytes,
+            max_calls_per_round: route.max_calls_per_round,
+            max_concurrent_calls: route.max_concurrent_calls,
             strays,
         }
     }
@@ -247,6 +257,9 @@ impl GatewayTools {
             answer_at_bound: false,
             max_calls: asked.max_calls,
             max_tool_time: route.max_tool_time,
+            max_conversation_bytes: route.max_conversation_bytes,
+            max_calls_per_round: route.max_calls_per_round,
+            max_concurrent_calls: route.max_concurrent_calls,
             strays: Runner::Unknown,
         };
         let mut taken = asked.taken;

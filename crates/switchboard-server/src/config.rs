@@ -845,4 +845,30 @@ max_result_bytes = 0
             assert!(problems.contains(expected), "{expected}\n in:\n{problems}");
         }
     }
+
+    #[test]
+    fn the_tool_loops_bounds_are_checked() {
+        let config = Config::from_toml(
+            "[[route]]\nname = \"a\"\nprovider = \"openai\"\nurl = \"http://x\"\nmodel = \"m\"\n\n[[mcp_server]]\nname = \"fs\"\ncommand = [\"x\"]\n",
+        )
+        .unwrap();
+        let route = &config.routes[0];
+        assert_eq!(route.max_tool_conversation_bytes, 4 * 1024 * 1024);
+        assert_eq!(route.max_tool_calls_per_round, 64);
+        assert_eq!(route.max_concurrent_tool_calls, 8);
+        assert_eq!(config.mcp_servers[0].max_concurrent_calls, 8);
+        let problems = Config::from_toml(
+            "[[route]]\nname = \"a\"\nprovider = \"openai\"\nurl = \"http://x\"\nmodel = \"m\"\nmax_tool_conversation_bytes = 0\nmax_tool_calls_per_round = 0\nmax_concurrent_tool_calls = 1000\n\n[[mcp_server]]\nname = \"fs\"\ncommand = [\"x\"]\nmax_concurrent_calls = 0\n",
+        )
+        .unwrap_err()
+        .to_string();
+        for expected in [
+            "route[0] (\"a\").max_tool_conversation_bytes must be at least 1",
+            "route[0] (\"a\").max_tool_calls_per_round must be from 1 to 1000",
+            "route[0] (\"a\").max_concurrent_tool_calls must be from 1 to 256",
+            "mcp_server[0] (\"fs\").max_concurrent_calls must be from 1 to 1024",
+        ] {
+            assert!(problems.contains(expected), "{expected}\n in:\n{problems}");
+        }
+    }
 }

@@ -24,7 +24,7 @@ use tracing::field::Empty;
 
 use crate::trace_context::{TARGET, current_traceparent};
 
-pub use settings::{McpServerConfig, check_servers};
+pub use settings::{DEFAULT_MAX_CONCURRENT_CALLS, McpServerConfig, check_servers};
 pub use toolbox::CharacterToolbox;
 
 /// The configured servers, in file order.
@@ -43,6 +43,9 @@ pub struct ToolServer {
     upstream: Upstream,
     /// Its tool list as offered, compiled for checks; rebuilt when the list changes.
     offered: Mutex<Option<(u64, Arc<[Offered]>)>>,
+    /// `max_concurrent_calls` permits: a call to the server runs holding one.
+    turns: tokio::sync::Semaphore,
+    max_concurrent_calls: usize,
 }
 
 /// One tool of a server as the gateway offers it.
@@ -101,18 +104,21 @@ impl ToolServers {
             };
             let kept = previous
                 .and_then(|previous| previous.get(&config.name))
-                .filter(|running| running.started_from == started_from);
+                .filter(|running| {
+                    running.started_from == started_from
+                        && running.max_concurrent_calls == config.max_concurrent_calls
+                });
             if let Some(kept) = kept {
                 servers.push(Arc::clone(kept));
                 continue;
             }
             match Upstream::start(started_from.clone()) {
-                Ok(upstream) => servers.push(Arc::new(ToolServer {
-                    name: config.name.clone(),
+                Ok(upstream) => servers.push(Arc::new(ToolServer::new(
+                    &config.name,
                     started_from,
                     upstream,
-                    offered: Mutex::new(None),
-                })),
+                    config.max_concurrent_calls,
+                ))),
                 Err(error) => problems.push(format!("{place}: {error}")),
             }
         }
@@ -188,12 +194,29 @@ impl ToolServer {
             headers: headers.iter().cloned().collect(),
         };
         let started_from = UpstreamConfig::new(label, transport);
-        Ok(Arc::new(Self {
-            name: label.to_owned(),
-            upstream: Upstream::start(started_from.clone())?,
+        let upstream = Upstream::start(started_from.clone())?;
+        Ok(Arc::new(Self::new(
+            label,
             started_from,
+            upstream,
+            DEFAULT_MAX_CONCURRENT_CALLS,
+        )))
+    }
+
+    fn new(
+        name: &str,
+        started_from: UpstreamConfig,
+        upstream: Upstream,
+        max_concurrent_calls: usize,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            started_from,
+            upstream,
             offered: Mutex::new(None),
-        }))
+            turns: tokio::sync::Semaphore::new(max_concurrent_calls),
+            max_concurrent_calls,
+        }
     }
 
     /// Its Streamable HTTP endpoint; `None` for a spawned server.
@@ -353,6 +376,19 @@ impl ToolServer {
             Ok(arguments) => arguments,
             Err(error) => return (error_reply(error.to_string()), error.kind()),
         };
+        // The wait for a turn has the call's own deadline; the call then has all of it.
+        let wait = self.started_from.call_timeout;
+        let Ok(Ok(_turn)) = tokio::time::timeout(wait, self.turns.acquire()).await else {
+            return (
+                error_reply(format!(
+                    "Error: tool server {} is busy: {} calls ran on it for all of the {} s this call could wait (max_concurrent_calls)",
+                    self.name,
+                    self.max_concurrent_calls,
+                    wait.as_secs_f64()
+                )),
+                "busy",
+            );
+        };
         match self.upstream.call(tool, arguments, traceparent).await {
             Ok(output) => self.reply(found, output),
             Err(error) => {
@@ -381,6 +417,18 @@ impl ToolServer {
             && let Err(error) = tool.checks.check_result(structured)
         {
             return (error_reply(error.to_string()), error.kind());
+        }
+        // A tool with an `outputSchema` promises structured content, and clients hold it to
+        // that (the Python SDK refuses a success without it): a result that lost it (past
+        // `max_result_bytes`) or never had it is an error, its text kept for the reader.
+        if tool.output_schema.is_some() && output.structured.is_none() {
+            return (
+                error_reply(format!(
+                    "Error: Invalid result - {} declares an outputSchema but its result has no structured content (structured content past max_result_bytes, {} bytes, is left out); its text:\n{}",
+                    tool.name, self.started_from.max_result_bytes, output.text
+                )),
+                "bad_return",
+            );
         }
         (
             ToolReply {

@@ -38,6 +38,18 @@ pub struct McpServerConfig {
     /// The most bytes of text one result may bring; past it the head and tail are kept.
     #[serde(default)]
     pub max_result_bytes: Option<usize>,
+    /// Calls running on it at once, from every request and `/mcp` client together; the
+    /// rest wait their turn (within the call's deadline).
+    #[serde(default = "default_max_concurrent_calls")]
+    pub max_concurrent_calls: usize,
+}
+
+/// Enough for a model's parallel calls, few enough that one request's thousand calls do not
+/// become a thousand requests to the server.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 8;
+
+fn default_max_concurrent_calls() -> usize {
+    DEFAULT_MAX_CONCURRENT_CALLS
 }
 
 /// Whether a server name can prefix tool names a model API accepts.
@@ -104,6 +116,11 @@ pub fn check_servers(servers: &[McpServerConfig]) -> Vec<String> {
         }
         if server.max_result_bytes == Some(0) {
             problems.push(format!("{place}.max_result_bytes must be at least 1"));
+        }
+        if !(1..=1024).contains(&server.max_concurrent_calls) {
+            problems.push(format!(
+                "{place}.max_concurrent_calls must be from 1 to 1024"
+            ));
         }
     }
     problems
