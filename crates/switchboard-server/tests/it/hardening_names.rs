@@ -237,6 +237,18 @@ async fn a_keys_tools_globs_hold_in_a_characters_conversation() {
         offered(&requests[2])
     );
     assert_eq!(said, "Error: Unknown tool: roll_dice");
+    // The characters API's tool endpoint answers it as a tool that does not exist, too.
+    let (status, called) = post_keyed(
+        &gateway,
+        "/v1/characters/game-master/tools/roll_dice",
+        json!({"arguments": {}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{called}");
+    assert_eq!(
+        called["content"], "Error: Unknown tool: roll_dice",
+        "{called}"
+    );
     gateway.stop().await.unwrap();
 }
 
@@ -325,8 +337,9 @@ async fn tools_whose_names_meet_at_mcp_are_left_out_not_chosen_by_order() {
     gateway.stop().await.unwrap();
 }
 
-/// A listener of the test's own on loopback that counts connections and answers each with
-/// an internal page.
+/// A listener of the test's own on loopback that counts connections and answers each
+/// request with a JSON-RPC error quoting an internal secret, as an internal service that
+/// happens to speak JSON-RPC might.
 async fn counting_listener() -> (u16, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -336,15 +349,36 @@ async fn counting_listener() -> (u16, Arc<AtomicUsize>) {
         while let Ok((mut socket, _)) = listener.accept().await {
             counted.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
-                let mut buffer = [0u8; 4096];
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(2), socket.read(&mut buffer)).await;
-                let page = "INTERNAL-ADMIN-PAGE token=hunter2";
+                let mut buffer = vec![0u8; 65536];
+                let mut read = 0;
+                // The head and the body, as far as one read each within 2 s brings them.
+                for _ in 0..2 {
+                    match tokio::time::timeout(
+                        Duration::from_secs(2),
+                        socket.read(&mut buffer[read..]),
+                    )
+                    .await
+                    {
+                        Ok(Ok(n)) if n > 0 => read += n,
+                        _ => break,
+                    }
+                }
+                let request = String::from_utf8_lossy(&buffer[..read]);
+                let id = request
+                    .split("\"id\":")
+                    .nth(1)
+                    .and_then(|rest| rest.split([',', '}']).next())
+                    .unwrap_or("1")
+                    .trim()
+                    .to_owned();
+                let body = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32600,\"message\":\"INTERNAL-ADMIN-PAGE token=hunter2\"}}}}"
+                );
                 let _ = socket
                     .write_all(
                         format!(
-                            "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-                            page.len()
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
                         )
                         .as_bytes(),
                     )
