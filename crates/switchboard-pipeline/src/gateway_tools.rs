@@ -164,7 +164,10 @@ pub struct ApprovalAnswer {
 /// character's conversation. The front-end that knows the key decides; without one, every
 /// tool is allowed.
 #[derive(Clone, Default)]
-pub struct ToolFilter(Option<Arc<dyn Fn(&str) -> bool + Send + Sync>>);
+pub struct ToolFilter(Option<Arc<Allows>>);
+
+/// Whether one tool, by its catalog name, is allowed.
+type Allows = dyn Fn(&str) -> bool + Send + Sync;
 
 impl ToolFilter {
     /// Every tool.
