@@ -337,6 +337,45 @@ async fn tools_whose_names_meet_at_mcp_are_left_out_not_chosen_by_order() {
     gateway.stop().await.unwrap();
 }
 
+/// A character with a tool of its own named as server `up`'s `echo` is offered to it.
+const TWIN: &str = r#"
+export const CHARACTER_NAME = "Twin";
+export const VOICE_SOURCE = { source_type: "file", path_on_server: "voices/twin.wav" };
+export const INSTRUCTIONS = { instruction_prompt: "You are a twin.", language: "en" };
+export const MCP_SERVERS = ["up"];
+export const TOOLS = [{ type: "function", function: { name: "up_echo", description: "Mine.",
+  parameters: { type: "object", properties: {} } } }];
+export class PromptGenerator {
+  constructor(instructions) { this.instructions = instructions; }
+  makeSystemPrompt() { return this.instructions.instruction_prompt; }
+  handleToolCall(toolName, toolInput) { return "OWN ECHO"; }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_characters_tool_and_its_servers_tool_of_one_name_are_both_left_out() {
+    let Some(up) = up_server().await else { return };
+    let characters = tempfile::tempdir().unwrap();
+    std::fs::write(characters.path().join("twin.js"), TWIN).unwrap();
+    let backend = calling_model(&[("twin", "up_echo")]).await;
+    let gateway = gateway_with(characters.path(), &up_entry(up.port), &backend, r#"["*"]"#).await;
+    let (status, twin) = post_keyed(
+        &gateway,
+        "/v1/chat/completions",
+        json!({"model": "character/twin", "messages": [{"role": "user", "content": "Echo"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{twin}");
+    let offered = offered(&backend.requests()[0]);
+    assert!(!offered.contains(&"up_echo".to_owned()), "{offered:?}");
+    assert!(offered.contains(&"up_whoami".to_owned()), "{offered:?}");
+    assert_eq!(
+        twin["choices"][0]["message"]["content"],
+        "Error: Unknown tool: up_echo"
+    );
+    gateway.stop().await.unwrap();
+}
+
 /// A listener of the test's own on loopback that counts connections and answers each
 /// request with a JSON-RPC error quoting an internal secret, as an internal service that
 /// happens to speak JSON-RPC might.
