@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use switchboard_characters::{Character, CharacterRegistry};
 use switchboard_mcp::{
     CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, ToolCatalog,
-    ToolOutput,
+    ToolOutput, names,
 };
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
@@ -188,22 +188,30 @@ impl CharacterTools {
                 }
             }
         }
-        apart(candidates)
+        // Over HTTP, names meet as served (shortened): a tool that is literally another's
+        // shortened name is no less ambiguous.
+        let max = caller.map(|caller| caller.snapshot().config.mcp_tool_name_max_chars);
+        apart(candidates, max)
     }
 }
 
-/// `entries` without those whose names meet, each such name warned of.
-fn apart(entries: Vec<Entry>) -> Vec<Entry> {
+/// `entries` without those whose names meet (as served within `max` characters, when
+/// known), each such name warned of.
+fn apart(entries: Vec<Entry>, max: Option<usize>) -> Vec<Entry> {
+    let served = |entry: &Entry| match max {
+        Some(max) => names::served(&entry.name, max).into_owned(),
+        None => entry.name.clone(),
+    };
     let mut seen = HashSet::new();
     let met: HashSet<String> = entries
         .iter()
-        .filter(|entry| !seen.insert(entry.name.as_str()))
-        .map(|entry| entry.name.clone())
+        .map(served)
+        .filter(|name| !seen.insert(name.clone()))
         .collect();
     for name in &met {
         let sources: Vec<String> = entries
             .iter()
-            .filter(|entry| entry.name == *name)
+            .filter(|entry| served(entry) == *name)
             .map(|entry| match &entry.source {
                 Source::Character { character, tool } => {
                     format!("character {} tool {tool:?}", character.name())
@@ -217,7 +225,7 @@ fn apart(entries: Vec<Entry>) -> Vec<Entry> {
     }
     entries
         .into_iter()
-        .filter(|entry| !met.contains(&entry.name))
+        .filter(|entry| !met.contains(&served(entry)))
         .collect()
 }
 

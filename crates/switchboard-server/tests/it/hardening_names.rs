@@ -63,6 +63,16 @@ def roll_dice() -> str:
     """The server's dice."""
     return "server dice"
 
+@app.tool(name="v1.x")
+def dotted_v1() -> str:
+    """Served as up_v1_x_6a246f82."""
+    return "dotted"
+
+@app.tool(name="v1_x_6a246f82")
+def literal_v1() -> str:
+    """Literally named as the other is served."""
+    return "literal"
+
 @app.tool()
 def h5_probe() -> str:
     """Counted."""
@@ -333,6 +343,10 @@ async fn tools_whose_names_meet_at_mcp_are_left_out_not_chosen_by_order() {
     assert!(listed.contains(&"up_echo"), "{listed:?}");
     assert!(!listed.contains(&"up_roll_dice"), "{listed:?}");
     let call = mcp.call("up_roll_dice", json!({})).await;
+    assert_eq!(call["error"]["code"], -32602, "{call}");
+    // A tool named literally as another is served once shortened: neither is chosen.
+    assert!(!listed.contains(&"up_v1_x_6a246f82"), "{listed:?}");
+    let call = mcp.call("up_v1_x_6a246f82", json!({})).await;
     assert_eq!(call["error"]["code"], -32602, "{call}");
     gateway.stop().await.unwrap();
 }
