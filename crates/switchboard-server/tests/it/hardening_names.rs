@@ -390,9 +390,9 @@ async fn a_characters_tool_and_its_servers_tool_of_one_name_are_both_left_out() 
     gateway.stop().await.unwrap();
 }
 
-/// A listener of the test's own on loopback that counts connections and answers each
-/// request with a JSON-RPC error quoting an internal secret, as an internal service that
-/// happens to speak JSON-RPC might.
+/// A listener of the test's own on loopback that counts connections and plays an internal
+/// service that half speaks MCP: it opens a legacy session, then answers `tools/list` with
+/// an error quoting a secret. One request per connection.
 async fn counting_listener() -> (u16, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -402,35 +402,38 @@ async fn counting_listener() -> (u16, Arc<AtomicUsize>) {
         while let Ok((mut socket, _)) = listener.accept().await {
             counted.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
-                let mut buffer = vec![0u8; 65536];
-                let mut read = 0;
-                // The head and the body, as far as one read each within 2 s brings them.
-                for _ in 0..2 {
-                    match tokio::time::timeout(
-                        Duration::from_secs(2),
-                        socket.read(&mut buffer[read..]),
-                    )
-                    .await
-                    {
-                        Ok(Ok(n)) if n > 0 => read += n,
-                        _ => break,
-                    }
-                }
-                let request = String::from_utf8_lossy(&buffer[..read]);
-                let id = request
-                    .split("\"id\":")
-                    .nth(1)
-                    .and_then(|rest| rest.split([',', '}']).next())
-                    .unwrap_or("1")
-                    .trim()
-                    .to_owned();
-                let body = format!(
-                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32600,\"message\":\"INTERNAL-ADMIN-PAGE token=hunter2\"}}}}"
-                );
+                let Some(request) = read_request(&mut socket).await else {
+                    return;
+                };
+                let method = request["method"].as_str().unwrap_or("");
+                let id = request["id"].clone();
+                let (status, body) = match method {
+                    "initialize" => (
+                        "200 OK",
+                        json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "protocolVersion": request["params"]["protocolVersion"],
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "internal", "version": "1"}}})
+                        .to_string(),
+                    ),
+                    "tools/list" => (
+                        "200 OK",
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603,
+                            "message": "INTERNAL-ADMIN-PAGE token=hunter2"}})
+                        .to_string(),
+                    ),
+                    _ if id.is_null() => ("202 Accepted", String::new()),
+                    _ => (
+                        "200 OK",
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
+                            "message": "no such method"}})
+                        .to_string(),
+                    ),
+                };
                 let _ = socket
                     .write_all(
                         format!(
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                             body.len()
                         )
                         .as_bytes(),
@@ -440,6 +443,38 @@ async fn counting_listener() -> (u16, Arc<AtomicUsize>) {
         }
     });
     (port, count)
+}
+
+/// One HTTP request's JSON body, read within 5 s; `None` for any other request.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Value> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = String::from_utf8_lossy(&buffer).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length: usize = text[..end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            if buffer.len() >= end + 4 + length {
+                return serde_json::from_slice(&buffer[end + 4..end + 4 + length]).ok();
+            }
+        }
+        let left = deadline.checked_duration_since(Instant::now())?;
+        let read = tokio::time::timeout(left, socket.read(&mut chunk))
+            .await
+            .ok()?
+            .ok()?;
+        if read == 0 || buffer.len() > 1 << 20 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -482,6 +517,16 @@ async fn allowed_urls_are_matched_part_by_part_and_internal_answers_stay_inside(
     )
     .await;
     assert!(connections.load(Ordering::SeqCst) > 0);
+    let listing = &body["output"][0];
+    assert_eq!(listing["type"], "mcp_list_tools", "{body}");
+    eprintln!("the listing's error: {}", listing["error"]);
+    assert!(
+        listing["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not be reached"),
+        "{body}"
+    );
     let text = body.to_string();
     assert!(!text.contains("INTERNAL-ADMIN-PAGE"), "{status}: {text}");
     assert!(!text.contains("hunter2"), "{status}: {text}");
