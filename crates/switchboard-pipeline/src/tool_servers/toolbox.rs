@@ -72,7 +72,13 @@ impl CharacterToolbox {
                 let name =
                     names::served(&format!("{}_{}", server.name, tool.name), MODEL_NAME_CHARS)
                         .into_owned();
-                offered.push((name, Arc::clone(server), tool.clone()));
+                let mut definition = ToolDefinition::function(
+                    name.clone(),
+                    tool.description.clone().unwrap_or_default(),
+                    tool.input_schema.clone(),
+                );
+                definition.function.description = tool.description.clone();
+                offered.push((name, Arc::clone(server), tool.name.clone(), definition));
             }
         }
         let mut seen = HashSet::new();
@@ -92,18 +98,12 @@ impl CharacterToolbox {
             }
             keep
         });
-        offered.retain(|(name, ..)| !met.contains(name));
         let offered = offered
             .into_iter()
-            .map(|(name, server, tool)| {
-                let mut definition = ToolDefinition::function(
-                    name.clone(),
-                    tool.description.clone().unwrap_or_default(),
-                    tool.input_schema.clone(),
-                );
-                definition.function.description = tool.description.clone();
+            .filter(|(name, ..)| !met.contains(name))
+            .map(|(name, server, tool, definition)| {
                 definitions.push(definition);
-                (name, server, tool.name)
+                (name, server, tool)
             })
             .collect();
         Self {
