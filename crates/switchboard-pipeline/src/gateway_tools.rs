@@ -20,6 +20,7 @@ use switchboard_runtime::ToolExecutor;
 use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 use switchboard_wire::mcp::McpServerRequest;
 
+use crate::allowed_urls;
 use crate::error::PipelineError;
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
 use switchboard_upstream::ToolLoopSettings;
@@ -165,12 +166,48 @@ pub struct ApprovalAnswer {
     pub reason: Option<String>,
 }
 
+/// Whether the caller's key may use a tool, by its catalog name (`{server}_{tool}`,
+/// `{character file stem}_{tool}`): the one rule of `/mcp`, a request's loop and a
+/// character's conversation. The front-end that knows the key decides; without one, every
+/// tool is allowed.
+#[derive(Clone, Default)]
+pub struct ToolFilter(Option<Arc<Allows>>);
+
+/// Whether one tool, by its catalog name, is allowed.
+type Allows = dyn Fn(&str) -> bool + Send + Sync;
+
+impl ToolFilter {
+    /// Every tool.
+    pub fn all() -> Self {
+        Self(None)
+    }
+
+    pub fn new(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(allows)))
+    }
+
+    pub fn allows(&self, name: &str) -> bool {
+        self.0.as_ref().is_none_or(|allows| allows(name))
+    }
+}
+
+impl std::fmt::Debug for ToolFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ToolFilter(key)"
+        } else {
+            "ToolFilter(all)"
+        })
+    }
+}
+
 /// What a request asks to run, and what limits it.
 pub struct Asked<'a> {
     pub servers: &'a [McpServerRequest],
     /// Names the request's own tools take.
     pub taken: HashSet<String>,
-    /// Whether the caller's key may use a tool, by its `/mcp` name (`{server}_{tool}`).
+    /// Whether the caller's key may use a tool, by its catalog name (`{server}_{tool}`;
+    /// the key's globs match the name `/mcp` serves for it).
     pub may_use: &'a (dyn Fn(&str) -> bool + Sync),
     /// OpenAI's `max_tool_calls`.
     pub max_calls: Option<usize>,
@@ -337,10 +374,7 @@ impl GatewayTools {
         for tool in offered.iter() {
             let read_only = tool.read_only();
             if !request.allows(&tool.name, read_only)
-                || !may_use(&names::served(
-                    &format!("{prefix}_{}", tool.name),
-                    MODEL_NAME_CHARS,
-                ))
+                || !may_use(&format!("{prefix}_{}", tool.name))
             {
                 continue;
             }
@@ -354,6 +388,9 @@ impl GatewayTools {
                 .into_owned()
             };
             if !taken.insert(name.clone()) {
+                // Only a name the request itself gave twice (a tool of its own, a label)
+                // gets here: configured servers' names cannot meet (see `check_servers`).
+                tracing::warn!(mcp_server = %request.label, tool = %tool.name, name = %name, "tool left out: its name is taken in this request");
                 continue;
             }
             let mut definition =
@@ -439,20 +476,12 @@ async fn connect(
             ),
         ));
     };
-    let allowed = (url.starts_with("http://") || url.starts_with("https://"))
-        && allowed_urls.iter().any(|pattern| {
-            globset::Glob::new(pattern)
-                .is_ok_and(|glob| glob.compile_matcher().is_match(url.as_str()))
-        });
-    if !allowed {
-        return Err(invalid(
-            &request.path,
-            format!(
-                "the MCP server URL {url} is not one this gateway runs: name one of its MCP servers, or ask its operator to allow the URL (mcp_allowed_urls)"
-            ),
-        ));
-    }
-    let server = ToolServer::for_request(&request.label, url, &request.headers)
+    // The URL as checked is the one connected to: parsed and spelled anew, so that the
+    // client reads exactly what the patterns were matched against.
+    let url = allowed_urls::check(url, allowed_urls, CONNECT_WAIT)
+        .await
+        .map_err(|refused| invalid(&request.path, refused.to_string()))?;
+    let server = ToolServer::for_request(&request.label, url.as_str(), &request.headers)
         .map_err(|error| invalid(&request.path, error.to_string()))?;
     // A server that cannot connect is still listed, with why, as a listing error.
     let _ = tokio::time::timeout(CONNECT_WAIT, server.ready()).await;

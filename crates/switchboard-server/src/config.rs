@@ -465,7 +465,7 @@ impl Config {
             }
         }
         for (index, pattern) in self.mcp_allowed_urls.iter().enumerate() {
-            if let Err(error) = globset::Glob::new(pattern) {
+            if let Err(error) = switchboard_pipeline::allowed_urls::UrlPattern::parse(pattern) {
                 problems.push(format!("mcp_allowed_urls[{index}]: {error}"));
             }
         }

@@ -35,6 +35,7 @@ pub use api::mcp;
 pub use app::{RunningGateway, router, run, shutdown_signal};
 pub use config::{Config, ConfigError, ConfigProblems};
 pub use state::{AppState, Reloaded, Snapshot};
+pub use switchboard_pipeline::ToolFilter;
 pub use switchboard_pipeline::tool_servers::{
     CharacterToolbox, McpServerConfig, ToolServer, ToolServers,
 };

@@ -27,6 +27,15 @@ use crate::trace_context::{TARGET, current_traceparent};
 pub use settings::{DEFAULT_MAX_CONCURRENT_CALLS, McpServerConfig, check_servers};
 pub use toolbox::CharacterToolbox;
 
+/// The `mcp_server` metric label of every server a request names by URL.
+const REQUEST_NAMED_LABEL: &str = "request";
+
+/// Why a server a request named is unavailable, as its client reads it: what the server
+/// answered instead (an internal service's page, a credential it quoted) is for the
+/// gateway's log alone.
+const UNREACHABLE: &str =
+    "it could not be reached, or did not answer as an MCP server (the gateway's log has why)";
+
 /// The configured servers, in file order.
 #[derive(Debug, Default)]
 pub struct ToolServers {
@@ -41,6 +50,10 @@ pub struct ToolServer {
     /// running connection.
     started_from: UpstreamConfig,
     upstream: Upstream,
+    /// Named by a request's URL rather than configured: the client chose its name and its
+    /// address, so neither its name becomes a metric label nor its failures reach the
+    /// client verbatim (an internal service's error page would).
+    request_named: bool,
     /// Its tool list as offered, compiled for checks; rebuilt when the list changes.
     offered: Mutex<Option<(u64, Arc<[Offered]>)>>,
     /// `max_concurrent_calls` permits: a call to the server runs holding one.
@@ -118,6 +131,7 @@ impl ToolServers {
                     started_from,
                     upstream,
                     config.max_concurrent_calls,
+                    false,
                 ))),
                 Err(error) => problems.push(format!("{place}: {error}")),
             }
@@ -200,6 +214,7 @@ impl ToolServer {
             started_from,
             upstream,
             DEFAULT_MAX_CONCURRENT_CALLS,
+            true,
         )))
     }
 
@@ -208,11 +223,13 @@ impl ToolServer {
         started_from: UpstreamConfig,
         upstream: Upstream,
         max_concurrent_calls: usize,
+        request_named: bool,
     ) -> Self {
         Self {
             name: name.to_owned(),
             started_from,
             upstream,
+            request_named,
             offered: Mutex::new(None),
             turns: tokio::sync::Semaphore::new(max_concurrent_calls),
             max_concurrent_calls,
@@ -280,6 +297,9 @@ impl ToolServer {
         let why = match self.upstream.state() {
             UpstreamState::Ready { .. } => return None,
             UpstreamState::Starting => "it has not connected yet".to_owned(),
+            UpstreamState::Down { .. } | UpstreamState::Restarting { .. } if self.request_named => {
+                UNREACHABLE.to_owned()
+            }
             UpstreamState::Down { error, .. } => error,
             UpstreamState::Restarting { last_error, .. } => {
                 format!("it is restarting after: {last_error}")
@@ -341,7 +361,7 @@ impl ToolServer {
             }
         }
         let labels = [
-            ("mcp_server", self.name.clone()),
+            ("mcp_server", self.metric_label().to_owned()),
             ("tool", tool.to_owned()),
             ("character", character.unwrap_or("-").to_owned()),
         ];
@@ -354,6 +374,16 @@ impl ToolServer {
         metrics::histogram!("gateway_mcp_tool_latency_seconds", &labels)
             .record(started.elapsed().as_secs_f64());
         reply
+    }
+
+    /// Its name in metrics: servers a request names by URL count as one, `request`, since
+    /// each client picks its own label.
+    fn metric_label(&self) -> &str {
+        if self.request_named {
+            REQUEST_NAMED_LABEL
+        } else {
+            &self.name
+        }
     }
 
     async fn run(
@@ -391,6 +421,16 @@ impl ToolServer {
         };
         match self.upstream.call(tool, arguments, traceparent).await {
             Ok(output) => self.reply(found, output),
+            Err(UpstreamError::Unavailable { name, .. }) if self.request_named => (
+                error_reply(format!(
+                    "Error: {}",
+                    UpstreamError::Unavailable {
+                        name,
+                        why: UNREACHABLE.to_owned(),
+                    }
+                )),
+                "unavailable",
+            ),
             Err(error) => {
                 let kind = match &error {
                     UpstreamError::Unavailable { .. } => "unavailable",

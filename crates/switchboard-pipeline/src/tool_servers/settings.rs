@@ -78,6 +78,20 @@ pub fn check_servers(servers: &[McpServerConfig]) -> Vec<String> {
                 "{place}.name: an MCP server with this name already exists"
             ));
         }
+        // `{server}_{tool}` of `up` and `two_op` is `up_two_op`, as of `up_two` and `op`:
+        // such names are refused here rather than resolved by file order where tools meet.
+        for other in servers {
+            if server
+                .name
+                .strip_prefix(other.name.as_str())
+                .is_some_and(|rest| rest.starts_with('_'))
+            {
+                problems.push(format!(
+                    "{place}.name: it begins with the MCP server name \"{}\" and `_`, so the two servers' tool names (`{{server}}_{{tool}}`) could meet; rename one",
+                    other.name
+                ));
+            }
+        }
         match (&server.command, &server.url) {
             (Some(_), Some(_)) | (None, None) => problems.push(format!(
                 "{place}: give `command` (a program spoken to over stdio) or `url` (Streamable HTTP), not both"

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use switchboard_characters::{Character, CharacterRegistry};
 use switchboard_mcp::{
     CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, ToolCatalog,
-    ToolOutput,
+    ToolOutput, names,
 };
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
@@ -93,17 +93,17 @@ impl CharacterTools {
     }
 
     /// The tools a request may see: characters by file stem, then servers in file order,
-    /// each in its own order; a name met twice (stem `a` with tool `b_c`, stem `a_b` with
-    /// tool `c`) is the first's. The caller's key decides which it may see.
+    /// each in its own order. The caller's key decides which it may see. A name met twice
+    /// (stem `a` with tool `b_c` and stem `a_b` with tool `c`; a character and a server of
+    /// one name) names no tool: both are left out with a warning, since either choice
+    /// would run a tool the client did not mean.
     fn entries(&self, request: &Extensions) -> Vec<Entry> {
         let caller = request.get::<Caller>();
         let scope = request.get::<Scope>();
-        let mut seen = HashSet::new();
-        let mut entries = Vec::new();
+        let mut candidates = Vec::new();
         let mut offer = |served: String, name: String, source: Source| {
-            if caller.is_none_or(|caller| caller.may_use_tool(&served)) && seen.insert(name.clone())
-            {
-                entries.push(Entry { name, source });
+            if caller.is_none_or(|caller| caller.may_use_tool(&served)) {
+                candidates.push(Entry { name, source });
             }
         };
         if !matches!(scope, Some(Scope::Server(_))) {
@@ -169,31 +169,64 @@ impl CharacterTools {
                 }
             }
         }
-        if matches!(scope, Some(Scope::Character(_))) {
-            return entries;
-        }
-        let Some(caller) = caller else {
-            return entries;
-        };
-        for server in caller.snapshot().pipeline.tool_servers.all() {
-            if matches!(scope, Some(Scope::Server(name)) if *name != server.name) {
-                continue;
-            }
-            for tool in server.offered().iter() {
-                let served = format!("{}_{}", server.name, tool.name);
-                let name = match scope {
-                    Some(_) => tool.name.clone(),
-                    None => served.clone(),
-                };
-                let source = Source::Server {
-                    server: Arc::clone(server),
-                    tool: Box::new(tool.clone()),
-                };
-                offer(served, name, source);
+        if let (Some(caller), None | Some(Scope::Server(_))) = (caller, scope) {
+            for server in caller.snapshot().pipeline.tool_servers.all() {
+                if matches!(scope, Some(Scope::Server(name)) if *name != server.name) {
+                    continue;
+                }
+                for tool in server.offered().iter() {
+                    let served = format!("{}_{}", server.name, tool.name);
+                    let name = match scope {
+                        Some(_) => tool.name.clone(),
+                        None => served.clone(),
+                    };
+                    let source = Source::Server {
+                        server: Arc::clone(server),
+                        tool: Box::new(tool.clone()),
+                    };
+                    offer(served, name, source);
+                }
             }
         }
-        entries
+        // Over HTTP, names meet as served (shortened): a tool that is literally another's
+        // shortened name is no less ambiguous.
+        let max = caller.map(|caller| caller.snapshot().config.mcp_tool_name_max_chars);
+        apart(candidates, max)
     }
+}
+
+/// `entries` without those whose names meet (as served within `max` characters, when
+/// known), each such name warned of.
+fn apart(entries: Vec<Entry>, max: Option<usize>) -> Vec<Entry> {
+    let served = |entry: &Entry| match max {
+        Some(max) => names::served(&entry.name, max).into_owned(),
+        None => entry.name.clone(),
+    };
+    let mut seen = HashSet::new();
+    let met: HashSet<String> = entries
+        .iter()
+        .map(served)
+        .filter(|name| !seen.insert(name.clone()))
+        .collect();
+    for name in &met {
+        let sources: Vec<String> = entries
+            .iter()
+            .filter(|entry| served(entry) == *name)
+            .map(|entry| match &entry.source {
+                Source::Character { character, tool } => {
+                    format!("character {} tool {tool:?}", character.name())
+                }
+                Source::Server { server, tool } => {
+                    format!("MCP server {} tool {:?}", server.name, tool.name)
+                }
+            })
+            .collect();
+        tracing::warn!(tool = %name, sources = %sources.join(", "), "tools left out: their served names meet; rename one");
+    }
+    entries
+        .into_iter()
+        .filter(|entry| !met.contains(&served(entry)))
+        .collect()
 }
 
 /// MCP's structured results are objects; a character's result is text, so its declared

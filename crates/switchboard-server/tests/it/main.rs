@@ -15,6 +15,7 @@ mod connections;
 mod errors;
 mod gateway_tools;
 mod gateway_tools_sdk;
+mod hardening_names;
 mod hardening_tool_loop;
 mod mcp;
 mod mcp_codex;
