@@ -18,6 +18,7 @@ mod gateway_tools_sdk;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;
+mod mcp_sessions;
 mod mcp_upstreams;
 mod messages;
 mod messages_claude_code;
