@@ -37,15 +37,33 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Largest request body, in bytes.
     pub max_body_bytes: usize,
-    /// Live 2025-11-25 sessions at most, overall and per [`SessionOwner`]: past either, a
-    /// new session is refused (503 overall, 429 for the owner).
-    pub sessions: SessionLimits,
+}
+
+/// What the 2025-11-25 sessions may hold.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionOptions {
+    /// Live sessions at most, overall and per [`SessionOwner`]: past either, a new session
+    /// is refused (503 overall, 429 for the owner).
+    pub limits: SessionLimits,
     /// A session nothing has happened in for this long ends (its GET stream with it).
-    pub session_idle: Duration,
+    pub idle: Duration,
     /// A session's GET stream that has carried no message for this long ends (a client
     /// opens another when it wants one): held open without traffic, it would keep its
     /// connection from ever counting as idle.
     pub stream_idle: Duration,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            limits: SessionLimits {
+                overall: 10_000,
+                per_owner: 100,
+            },
+            idle: Duration::from_secs(300),
+            stream_idle: Duration::from_secs(60),
+        }
+    }
 }
 
 /// The endpoint of one server; cheap to clone.
@@ -72,7 +90,16 @@ impl<C> std::fmt::Debug for HttpEndpoint<C> {
 }
 
 impl<C: ToolCatalog> HttpEndpoint<C> {
+    /// An endpoint whose sessions have the default bounds.
     pub fn new(server: McpServer<C>, options: HttpOptions) -> Self {
+        Self::with_sessions(server, options, SessionOptions::default())
+    }
+
+    pub fn with_sessions(
+        server: McpServer<C>,
+        options: HttpOptions,
+        session_options: SessionOptions,
+    ) -> Self {
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(options.allowed_hosts)
             .with_allowed_origins(options.allowed_origins)
@@ -82,8 +109,8 @@ impl<C: ToolCatalog> HttpEndpoint<C> {
             .with_json_response(true)
             .with_max_request_body_bytes(options.max_body_bytes);
         let mut local = LocalSessionManager::default();
-        local.session_config.keep_alive = Some(options.session_idle);
-        let sessions = Arc::new(Sessions::new(local, options.sessions));
+        local.session_config.keep_alive = Some(session_options.idle);
+        let sessions = Arc::new(Sessions::new(local, session_options.limits));
         Self {
             service: StreamableHttpService::new(
                 move || Ok(server.for_session()),
@@ -91,7 +118,7 @@ impl<C: ToolCatalog> HttpEndpoint<C> {
                 config,
             ),
             sessions,
-            stream_idle: options.stream_idle,
+            stream_idle: session_options.stream_idle,
         }
     }
 

@@ -14,7 +14,7 @@ use axum::routing::any;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use switchboard_mcp::{
-    CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, SessionLimits,
+    CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, SessionOptions,
     ToolCatalog, ToolOutput,
 };
 use tokio::sync::watch;
@@ -67,18 +67,16 @@ async fn serve(catalog: Arc<Catalog>, session_idle: Duration) -> String {
             max_name_chars: 46,
         },
     );
-    let endpoint = HttpEndpoint::new(
+    let endpoint = HttpEndpoint::with_sessions(
         server,
         HttpOptions {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: 1024 * 1024,
-            sessions: SessionLimits {
-                overall: 100_000,
-                per_owner: 100_000,
-            },
-            session_idle,
-            stream_idle: Duration::from_secs(60),
+        },
+        SessionOptions {
+            idle: session_idle,
+            ..SessionOptions::default()
         },
     );
     let router = Router::new().route(

@@ -185,15 +185,15 @@ fn default_mcp_name_chars() -> usize {
 }
 
 fn default_mcp_max_sessions() -> usize {
-    10_000
+    switchboard_mcp::SessionOptions::default().limits.overall
 }
 
 fn default_mcp_max_sessions_per_key() -> usize {
-    100
+    switchboard_mcp::SessionOptions::default().limits.per_owner
 }
 
 fn default_mcp_session_idle() -> u64 {
-    300
+    switchboard_mcp::SessionOptions::default().idle.as_secs()
 }
 
 fn default_character_max_tokens() -> u32 {

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use switchboard_characters::{Character, CharacterRegistry};
 use switchboard_mcp::{
     CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, SessionLimits,
-    SessionOwner, ToolCatalog, ToolOutput,
+    SessionOptions, SessionOwner, ToolCatalog, ToolOutput,
 };
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
@@ -408,7 +408,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         Arc::new(tools),
         server_options(config.mcp_tool_name_max_chars),
     );
-    let endpoint = HttpEndpoint::new(server, http_options(config));
+    let endpoint =
+        HttpEndpoint::with_sessions(server, http_options(config), session_options(config));
     let scoped = endpoint.clone();
     let servers = endpoint.clone();
     Router::new()
@@ -451,7 +452,7 @@ async fn answer(
 /// Loopback gateways accept the loopback names in `Host` (against DNS rebinding) and pages
 /// of loopback origins; one listening beyond loopback takes any `Host` (its public names
 /// are not known here) and refuses every browser origin. Non-browser clients send no
-/// `Origin`. A session's GET stream that carries nothing ends as an idle connection would.
+/// `Origin`.
 fn http_options(config: &Config) -> HttpOptions {
     let (allowed_hosts, allowed_origins) = if config.listen.ip().is_loopback() {
         (
@@ -473,11 +474,18 @@ fn http_options(config: &Config) -> HttpOptions {
         allowed_hosts,
         allowed_origins,
         max_body_bytes: config.max_body_bytes,
-        sessions: SessionLimits {
+    }
+}
+
+/// Sessions bounded as configured; a session's GET stream that carries nothing ends as an
+/// idle connection would.
+fn session_options(config: &Config) -> SessionOptions {
+    SessionOptions {
+        limits: SessionLimits {
             overall: config.mcp_max_sessions,
             per_owner: config.mcp_max_sessions_per_key,
         },
-        session_idle: Duration::from_secs(config.mcp_session_idle_timeout_secs),
+        idle: Duration::from_secs(config.mcp_session_idle_timeout_secs),
         stream_idle: Duration::from_secs(config.idle_timeout_secs),
     }
 }

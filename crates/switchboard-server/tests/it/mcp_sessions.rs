@@ -217,8 +217,7 @@ async fn sessions_are_bounded_overall_and_per_key() {
         .unwrap();
     let full = open(&gateway, Some(BOB))
         .await
-        .err()
-        .expect("a fourth session was opened");
+        .expect_err("a fourth session was opened");
     assert_eq!(full.status, 503, "{}", full.text);
     assert!(full.text.contains("most sessions (3)"), "{}", full.text);
 
