@@ -41,6 +41,8 @@ for line in sys.stdin:
                 "params": {"level": "info", "data": "n" * 200}}
         for _ in range(flood):
             send(note)
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": "info", "data": "L" * (1024 * 1024)}})
         send({"jsonrpc": "2.0", "id": id, "result": {"tools": [
             {"name": "work", "inputSchema": {"type": "object"}}]}})
     else:
@@ -50,39 +52,33 @@ for line in sys.stdin:
 
 const FLOOD: usize = 200_000;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_peers_cannot_fill_the_log() {
-    let Some(python) = python(None) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("noisy.py");
+/// `serve` with the noisy server flooding `flood` notifications, once the gateway has read
+/// through them (the server is listed then); `env` for its process.
+async fn noisy(dir: &std::path::Path, python: &str, flood: usize, env: &[(&str, &str)]) -> Served {
+    let script = dir.join("noisy.py");
     std::fs::write(&script, NOISY).unwrap();
-    let config = dir.path().join("switchboard.toml");
+    let config = dir.join("switchboard.toml");
     std::fs::write(
         &config,
         format!(
-            "characters = {}\n[[mcp_server]]\nname = \"noisy\"\ncommand = [{}, \"-u\", {}, \"{FLOOD}\"]\n",
+            "characters = {}\n[[mcp_server]]\nname = \"noisy\"\ncommand = [{}, \"-u\", {}, \"{flood}\"]\n",
             json!(characters()),
             json!(python),
             json!(script.to_str().unwrap()),
         ),
     )
     .unwrap();
-    let served = Served::start(&config, "127.0.0.1:0", &[]);
-    let client = reqwest::Client::new();
-
-    // The server is listed once the gateway has read through its flood.
+    let served = Served::start(&config, "127.0.0.1:0", env);
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let health: Value = client
-            .get(format!("{}/healthz", served.base))
-            .send()
+        let health: Value = reqwest::get(format!("{}/healthz", served.base))
             .await
             .unwrap()
             .json()
             .await
             .unwrap();
         if health["mcp_servers"][0]["tools"] == 1 {
-            break;
+            return served;
         }
         assert!(
             Instant::now() < deadline,
@@ -91,6 +87,14 @@ async fn mcp_peers_cannot_fill_the_log() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_peers_cannot_fill_the_log() {
+    let Some(python) = python(None) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let served = noisy(dir.path(), &python, FLOOD, &[]).await;
+    let client = reqwest::Client::new();
 
     // A client of the older era with a megabyte name, three times.
     for _ in 0..3 {
@@ -136,6 +140,23 @@ async fn mcp_peers_cannot_fill_the_log() {
     );
     // No line of it quotes a peer's megabyte.
     assert!(!log.contains(&"c".repeat(1000)) && !log.contains(&"i".repeat(1000)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_log_message_is_cut_where_the_gateway_logs_it() {
+    let Some(python) = python(None) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let served = noisy(
+        dir.path(),
+        &python,
+        1,
+        &[("RUST_LOG", "info,switchboard_mcp_client=debug")],
+    )
+    .await;
+    let log = served.wait_for_log("log message", 2);
+    let longest = log.lines().map(str::len).max().unwrap_or(0);
+    eprintln!("a server's 1 MB log message, logged at debug: longest log line {longest} bytes");
+    assert!(longest < 16 * 1024, "a log line of {longest} bytes");
 }
 
 /// Requests a client writes without reading an answer; each answer is the tool list.
