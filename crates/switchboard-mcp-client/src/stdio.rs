@@ -17,8 +17,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Longest stderr line logged whole; the rest of a longer line is cut (the line is counted,
-/// not buffered).
-const MAX_STDERR_LINE: usize = 4096;
+/// not buffered). A server's log messages are cut to it too.
+pub(crate) const MAX_STDERR_LINE: usize = 4096;
 
 /// A spawned child and the two ends rmcp speaks over.
 pub(crate) struct Spawned {

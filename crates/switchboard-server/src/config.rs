@@ -32,6 +32,16 @@ pub struct Config {
     /// put in front (Claude Code's `mcp__{server}__`). Longer names are shortened with a hash.
     #[serde(default = "default_mcp_name_chars")]
     pub mcp_tool_name_max_chars: usize,
+    /// Live 2025-11-25 MCP sessions at most; past it `initialize` is 503.
+    #[serde(default = "default_mcp_max_sessions")]
+    pub mcp_max_sessions: usize,
+    /// Live 2025-11-25 MCP sessions one key may hold; past it its `initialize` is 429.
+    #[serde(default = "default_mcp_max_sessions_per_key")]
+    pub mcp_max_sessions_per_key: usize,
+    /// How long an MCP session nothing happens in lives, in seconds (its GET stream ends
+    /// with it).
+    #[serde(default = "default_mcp_session_idle")]
+    pub mcp_session_idle_timeout_secs: u64,
     /// Most tokens a character's reply may take, tool rounds included; a client's smaller
     /// `max_tokens` lowers it.
     #[serde(default = "default_character_max_tokens")]
@@ -124,6 +134,10 @@ pub struct StartupSettings {
     pub listen: SocketAddr,
     /// The MCP endpoint's tool names are fixed when its router is built.
     pub mcp_tool_name_max_chars: usize,
+    /// So are its sessions' bounds.
+    pub mcp_max_sessions: usize,
+    pub mcp_max_sessions_per_key: usize,
+    pub mcp_session_idle_timeout_secs: u64,
     pub characters: Option<PathBuf>,
     pub shutdown_grace_secs: u64,
     pub drain_idle_secs: u64,
@@ -175,6 +189,18 @@ impl Config {
 
 fn default_mcp_name_chars() -> usize {
     switchboard_mcp::names::DEFAULT_MAX_CHARS
+}
+
+fn default_mcp_max_sessions() -> usize {
+    switchboard_mcp::SessionOptions::default().limits.overall
+}
+
+fn default_mcp_max_sessions_per_key() -> usize {
+    switchboard_mcp::SessionOptions::default().limits.per_owner
+}
+
+fn default_mcp_session_idle() -> u64 {
+    switchboard_mcp::SessionOptions::default().idle.as_secs()
 }
 
 fn default_character_max_tokens() -> u32 {
@@ -311,6 +337,9 @@ impl Config {
             character_route: None,
             character_max_tokens: default_character_max_tokens(),
             mcp_tool_name_max_chars: default_mcp_name_chars(),
+            mcp_max_sessions: default_mcp_max_sessions(),
+            mcp_max_sessions_per_key: default_mcp_max_sessions_per_key(),
+            mcp_session_idle_timeout_secs: default_mcp_session_idle(),
             default_route: None,
             upstream_header: false,
             responses: StoreSettings::default(),
@@ -383,6 +412,9 @@ impl Config {
         StartupSettings {
             listen: self.listen,
             mcp_tool_name_max_chars: self.mcp_tool_name_max_chars,
+            mcp_max_sessions: self.mcp_max_sessions,
+            mcp_max_sessions_per_key: self.mcp_max_sessions_per_key,
+            mcp_session_idle_timeout_secs: self.mcp_session_idle_timeout_secs,
             characters: self.characters.clone(),
             shutdown_grace_secs: self.shutdown_grace_secs,
             drain_idle_secs: self.drain_idle_secs,
@@ -403,6 +435,9 @@ impl Config {
         let StartupSettings {
             listen,
             mcp_tool_name_max_chars,
+            mcp_max_sessions,
+            mcp_max_sessions_per_key,
+            mcp_session_idle_timeout_secs,
             characters,
             shutdown_grace_secs,
             drain_idle_secs,
@@ -415,6 +450,9 @@ impl Config {
         } = running.clone();
         self.listen = listen;
         self.mcp_tool_name_max_chars = mcp_tool_name_max_chars;
+        self.mcp_max_sessions = mcp_max_sessions;
+        self.mcp_max_sessions_per_key = mcp_max_sessions_per_key;
+        self.mcp_session_idle_timeout_secs = mcp_session_idle_timeout_secs;
         self.characters = characters;
         self.shutdown_grace_secs = shutdown_grace_secs;
         self.drain_idle_secs = drain_idle_secs;
@@ -441,6 +479,17 @@ impl Config {
                 "mcp_tool_name_max_chars must be between {} and 64",
                 switchboard_mcp::names::MIN_MAX_CHARS
             ));
+        }
+        if self.mcp_max_sessions == 0 {
+            problems.push("mcp_max_sessions must be at least 1".to_owned());
+        }
+        if self.mcp_max_sessions_per_key == 0 {
+            problems.push("mcp_max_sessions_per_key must be at least 1".to_owned());
+        }
+        if !(1..=86_400).contains(&self.mcp_session_idle_timeout_secs) {
+            problems.push(
+                "mcp_session_idle_timeout_secs must be more than 0 and at most 86400".to_owned(),
+            );
         }
         if let Some(name) = &self.default_route
             && !self.routes.iter().any(|route| &route.name == name)

@@ -57,9 +57,9 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     };
     let mut limited = key
         .as_ref()
-        .filter(|key| key.limits.any() && counted(request.method(), path))
+        .filter(|key| key.limits.any() && counted(&request))
         .cloned();
-    if limited.is_some() && is_mcp(request.uri().path()) {
+    if limited.is_some() && is_mcp(request.uri().path()) && request.method() == Method::POST {
         let limit = live.config.max_body_bytes;
         let path = path.to_owned();
         let Some((read, call)) = mcp_tool_call(request, limit).await else {
@@ -127,11 +127,17 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
 }
 
 /// Whether a request counts against its key's limits: every POST (the requests that ask for
-/// an answer or run a tool; of MCP's, only `tools/call`: see [`mcp_tool_call`]), and `GET /v1/characters/{name}` (and its `HEAD`, which runs the
-/// same handler), which runs the character's code to make its system prompt. Other reads
-/// (`/v1/models`, `/v1/characters`, stored responses) are not counted.
-fn counted(method: &Method, path: &str) -> bool {
+/// an answer or run a tool; of MCP's, only `tools/call` and `initialize`: see
+/// [`mcp_tool_call`]), an MCP session's GET stream (which holds one of the key's
+/// `max_concurrent` slots while open), and `GET /v1/characters/{name}` (and its `HEAD`,
+/// which runs the same handler), which runs the character's code to make its system prompt.
+/// Other reads (`/v1/models`, `/v1/characters`, stored responses) are not counted.
+fn counted(request: &Request) -> bool {
+    let (method, path) = (request.method(), request.uri().path());
     *method == Method::POST
+        || (*method == Method::GET
+            && is_mcp(path)
+            && request.headers().contains_key("mcp-session-id"))
         || (matches!(*method, Method::GET | Method::HEAD)
             && path
                 .strip_prefix("/v1/characters/")
@@ -142,10 +148,11 @@ fn is_mcp(path: &str) -> bool {
     path == "/mcp" || path.starts_with("/mcp/")
 }
 
-/// Whether an MCP request is a `tools/call`, the one MCP request that counts against a
-/// key's limits (as a model request does): a client's handshake, lists and notifications
-/// do no work worth limiting. The body is read to tell, and handed on; `None` when it is
-/// larger than `limit` (or breaks off), which the endpoint would refuse anyway.
+/// Whether an MCP request counts against a key's limits: a `tools/call` (as a model request
+/// does), and an `initialize`, which opens a session (memory held for its idle timeout);
+/// lists and notifications do no work worth limiting. The body is read to tell, and handed
+/// on; `None` when it is larger than `limit` (or breaks off), which the endpoint would
+/// refuse anyway.
 async fn mcp_tool_call(request: Request, limit: usize) -> Option<(Request, bool)> {
     #[derive(serde::Deserialize)]
     struct Message<'a> {
@@ -155,7 +162,7 @@ async fn mcp_tool_call(request: Request, limit: usize) -> Option<(Request, bool)
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, limit).await.ok()?;
     let call = serde_json::from_slice::<Message>(&bytes).map_or(true, |message| {
-        message.method.as_deref() == Some("tools/call")
+        matches!(message.method.as_deref(), Some("tools/call" | "initialize"))
     });
     Some((Request::from_parts(parts, Body::from(bytes)), call))
 }

@@ -5,8 +5,8 @@
 //! which characters' tools it sees and may call; one beyond its reach is an unknown tool.
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -17,8 +17,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use switchboard_characters::{Character, CharacterRegistry};
 use switchboard_mcp::{
-    CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, ToolCatalog,
-    ToolOutput, names,
+    CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, SessionLimits,
+    SessionOptions, SessionOwner, ToolCatalog, ToolOutput, names,
 };
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
@@ -27,6 +27,7 @@ use tracing::Instrument;
 use super::front_end::RequestId;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::Caller;
+use crate::config::Config;
 use crate::state::{AppState, Snapshot};
 use switchboard_pipeline::tool_servers::{Offered, ToolServer};
 use switchboard_pipeline::{CHARACTER_PREFIX, character_id};
@@ -440,45 +441,53 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         Arc::new(tools),
         server_options(config.mcp_tool_name_max_chars),
     );
-    let endpoint = HttpEndpoint::new(server, http_options(config.listen, config.max_body_bytes));
+    let endpoint =
+        HttpEndpoint::with_sessions(server, http_options(config), session_options(config));
     let scoped = endpoint.clone();
     let servers = endpoint.clone();
     Router::new()
         .route(
             "/mcp",
-            any(move |request: Request| {
-                let endpoint = endpoint.clone();
-                async move { endpoint.handle(request).await.map(Body::new) }
-            }),
+            any(move |request: Request| answer(endpoint.clone(), request)),
         )
         .route(
             "/mcp/characters/{name}",
             any(move |Path(name): Path<String>, mut request: Request| {
-                let endpoint = scoped.clone();
-                async move {
-                    request.extensions_mut().insert(Scope::Character(name));
-                    endpoint.handle(request).await.map(Body::new)
-                }
+                request.extensions_mut().insert(Scope::Character(name));
+                answer(scoped.clone(), request)
             }),
         )
         .route(
             "/mcp/servers/{name}",
             any(move |Path(name): Path<String>, mut request: Request| {
-                let endpoint = servers.clone();
-                async move {
-                    request.extensions_mut().insert(Scope::Server(name));
-                    endpoint.handle(request).await.map(Body::new)
-                }
+                request.extensions_mut().insert(Scope::Server(name));
+                answer(servers.clone(), request)
             }),
         )
+}
+
+/// Answers one MCP request: a session it opens is its key's, and only its key may use it.
+async fn answer(
+    endpoint: HttpEndpoint<CharacterTools>,
+    mut request: Request,
+) -> axum::http::Response<Body> {
+    let owner = request
+        .extensions()
+        .get::<Caller>()
+        .and_then(Caller::name)
+        .map(|name| SessionOwner(name.into()));
+    if let Some(owner) = owner {
+        request.extensions_mut().insert(owner);
+    }
+    endpoint.handle(request).await.map(Body::new)
 }
 
 /// Loopback gateways accept the loopback names in `Host` (against DNS rebinding) and pages
 /// of loopback origins; one listening beyond loopback takes any `Host` (its public names
 /// are not known here) and refuses every browser origin. Non-browser clients send no
 /// `Origin`.
-fn http_options(listen: SocketAddr, max_body_bytes: usize) -> HttpOptions {
-    let (allowed_hosts, allowed_origins) = if listen.ip().is_loopback() {
+fn http_options(config: &Config) -> HttpOptions {
+    let (allowed_hosts, allowed_origins) = if config.listen.ip().is_loopback() {
         (
             vec![
                 "localhost".to_owned(),
@@ -497,6 +506,19 @@ fn http_options(listen: SocketAddr, max_body_bytes: usize) -> HttpOptions {
     HttpOptions {
         allowed_hosts,
         allowed_origins,
-        max_body_bytes,
+        max_body_bytes: config.max_body_bytes,
+    }
+}
+
+/// Sessions bounded as configured; a session's GET stream that carries nothing ends as an
+/// idle connection would.
+fn session_options(config: &Config) -> SessionOptions {
+    SessionOptions {
+        limits: SessionLimits {
+            overall: config.mcp_max_sessions,
+            per_owner: config.mcp_max_sessions_per_key,
+        },
+        idle: Duration::from_secs(config.mcp_session_idle_timeout_secs),
+        stream_idle: Duration::from_secs(config.idle_timeout_secs),
     }
 }

@@ -20,6 +20,7 @@ mod hardening_tool_loop;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;
+mod mcp_sessions;
 mod mcp_upstreams;
 mod messages;
 mod messages_claude_code;

@@ -9,6 +9,7 @@ mod cli_chat;
 mod cli_config;
 mod cli_decode;
 mod cli_mcp;
+mod cli_mcp_bounds;
 mod cli_mcp_claude_code;
 mod cli_mcp_servers;
 mod cli_parse;
