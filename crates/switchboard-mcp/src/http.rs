@@ -21,6 +21,10 @@ use tower_service::Service;
 use crate::catalog::ToolCatalog;
 use crate::handler::McpServer;
 use crate::sessions::{self, SessionLimits, SessionOwner, Sessions};
+use crate::shared::{DirectoryError, SharedSessions, Store};
+use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::SessionId;
+use rmcp::transport::streamable_http_server::session::store::SessionStore;
 
 /// An answer of the endpoint.
 pub type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
@@ -39,8 +43,8 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
 }
 
-/// What the 2025-11-25 sessions may hold.
-#[derive(Debug, Clone, Copy)]
+/// What the 2025-11-25 sessions may hold, and where they are shared.
+#[derive(Debug, Clone)]
 pub struct SessionOptions {
     /// Live sessions at most, overall and per [`SessionOwner`]: past either, a new session
     /// is refused (503 overall, 429 for the owner).
@@ -51,6 +55,9 @@ pub struct SessionOptions {
     /// opens another when it wants one): held open without traffic, it would keep its
     /// connection from ever counting as idle.
     pub stream_idle: Duration,
+    /// The directory the processes serving this endpoint share sessions through; `None`:
+    /// sessions live in this process alone.
+    pub shared: Option<SharedSessions>,
 }
 
 impl Default for SessionOptions {
@@ -62,6 +69,7 @@ impl Default for SessionOptions {
             },
             idle: Duration::from_secs(300),
             stream_idle: Duration::from_secs(60),
+            shared: None,
         }
     }
 }
@@ -71,6 +79,7 @@ pub struct HttpEndpoint<C> {
     service: StreamableHttpService<McpServer<C>, Sessions>,
     sessions: Arc<Sessions>,
     stream_idle: Duration,
+    shared: Option<SharedSessions>,
 }
 
 impl<C> Clone for HttpEndpoint<C> {
@@ -79,6 +88,7 @@ impl<C> Clone for HttpEndpoint<C> {
             service: self.service.clone(),
             sessions: Arc::clone(&self.sessions),
             stream_idle: self.stream_idle,
+            shared: self.shared.clone(),
         }
     }
 }
@@ -100,7 +110,7 @@ impl<C: ToolCatalog> HttpEndpoint<C> {
         options: HttpOptions,
         session_options: SessionOptions,
     ) -> Self {
-        let config = StreamableHttpServerConfig::default()
+        let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(options.allowed_hosts)
             .with_allowed_origins(options.allowed_origins)
             // Every present Origin is checked, even against an empty list.
@@ -108,6 +118,10 @@ impl<C: ToolCatalog> HttpEndpoint<C> {
             // One JSON body per request where nothing streams before the result.
             .with_json_response(true)
             .with_max_request_body_bytes(options.max_body_bytes);
+        config.session_store = session_options
+            .shared
+            .clone()
+            .map(|shared| Arc::new(Store(shared)) as Arc<dyn SessionStore>);
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(session_options.idle);
         let sessions = Arc::new(Sessions::new(local, session_options.limits));
@@ -119,6 +133,7 @@ impl<C: ToolCatalog> HttpEndpoint<C> {
             ),
             sessions,
             stream_idle: session_options.stream_idle,
+            shared: session_options.shared,
         }
     }
 
@@ -137,14 +152,12 @@ impl<C: ToolCatalog> HttpEndpoint<C> {
             return method_not_allowed();
         }
         let owner = request.extensions().get::<SessionOwner>().cloned();
-        // Another owner's session is answered as one that does not exist (the SDK's 404),
-        // so that its id is worth nothing to anyone else.
-        if let Some(id) = request.headers().get("mcp-session-id")
-            && !self
-                .sessions
-                .belongs(id.to_str().unwrap_or_default(), owner.as_ref())
-        {
-            return session_not_found();
+        if let Some(id) = request.headers().get("mcp-session-id") {
+            let id = id.to_str().unwrap_or_default().to_owned();
+            let method = request.method().clone();
+            if let Some(refusal) = self.session_refusal(&id, owner.as_ref(), &method).await {
+                return refusal;
+            }
         }
         let stream = request.method() == Method::GET;
         let answer = sessions::opening(owner, self.service.clone().call(request)).await;
@@ -158,6 +171,45 @@ impl<C: ToolCatalog> HttpEndpoint<C> {
             return response.map(|body| Quiet::new(body, idle).boxed());
         }
         response
+    }
+}
+
+impl<C> HttpEndpoint<C> {
+    /// The answer to a request naming the session `id` that must not reach it, if any.
+    /// Another owner's session is answered as one that does not exist (the SDK's 404), so
+    /// that its id is worth nothing to anyone else. With a shared directory, the directory
+    /// decides: a session it no longer has is ended here too, one this process lacks is
+    /// restored by the SDK, and a `DELETE` of one this process lacks is carried out in the
+    /// directory (which ends it on every replica).
+    async fn session_refusal(
+        &self,
+        id: &str,
+        owner: Option<&SessionOwner>,
+        method: &Method,
+    ) -> Option<HttpResponse> {
+        let Some(shared) = &self.shared else {
+            return (!self.sessions.belongs(id, owner)).then(session_not_found);
+        };
+        match shared.directory.touch(id, shared.idle).await {
+            Ok(Some(record)) if record.owned_by(owner) => {
+                if method == Method::DELETE && !self.sessions.holds(id) {
+                    return Some(match shared.directory.remove(id).await {
+                        Ok(_) => accepted(),
+                        Err(error) => directory_unavailable(&error),
+                    });
+                }
+                None
+            }
+            Ok(Some(_)) => Some(session_not_found()),
+            Ok(None) => {
+                // Ended on another replica, or expired: this copy ends as well.
+                if self.sessions.holds(id) {
+                    let _ = self.sessions.close_session(&SessionId::from(id)).await;
+                }
+                Some(session_not_found())
+            }
+            Err(error) => Some(directory_unavailable(&error)),
+        }
     }
 }
 
@@ -216,6 +268,18 @@ fn session_not_found() -> HttpResponse {
     response
 }
 
+/// A `DELETE` carried out.
+fn accepted() -> HttpResponse {
+    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
+
+/// The shared directory could not be asked: 503, as a JSON-RPC error.
+fn directory_unavailable(error: &DirectoryError) -> HttpResponse {
+    json_rpc_error(StatusCode::SERVICE_UNAVAILABLE, &error.to_string())
+}
+
 /// A new session refused: 503 when the endpoint holds its most, 429 when the owner does;
 /// a JSON-RPC error, as MCP clients read one.
 fn refused(full: sessions::Full) -> HttpResponse {
@@ -223,10 +287,15 @@ fn refused(full: sessions::Full) -> HttpResponse {
         sessions::Full::Overall(_) => StatusCode::SERVICE_UNAVAILABLE,
         sessions::Full::PerOwner(_) => StatusCode::TOO_MANY_REQUESTS,
     };
+    json_rpc_error(status, &full.to_string())
+}
+
+/// A JSON-RPC error without an id, as MCP clients read one, with this HTTP status.
+fn json_rpc_error(status: StatusCode, message: &str) -> HttpResponse {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {"code": -32000, "message": full.to_string()},
+        "error": {"code": -32000, "message": message},
     });
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *response.status_mut() = status;

@@ -17,10 +17,12 @@ mod handler;
 mod http;
 pub mod names;
 mod sessions;
+mod shared;
 mod stdio;
 
 pub use catalog::{CallError, CatalogTool, ToolCatalog, ToolOutput};
 pub use handler::{McpServer, ServerOptions};
 pub use http::{HttpEndpoint, HttpOptions, HttpResponse, SessionOptions};
 pub use sessions::{SessionLimits, SessionOwner};
+pub use shared::{DirectoryError, SessionDirectory, SessionRecord, SharedSessions};
 pub use stdio::{StdioError, serve_stdio};

@@ -15,7 +15,9 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
-use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
+use rmcp::transport::streamable_http_server::session::{
+    RestoreOutcome, ServerSseMessage, SessionId,
+};
 
 /// Who opened a session, as a request extension: only requests naming the same owner may
 /// use it, and an owner may hold at most [`SessionLimits::per_owner`] sessions. A request
@@ -83,6 +85,15 @@ pub(crate) async fn opening<F: Future>(
         Some(full) => Err(full),
         None => Ok(answer),
     }
+}
+
+/// The owner of the request being answered, where the SDK asks without the request (its
+/// session store hook records a new session's owner with it).
+pub(crate) fn opening_owner() -> Option<SessionOwner> {
+    OPENING
+        .try_with(|opening| opening.owner.clone())
+        .ok()
+        .flatten()
 }
 
 /// Live sessions and their owners.
@@ -153,6 +164,27 @@ impl Sessions {
             .is_some_and(|opened_by| opened_by.as_ref() == owner)
     }
 
+    /// Whether this process holds the session `id`.
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.registry().owners.contains_key(id)
+    }
+
+    /// A place for the session the request being answered opens, or why there is none
+    /// (told to the request's answer too).
+    fn place_for_opening(&self) -> Result<Place<'_>, Full> {
+        self.take(opening_owner()).inspect_err(|full| {
+            let _ = OPENING.try_with(|opening| opening.refused.set(Some(*full)));
+        })
+    }
+
+    /// The place is the session's now: closing it gives the place back.
+    fn keep(&self, place: &mut Place<'_>, id: &SessionId) {
+        place.kept = true;
+        self.registry()
+            .owners
+            .insert(id.clone(), place.owner.take());
+    }
+
     /// Takes a place for a new session of `owner`, within the bounds.
     fn take(&self, owner: Option<SessionOwner>) -> Result<Place<'_>, Full> {
         let mut registry = self.registry();
@@ -180,20 +212,25 @@ impl SessionManager for Sessions {
     type Transport = WorkerTransport<LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let owner = OPENING
-            .try_with(|opening| opening.owner.clone())
-            .ok()
-            .flatten();
-        let mut place = self.take(owner).inspect_err(|full| {
-            let _ = OPENING.try_with(|opening| opening.refused.set(Some(*full)));
-        })?;
+        let mut place = self.place_for_opening()?;
         let (id, transport) = self.local.create_session().await?;
-        // The place is the session's now: closing it gives the place back.
-        place.kept = true;
-        self.registry()
-            .owners
-            .insert(id.clone(), place.owner.take());
+        self.keep(&mut place, &id);
         Ok((id, transport))
+    }
+
+    /// A session opened on another replica, recorded in the shared directory, gets a worker
+    /// here (the SDK then replays its handshake); it takes a place under this process's
+    /// bounds as one opened here does.
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        let mut place = self.place_for_opening()?;
+        let restored = self.local.restore_session(id.clone()).await?;
+        if matches!(restored, RestoreOutcome::Restored(_)) {
+            self.keep(&mut place, &id);
+        }
+        Ok(restored)
     }
 
     async fn initialize_session(

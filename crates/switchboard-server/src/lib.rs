@@ -26,6 +26,7 @@ pub mod config;
 mod connections;
 pub mod drain;
 mod h2c;
+mod mcp_sessions;
 mod state;
 mod store;
 mod telemetry;

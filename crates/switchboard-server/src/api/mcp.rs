@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use switchboard_characters::{Character, CharacterRegistry};
 use switchboard_mcp::{
     CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, SessionLimits,
-    SessionOptions, SessionOwner, ToolCatalog, ToolOutput, names,
+    SessionOptions, SessionOwner, SharedSessions, ToolCatalog, ToolOutput, names,
 };
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
@@ -28,6 +28,7 @@ use super::front_end::RequestId;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::Caller;
 use crate::config::Config;
+use crate::mcp_sessions::RedisSessions;
 use crate::state::{AppState, Snapshot};
 use switchboard_pipeline::tool_servers::{Offered, ToolServer};
 use switchboard_pipeline::{CHARACTER_PREFIX, character_id};
@@ -511,14 +512,25 @@ fn http_options(config: &Config) -> HttpOptions {
 }
 
 /// Sessions bounded as configured; a session's GET stream that carries nothing ends as an
-/// idle connection would.
+/// idle connection would. With `state`, sessions are shared through Redis by every replica.
 fn session_options(config: &Config) -> SessionOptions {
+    let idle = Duration::from_secs(config.mcp_session_idle_timeout_secs);
+    // The URL was checked with the rest of the configuration.
+    let shared = config
+        .state
+        .as_deref()
+        .and_then(|url| RedisSessions::new(url).ok())
+        .map(|directory| SharedSessions {
+            directory: Arc::new(directory),
+            idle,
+        });
     SessionOptions {
         limits: SessionLimits {
             overall: config.mcp_max_sessions,
             per_owner: config.mcp_max_sessions_per_key,
         },
-        idle: Duration::from_secs(config.mcp_session_idle_timeout_secs),
+        idle,
         stream_idle: Duration::from_secs(config.idle_timeout_secs),
+        shared,
     }
 }

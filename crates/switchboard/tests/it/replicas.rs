@@ -548,3 +548,170 @@ async fn a_reload_reaches_every_replica_and_one_that_fails_says_so() {
         .unwrap();
     assert_eq!(other["status"], "ok", "{other}");
 }
+
+/// An MCP client of the 2025-11-25 era, speaking to whichever replica it is pointed at.
+struct McpSession {
+    client: reqwest::Client,
+    key: &'static str,
+    id: String,
+}
+
+impl McpSession {
+    /// One message to `base`'s `/mcp` in the session: the HTTP status and the message.
+    async fn send(&self, base: &str, method: &str, params: Value) -> (u16, Value) {
+        let mut message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        if !method.starts_with("notifications/") {
+            message["id"] = json!(1);
+        }
+        let response = self
+            .client
+            .post(format!("{base}/mcp"))
+            .bearer_auth(self.key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&message)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn open(client: &reqwest::Client, base: &str, key: &'static str) -> Self {
+        let response = client
+            .post(format!("{base}/mcp"))
+            .bearer_auth(key)
+            .header("accept", "application/json, text/event-stream")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "replicas-test", "version": "1"}}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let id = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        Self {
+            client: client.clone(),
+            key,
+            id,
+        }
+    }
+
+    async fn delete(&self, base: &str) -> u16 {
+        self.client
+            .delete(format!("{base}/mcp"))
+            .bearer_auth(self.key)
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+}
+
+/// An MCP session opened on one replica is served by the others (listed, a tool called),
+/// stays its key's alone on every replica, and a DELETE on a replica that never saw it
+/// ends it on all; a stateless-era request works on whichever replica nginx picks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_everywhere() {
+    const OWNER: &str = "sk-sb-owner-2Kd7Rm4Wq9Lp3Xv6Bn1Tc8Hf5Jz0Yg4";
+    const OTHER: &str = "sk-sb-other-6Pw3Ln8Zr1Kq5Vt9Ym2Hc7Bd4Xf0Js8";
+    let fleet = Fleet::start(
+        "[[key]]\nname = \"owner\"\nkey_env = \"OWNER_KEY\"\n[[key]]\nname = \"other\"\nkey_env = \"OTHER_KEY\"\n",
+        &[("OWNER_KEY", OWNER), ("OTHER_KEY", OTHER)],
+        2,
+        Duration::from_millis(10),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    for replica in 0..3 {
+        wait_ready(&client, &fleet.base(replica)).await;
+    }
+    let session = McpSession::open(&client, &fleet.base(0), OWNER).await;
+    let (status, _) = session
+        .send(&fleet.base(1), "notifications/initialized", json!({}))
+        .await;
+    assert_eq!(status, 202);
+    for replica in [1, 0, 1] {
+        let (status, listed) = session
+            .send(&fleet.base(replica), "tools/list", json!({}))
+            .await;
+        assert_eq!(status, 200, "replica {replica}: {listed}");
+        assert!(
+            listed.to_string().contains("narrator_log_story_event"),
+            "replica {replica}: {listed}"
+        );
+    }
+    let (status, called) = session
+        .send(
+            &fleet.base(1),
+            "tools/call",
+            json!({"name": "narrator_log_story_event", "arguments": {"event": "The bridge fell"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{called}");
+    assert!(called.to_string().contains("The bridge fell"), "{called}");
+
+    // Another key holding the id gets what an unknown session gets, on every replica.
+    let stolen = McpSession {
+        client: client.clone(),
+        key: OTHER,
+        id: session.id.clone(),
+    };
+    for replica in 0..3 {
+        let (status, _) = stolen
+            .send(&fleet.base(replica), "tools/list", json!({}))
+            .await;
+        assert_eq!(status, 404, "replica {replica}");
+    }
+
+    // Replica 2 never saw the session: its DELETE ends it everywhere.
+    assert_eq!(session.delete(&fleet.base(2)).await, 202);
+    for replica in 0..3 {
+        let (status, _) = session
+            .send(&fleet.base(replica), "tools/list", json!({}))
+            .await;
+        assert_eq!(
+            status, 404,
+            "replica {replica} still serves a deleted session"
+        );
+    }
+
+    // The stateless era needs nothing shared: any replica answers.
+    for _ in 0..3 {
+        let listed: Value = client
+            .post(format!("{}/mcp", fleet.nginx.base))
+            .bearer_auth(OWNER)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/list")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "replicas-test", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}}}}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(
+            listed.to_string().contains("narrator_log_story_event"),
+            "{listed}"
+        );
+    }
+}
