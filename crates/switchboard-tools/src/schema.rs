@@ -138,15 +138,49 @@ pub(crate) fn walk<'a>(
     path: &str,
     visit: &mut dyn FnMut(&str, &'a serde_json::Map<String, Value>),
 ) {
+    walk_nested(schema, path, 0, &mut |here, _, map| visit(here, map));
+}
+
+/// What compiling a schema costs grows with these, past its size in bytes: a validator is
+/// built for every subschema, and `anyOf`/`allOf`/`oneOf` nested in one another make
+/// each level's alternatives be tried under every alternative above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaSize {
+    /// The schema and every subschema below it.
+    pub subschemas: usize,
+    /// How deep `anyOf`, `allOf` and `oneOf` nest in one another (0 without any).
+    pub combinator_depth: usize,
+}
+
+/// Measures `schema` (see [`SchemaSize`]) without compiling it.
+pub fn schema_size(schema: &Value) -> SchemaSize {
+    let mut size = SchemaSize {
+        subschemas: 0,
+        combinator_depth: 0,
+    };
+    walk_nested(schema, "", 0, &mut |_, combinators, _| {
+        size.subschemas += 1;
+        size.combinator_depth = size.combinator_depth.max(combinators);
+    });
+    size
+}
+
+/// [`walk`], telling `visit` also how many combinators enclose each subschema.
+fn walk_nested<'a>(
+    schema: &'a Value,
+    path: &str,
+    combinators: usize,
+    visit: &mut dyn FnMut(&str, usize, &'a serde_json::Map<String, Value>),
+) {
     let Value::Object(map) = schema else { return };
-    visit(path, map);
+    visit(path, combinators, map);
     for (key, value) in map {
         let here = pointer(path, key);
         match key.as_str() {
             "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
                 if let Value::Object(children) = value {
                     for (name, child) in children {
-                        walk(child, &pointer(&here, name), visit);
+                        walk_nested(child, &pointer(&here, name), combinators, visit);
                     }
                 }
             }
@@ -160,11 +194,16 @@ pub(crate) fn walk<'a>(
             | "propertyNames"
             | "unevaluatedItems"
             | "unevaluatedProperties"
-            | "additionalItems" => walk(value, &here, visit),
+            | "additionalItems" => walk_nested(value, &here, combinators, visit),
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                let nested = if key == "prefixItems" {
+                    combinators
+                } else {
+                    combinators + 1
+                };
                 if let Value::Array(children) = value {
                     for (index, child) in children.iter().enumerate() {
-                        walk(child, &pointer(&here, index), visit);
+                        walk_nested(child, &pointer(&here, index), nested, visit);
                     }
                 }
             }
