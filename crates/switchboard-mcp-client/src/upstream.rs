@@ -772,10 +772,10 @@ async fn list_tools(
                 tools.push(UpstreamTool {
                     name: tool.name.into_owned(),
                     description: tool.description.map(|text| text.into_owned()),
-                    input_schema: Value::Object(tool.input_schema.as_ref().clone()),
+                    input_schema: Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
                     output_schema: tool
                         .output_schema
-                        .map(|schema| Value::Object(schema.as_ref().clone())),
+                        .map(|schema| Value::Object(Arc::unwrap_or_clone(schema))),
                     annotations: tool
                         .annotations
                         .and_then(|annotations| serde_json::to_value(annotations).ok()),

@@ -165,12 +165,16 @@ pub fn schema_size(schema: &Value) -> SchemaSize {
     size
 }
 
+/// What [`walk_nested`] calls for each subschema: its path, how many combinators enclose
+/// it, and the subschema.
+type NestedVisit<'v, 'a> = dyn FnMut(&str, usize, &'a serde_json::Map<String, Value>) + 'v;
+
 /// [`walk`], telling `visit` also how many combinators enclose each subschema.
 fn walk_nested<'a>(
     schema: &'a Value,
     path: &str,
     combinators: usize,
-    visit: &mut dyn FnMut(&str, usize, &'a serde_json::Map<String, Value>),
+    visit: &mut NestedVisit<'_, 'a>,
 ) {
     let Value::Object(map) = schema else { return };
     visit(path, combinators, map);
@@ -209,5 +213,34 @@ fn walk_nested<'a>(
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_schemas_size_counts_its_subschemas_and_how_deep_combinators_nest() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"anyOf": [{"type": "string"}, {"allOf": [{"oneOf": [{"type": "null"}]}]}]},
+            "b": {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}},
+            "anyOf": {"type": "string"}
+        }});
+        assert_eq!(
+            schema_size(&schema),
+            SchemaSize {
+                subschemas: 10,
+                combinator_depth: 3
+            }
+        );
+        assert_eq!(
+            schema_size(&json!(true)),
+            SchemaSize {
+                subschemas: 0,
+                combinator_depth: 0
+            }
+        );
     }
 }
