@@ -192,3 +192,115 @@ async fn servers_named_by_url_connect_together_within_the_deadline_and_are_bound
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(backend.requests().len(), asked);
 }
+
+/// A stdio server of the older era listing `argv[1]` tools of about 300 bytes each, in one
+/// page.
+const MANY_TOOLS: &str = r#"
+import json, sys
+
+count = int(sys.argv[1])
+tools = [{"name": "t%d" % n, "description": "d" * 300, "inputSchema": {"type": "object"}} for n in range(count)]
+out = sys.stdout.buffer
+for line in sys.stdin:
+    message = json.loads(line)
+    id, method = message.get("id"), message.get("method")
+    if id is None or method is None:
+        continue
+    if method == "server/discover":
+        out.write((json.dumps({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}) + "\n").encode())
+    elif method == "initialize":
+        out.write((json.dumps({"jsonrpc": "2.0", "id": id, "result": {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "many", "version": "1"}}}) + "\n").encode())
+    elif method == "tools/list":
+        out.write((json.dumps({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}}) + "\n").encode())
+    out.flush()
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_listing_past_its_bound_is_down_with_the_reason_and_its_tools_reach_no_backend() {
+    let Some(python) = python(None) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "many.py", MANY_TOOLS);
+    let backend = ScriptedServer::responding(|_| {
+        OpenAiScript::new()
+            .text("no tools today")
+            .finish("stop", 5, 3)
+            .reply()
+    })
+    .await;
+    let before = rss_mib(std::process::id()).unwrap_or(0.0);
+    // 30,000 tools past the default bound; six past a bound of five.
+    let servers = format!(
+        "[[mcp_server]]\nname = \"wide\"\ncommand = [{python}, \"-u\", {path}, \"30000\"]\n\n[[mcp_server]]\nname = \"six\"\ncommand = [{python}, \"-u\", {path}, \"6\"]\nmax_tools = 5\n",
+        python = json!(python),
+        path = json!(path)
+    );
+    let gateway = start(
+        &servers,
+        &[route(
+            "local",
+            "openai",
+            &format!("{}/v1", backend.base),
+            "mcp_servers = [\"wide\", \"six\"]",
+        )],
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let health = loop {
+        let health: Value = client()
+            .get(format!("{}/healthz", gateway.base_url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let servers = health["mcp_servers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if servers.iter().all(|server| {
+            server["error"]
+                .as_str()
+                .is_some_and(|error| error.contains("(max_tools)"))
+        }) {
+            break health;
+        }
+        assert!(Instant::now() < deadline, "{health}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for (server, bound) in health["mcp_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([1000, 5])
+    {
+        assert!(
+            ["down", "restarting"].contains(&server["state"].as_str().unwrap()),
+            "{server}"
+        );
+        assert_eq!(server["tools"], 0, "{server}");
+        assert!(
+            server["error"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("it lists more than {bound} tools (max_tools)")),
+            "{server}"
+        );
+    }
+    let answer = post(
+        &gateway,
+        &json!({"model": "local", "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let sent = &backend.requests()[0].body;
+    let offered = sent["tools"].as_array().map_or(0, Vec::len);
+    let grown = rss_mib(std::process::id()).unwrap_or(0.0) - before;
+    eprintln!(
+        "backend request: {} bytes, {offered} tools; RSS +{grown:.0} MiB",
+        sent.to_string().len()
+    );
+    assert_eq!(offered, 0, "{sent}");
+}
