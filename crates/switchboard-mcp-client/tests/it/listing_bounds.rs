@@ -12,7 +12,9 @@ use crate::common::*;
 
 /// `argv[1]` is the mode: `endless` (pages of 20 tools, each ~1 KB, whose `nextCursor`
 /// never ends), `empty` (empty pages whose `nextCursor` never ends), `wide` (30,000 tools
-/// in one page), `fat` (one page of 200 tools of ~30 KB each: 6 MB in all).
+/// in one page), `fat` (one page of 200 tools of ~30 KB each: 6 MB in all); `grow` and
+/// `grow-hang` list one tool until it is called, then say their list changed and list
+/// 2,000 tools, or never answer the listing.
 const LISTER: &str = r#"
 import json, sys
 
@@ -27,6 +29,7 @@ def tool(name, size):
     return {"name": name, "description": "d" * size, "inputSchema": {"type": "object"}}
 
 pages = 0
+grown = False
 for line in sys.stdin:
     message = json.loads(line)
     id, method = message.get("id"), message.get("method")
@@ -38,9 +41,17 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": id, "result": {
             "protocolVersion": message["params"]["protocolVersion"],
             "capabilities": {"tools": {}}, "serverInfo": {"name": "lister", "version": "1"}}})
+    elif method == "tools/call":
+        grown = True
+        send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "grown"}]}})
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     elif method == "tools/list":
         pages += 1
-        if mode == "endless":
+        if mode.startswith("grow"):
+            if grown and mode == "grow-hang":
+                continue
+            result = {"tools": [tool("t%d" % n, 10) for n in range(2000 if grown else 1)]}
+        elif mode == "endless":
             tools = [tool("t%d_%d" % (pages, n), 1000) for n in range(20)]
             result = {"tools": tools, "nextCursor": "page-%d" % pages}
         elif mode == "empty":
@@ -119,4 +130,41 @@ async fn a_listing_past_the_bound_on_tools_or_bytes_puts_the_server_down() {
         error.contains("more than 4194304 bytes (max_list_bytes)"),
         "{error}"
     );
+}
+
+/// After a change the server lists past the bound, or does not answer the listing: either
+/// way it is down with the reason, within the call deadline.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listing_after_a_change_is_bounded_and_under_the_call_deadline() {
+    let Some(python) = python(None) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "lister.py", LISTER);
+    for (mode, why) in [
+        (
+            "grow",
+            "it could not list its tools: it lists more than 1000 tools (max_tools)",
+        ),
+        ("grow-hang", "it did not list its tools within 2.0 s"),
+    ] {
+        let mut config = stdio("lister", &[&python, "-u", &path, mode]);
+        config.call_timeout = Duration::from_secs(2);
+        let upstream = connected(config).await;
+        assert_eq!(upstream.tools().len(), 1);
+        let started = Instant::now();
+        upstream
+            .call("t0", args(serde_json::json!({})), None)
+            .await
+            .unwrap();
+        let mut state = upstream.state();
+        while !matches!(&state, UpstreamState::Down { error, .. } if error == why) {
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "{mode}: {state:?}, {} tools",
+                upstream.tools().len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            state = upstream.state();
+        }
+        eprintln!("{mode}: down after {:?}: {why}", started.elapsed());
+    }
 }
