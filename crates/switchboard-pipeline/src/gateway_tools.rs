@@ -28,8 +28,12 @@ use switchboard_upstream::ToolLoopSettings;
 /// The longest function name model APIs accept.
 const MODEL_NAME_CHARS: usize = 64;
 
-/// How long a request waits for a server it named by URL to connect.
+/// How long a request waits for the servers it named by URL to connect, all together (and
+/// never past the request's own timeout).
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// The most servers one request may name by URL: each is a connection made for it alone.
+pub const MAX_URL_SERVERS: usize = 8;
 
 /// The gateway-run tools of one request, and the bounds of running them.
 #[derive(Debug, Clone)]
@@ -275,13 +279,15 @@ impl GatewayTools {
     }
 
     /// The servers the request names and those `route` offers, resolved; `None` when
-    /// there are none. A server named by a URL the operator allows is connected for this
-    /// request (and closed with it).
+    /// there are none. Servers named by URLs the operator allows (at most
+    /// [`MAX_URL_SERVERS`]) are connected for this request (and closed with it), all at
+    /// once, waited for together within `request_timeout`.
     pub async fn resolve(
         servers: &ToolServers,
         allowed_urls: &[String],
         route: &ToolLoopSettings,
         asked: Asked<'_>,
+        request_timeout: Duration,
     ) -> Result<Option<Self>, PipelineError> {
         if asked.servers.is_empty() && route.servers.is_empty() {
             return Ok(None);
@@ -300,7 +306,7 @@ impl GatewayTools {
             strays: Runner::Unknown,
         };
         let mut taken = asked.taken;
-        let mut named: Vec<Arc<ToolServer>> = Vec::new();
+        let mut found = Vec::with_capacity(asked.servers.len());
         for (index, request) in asked.servers.iter().enumerate() {
             if asked.servers[..index]
                 .iter()
@@ -311,20 +317,47 @@ impl GatewayTools {
                     format!("two MCP servers are labelled \"{}\"", request.label),
                 ));
             }
-            let (server, dynamic) = match configured(servers, request)? {
-                Some(server) => (Arc::clone(server), false),
-                None => (connect(request, allowed_urls).await?, true),
-            };
-            let listing = resolved.offer(&server, request, dynamic, &mut taken, asked.may_use);
+            found.push(configured(servers, request)?.cloned());
+        }
+        // Counted before any is connected: past the bound the gateway reaches none.
+        if let Some(past) = asked
+            .servers
+            .iter()
+            .zip(&found)
+            .filter(|(_, server)| server.is_none())
+            .nth(MAX_URL_SERVERS)
+        {
+            return Err(invalid(
+                &past.0.path,
+                format!("a request may name at most {MAX_URL_SERVERS} MCP servers by URL"),
+            ));
+        }
+        // Each URL is checked (its name resolved, under its own wait) side by side too.
+        let named: Vec<(Arc<ToolServer>, bool)> = futures::future::try_join_all(
+            asked.servers.iter().zip(found).map(|(request, server)| async move {
+                Ok::<_, PipelineError>(match server {
+                    Some(server) => (server, false),
+                    None => (connect(request, allowed_urls).await?, true),
+                })
+            }),
+        )
+        .await?;
+        // They connect in the background, side by side: one wait covers them all. One that
+        // has not connected by then is listed with why.
+        let waited_until = tokio::time::Instant::now() + CONNECT_WAIT.min(request_timeout);
+        for (server, _) in named.iter().filter(|(_, dynamic)| *dynamic) {
+            let _ = tokio::time::timeout_at(waited_until, server.ready()).await;
+        }
+        for ((server, dynamic), request) in named.iter().zip(asked.servers) {
+            let listing = resolved.offer(server, request, *dynamic, &mut taken, asked.may_use);
             resolved.listings.push(Arc::new(listing));
-            named.push(server);
         }
         for name in &route.servers {
             // Checked against the configuration when it was loaded.
             let Some(server) = servers.get(name) else {
                 continue;
             };
-            if named.iter().any(|known| Arc::ptr_eq(known, server)) {
+            if named.iter().any(|(known, _)| Arc::ptr_eq(known, server)) {
                 continue;
             }
             let request = McpServerRequest {
@@ -462,7 +495,7 @@ fn gateway_path(url: &str) -> Option<&str> {
         .filter(|name| !name.is_empty() && !name.contains('/'))
 }
 
-/// A server the request names by a URL the operator allows, connected for the request.
+/// A server the request names by a URL the operator allows, connecting for the request.
 async fn connect(
     request: &McpServerRequest,
     allowed_urls: &[String],
@@ -481,11 +514,9 @@ async fn connect(
     let url = allowed_urls::check(url, allowed_urls, CONNECT_WAIT)
         .await
         .map_err(|refused| invalid(&request.path, refused.to_string()))?;
-    let server = ToolServer::for_request(&request.label, url.as_str(), &request.headers)
-        .map_err(|error| invalid(&request.path, error.to_string()))?;
-    // A server that cannot connect is still listed, with why, as a listing error.
-    let _ = tokio::time::timeout(CONNECT_WAIT, server.ready()).await;
-    Ok(server)
+    // It connects in the background; the caller waits for every such server at once.
+    ToolServer::for_request(&request.label, url.as_str(), &request.headers)
+        .map_err(|error| invalid(&request.path, error.to_string()))
 }
 
 fn invalid(path: &str, message: String) -> PipelineError {

@@ -176,6 +176,7 @@ impl Pipeline {
                     &self.settings.mcp_allowed_urls,
                     &route.tool_loop,
                     asked,
+                    self.settings.request_timeout,
                 )
                 .await
             }

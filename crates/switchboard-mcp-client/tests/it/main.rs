@@ -11,5 +11,6 @@
 mod common;
 mod faults;
 mod http_session;
+mod listing_bounds;
 mod npm_servers;
 mod python_sdk;

@@ -16,12 +16,13 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 use switchboard_characters::Character;
 use switchboard_mcp_client::{
-    CallOutput, Transport, Upstream, UpstreamConfig, UpstreamError, UpstreamState,
+    CallOutput, Transport, Upstream, UpstreamConfig, UpstreamError, UpstreamState, UpstreamTool,
 };
-use switchboard_tools::{CompiledTool, Profile, Toolset};
+use switchboard_tools::{CompiledTool, Profile, Toolset, schema_size};
 use tracing::Instrument;
 use tracing::field::Empty;
 
+use crate::tools::compile_off_serving_threads;
 use crate::trace_context::{TARGET, current_traceparent};
 
 pub use settings::{DEFAULT_MAX_CONCURRENT_CALLS, McpServerConfig, check_servers};
@@ -41,6 +42,15 @@ const UNREACHABLE: &str =
 pub struct ToolServers {
     servers: Vec<Arc<ToolServer>>,
 }
+
+/// The most bytes one tool of a server may take as listed (its schemas, name and
+/// description), checked before its schemas are compiled: compiling costs hundreds of
+/// times a schema's size when combinators nest.
+pub const MAX_TOOL_BYTES: usize = 256 * 1024;
+/// The most subschemas one tool's schemas may hold together.
+pub const MAX_TOOL_SUBSCHEMAS: usize = 10_000;
+/// How deep `anyOf`, `allOf` and `oneOf` may nest in one of a tool's schemas.
+pub const MAX_COMBINATOR_DEPTH: usize = 8;
 
 /// One configured server and its connection.
 #[derive(Debug)]
@@ -245,44 +255,67 @@ impl ToolServer {
     }
 
     /// Its tools as offered: those its allow-list lets through whose schemas the gateway
-    /// can check (one it cannot is left out, with a warning: a model API would refuse it
-    /// too).
+    /// can check (one it cannot, or one past the schema bounds, is left out with a
+    /// warning: a model API would refuse it too, or compiling it would cost the gateway
+    /// more than any tool is worth).
     pub fn offered(&self) -> Arc<[Offered]> {
         let version = *self.upstream.changes().borrow();
-        let mut slot = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((built, offered)) = &*slot
+        if let Some((built, offered)) =
+            &*self.offered.lock().unwrap_or_else(PoisonError::into_inner)
             && *built == version
         {
             return Arc::clone(offered);
         }
-        let offered: Arc<[Offered]> = self
+        // Built without the slot locked: a large list compiles off the serving threads,
+        // and nothing else that asks (`/healthz`) waits on a lock meanwhile.
+        let tools: Vec<UpstreamTool> = self
             .upstream
             .tools()
             .into_iter()
-            .filter_map(|tool| {
-                let mut function = json!({"name": "tool", "parameters": tool.input_schema});
-                if let Some(schema) = &tool.output_schema {
-                    function["output_schema"] = schema.clone();
-                }
-                let definition = json!([{"type": "function", "function": function}]);
-                match Toolset::from_json(&definition, &Profile::api()) {
-                    Ok(compiled) => Some(Offered {
-                        checks: compiled.tools().first()?.clone(),
-                        name: tool.name,
-                        description: tool.description,
-                        input_schema: tool.input_schema,
-                        output_schema: tool.output_schema,
-                        annotations: tool.annotations,
-                    }),
-                    Err(problems) => {
-                        tracing::warn!(mcp_server = %self.name, tool = %tool.name, %problems, "tool left out: its schemas cannot be checked");
-                        None
-                    }
+            .filter(|tool| match schema_bounds(tool) {
+                Ok(()) => true,
+                Err(why) => {
+                    tracing::warn!(mcp_server = %self.name, tool = %tool.name, why, "tool left out: its schemas are past the bounds");
+                    false
                 }
             })
             .collect();
-        *slot = Some((version, Arc::clone(&offered)));
+        let source_bytes = tools.iter().map(|tool| tool.listed_bytes).sum();
+        let offered: Arc<[Offered]> = compile_off_serving_threads(source_bytes, || {
+            tools
+                .into_iter()
+                .filter_map(|tool| self.compile(tool))
+                .collect()
+        });
+        let mut slot = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_none_or(|(built, _)| *built <= version) {
+            *slot = Some((version, Arc::clone(&offered)));
+        }
         offered
+    }
+
+    /// `tool` with its schemas compiled for checks; `None`, with a warning, when they
+    /// cannot be.
+    fn compile(&self, tool: UpstreamTool) -> Option<Offered> {
+        let mut function = json!({"name": "tool", "parameters": tool.input_schema});
+        if let Some(schema) = &tool.output_schema {
+            function["output_schema"] = schema.clone();
+        }
+        let definition = json!([{"type": "function", "function": function}]);
+        match Toolset::from_json(&definition, &Profile::api()) {
+            Ok(compiled) => Some(Offered {
+                checks: compiled.tools().first()?.clone(),
+                name: tool.name,
+                description: tool.description,
+                input_schema: tool.input_schema,
+                output_schema: tool.output_schema,
+                annotations: tool.annotations,
+            }),
+            Err(problems) => {
+                tracing::warn!(mcp_server = %self.name, tool = %tool.name, %problems, "tool left out: its schemas cannot be checked");
+                None
+            }
+        }
     }
 
     /// Waits for the first connection to be made or to fail (a command that uses the
@@ -479,6 +512,33 @@ impl ToolServer {
             "ok",
         )
     }
+}
+
+/// Whether `tool`'s schemas are within the bounds that keep compiling them cheap; why not.
+fn schema_bounds(tool: &UpstreamTool) -> Result<(), String> {
+    if tool.listed_bytes > MAX_TOOL_BYTES {
+        return Err(format!(
+            "it takes {} bytes as listed, at most {MAX_TOOL_BYTES} allowed",
+            tool.listed_bytes
+        ));
+    }
+    let mut subschemas = 0;
+    for schema in std::iter::once(&tool.input_schema).chain(&tool.output_schema) {
+        let size = schema_size(schema);
+        if size.combinator_depth > MAX_COMBINATOR_DEPTH {
+            return Err(format!(
+                "anyOf/allOf/oneOf nest {} deep, at most {MAX_COMBINATOR_DEPTH} allowed",
+                size.combinator_depth
+            ));
+        }
+        subschemas += size.subschemas;
+    }
+    if subschemas > MAX_TOOL_SUBSCHEMAS {
+        return Err(format!(
+            "its schemas hold {subschemas} subschemas, at most {MAX_TOOL_SUBSCHEMAS} allowed"
+        ));
+    }
+    Ok(())
 }
 
 fn error_reply(text: String) -> ToolReply {

@@ -42,6 +42,14 @@ pub struct McpServerConfig {
     /// rest wait their turn (within the call's deadline).
     #[serde(default = "default_max_concurrent_calls")]
     pub max_concurrent_calls: usize,
+    /// The most tools its listing may hold, every page together; past it the server is
+    /// `down`.
+    #[serde(default)]
+    pub max_tools: Option<usize>,
+    /// The most bytes its listing may take, every page together; past it the server is
+    /// `down`.
+    #[serde(default)]
+    pub max_list_bytes: Option<usize>,
 }
 
 /// Enough for a model's parallel calls, few enough that one request's thousand calls do not
@@ -136,6 +144,12 @@ pub fn check_servers(servers: &[McpServerConfig]) -> Vec<String> {
                 "{place}.max_concurrent_calls must be from 1 to 1024"
             ));
         }
+        if server.max_tools == Some(0) {
+            problems.push(format!("{place}.max_tools must be at least 1"));
+        }
+        if server.max_list_bytes == Some(0) {
+            problems.push(format!("{place}.max_list_bytes must be at least 1"));
+        }
     }
     problems
 }
@@ -177,6 +191,12 @@ impl McpServerConfig {
         if let Some(bytes) = self.max_result_bytes {
             config.max_result_bytes = bytes;
         }
+        if let Some(tools) = self.max_tools {
+            config.max_tools = tools;
+        }
+        if let Some(bytes) = self.max_list_bytes {
+            config.max_list_bytes = bytes;
+        }
         Ok(config)
     }
 }
@@ -202,6 +222,38 @@ fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listing_bounds_are_checked_and_reach_the_client() {
+        let entry = |extra: serde_json::Value| -> McpServerConfig {
+            let mut entry = serde_json::json!({"name": "up", "command": ["x"]});
+            entry
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(entry).unwrap()
+        };
+        let server = entry(serde_json::json!({"max_tools": 0, "max_list_bytes": 0}));
+        assert_eq!(
+            check_servers(std::slice::from_ref(&server)),
+            [
+                "mcp_server[0] (\"up\").max_tools must be at least 1",
+                "mcp_server[0] (\"up\").max_list_bytes must be at least 1",
+            ]
+        );
+        let server = entry(serde_json::json!({"max_tools": 5, "max_list_bytes": 9}));
+        let config = server.upstream(&|_| None).unwrap();
+        assert_eq!((config.max_tools, config.max_list_bytes), (5, 9));
+        let server = entry(serde_json::json!({}));
+        let config = server.upstream(&|_| None).unwrap();
+        assert_eq!(
+            (config.max_tools, config.max_list_bytes),
+            (
+                switchboard_mcp_client::DEFAULT_MAX_TOOLS,
+                switchboard_mcp_client::DEFAULT_MAX_LIST_BYTES
+            )
+        );
+    }
 
     #[test]
     fn variables_are_read_from_the_environment_and_a_missing_one_is_named() {

@@ -17,6 +17,7 @@ mod gateway_tools;
 mod gateway_tools_sdk;
 mod hardening_names;
 mod hardening_tool_loop;
+mod hardening_upstream_tools;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;
