@@ -104,8 +104,8 @@ async fn with_request_id(mut request: Request, next: Next) -> Response {
 }
 
 /// Serves until `shutdown` resolves, then drains: `/readyz` answers 503 while the gateway
-/// goes on serving what reaches it, until no request has been in flight for `drain.idle`;
-/// then it stops listening, and the requests still running finish within what is left of
+/// goes on serving what reaches it, until no request has been in flight for `drain.idle`
+/// (a zero idle time skips this); then it stops listening, and the requests still running finish within what is left of
 /// `drain.grace`. Answers still running after it end with `server_shutting_down` (an SSE
 /// error event in a stream), which they get a moment to send before their connections
 /// close.
@@ -125,6 +125,10 @@ pub async fn run(
         shutdown.await;
         let _ = signalled.send(Instant::now());
         readiness.drain();
+        // No idle time asked for: the listener closes at once.
+        if drain.idle.is_zero() {
+            return;
+        }
         tracing::info!(
             in_flight = readiness.in_flight(),
             "shutting down: /readyz answers 503; serving until no request has been in flight for {} s",

@@ -62,7 +62,7 @@ pub struct Config {
     pub shutdown_grace_secs: u64,
     /// After a shutdown signal the gateway keeps listening (`/readyz` answers 503, so a
     /// load balancer takes it out) until no request has been in flight for this long, in
-    /// seconds, or `shutdown_grace_secs` runs out.
+    /// seconds, or `shutdown_grace_secs` runs out; 0 stops listening at once.
     #[serde(default = "default_drain_idle")]
     pub drain_idle_secs: u64,
     /// Time a client has to send a request's headers, in seconds.
