@@ -21,12 +21,13 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
-use tokio::process::Child;
+use switchboard_wire::secrets::Secrets;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use crate::config::{Transport, UpstreamConfig};
 use crate::error::UpstreamError;
+use crate::fault::Fault;
 use crate::handler::Handler;
 use crate::output::CallOutput;
 use crate::session_client::SessionAwareClient;
@@ -99,6 +100,10 @@ struct Shared {
     /// The generation of the connection lost, so a late request does not drop a newer one.
     lost_generation: Mutex<u64>,
     http_headers: Option<http::HeaderMap>,
+    /// Its credentials (header and `env` values), cut out of every text that comes from it.
+    secrets: Secrets,
+    /// Why the last HTTP answer could not be used (its HTTP connections share it).
+    http_fault: Arc<Fault>,
 }
 
 impl Upstream {
@@ -126,6 +131,8 @@ impl Upstream {
         };
         let (stop, stop_rx) = watch::channel(());
         let shared = Arc::new(Shared {
+            secrets: config.secrets(),
+            http_fault: Arc::new(Fault::default()),
             name: Arc::from(config.name.as_str()),
             config,
             state: watch::Sender::new(UpstreamState::Starting),
@@ -170,9 +177,24 @@ impl Upstream {
         }
     }
 
-    /// The tools last listed, less those the allow-list leaves out.
+    /// The tools last listed, less those the allow-list leaves out; the server's
+    /// credentials are cut out of their texts.
     pub fn tools(&self) -> Vec<UpstreamTool> {
-        lock(&self.inner.shared.tools).as_ref().clone()
+        let listed = lock(&self.inner.shared.tools).clone();
+        let secrets = &self.inner.shared.secrets;
+        listed
+            .iter()
+            .cloned()
+            .map(|tool| UpstreamTool {
+                description: tool.description.map(|text| secrets.text(&text)),
+                input_schema: secrets.value(tool.input_schema),
+                output_schema: tool.output_schema.map(|schema| secrets.value(schema)),
+                annotations: tool
+                    .annotations
+                    .map(|annotations| secrets.value(annotations)),
+                ..tool
+            })
+            .collect()
     }
 
     /// Where the connection stands.
@@ -235,6 +257,7 @@ impl Upstream {
                     return Ok(CallOutput::from_result(
                         result,
                         shared.config.max_result_bytes,
+                        &shared.secrets,
                     ));
                 }
                 Ok(CallToolResponse::InputRequired(result)) => {
@@ -264,6 +287,13 @@ impl Upstream {
                     )));
                 }
                 Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                    // An answer that came and could not be used is no lost connection: it
+                    // would come again, and the tool may run twice.
+                    if let Some(why) = shared.http_fault.why().filter(|_| is_http) {
+                        return Err(
+                            self.unavailable(format!("its answer could not be used: {why}"))
+                        );
+                    }
                     error
                 }
                 Err(ServiceError::UnexpectedResponse) => {
@@ -285,7 +315,7 @@ impl Upstream {
                 // answer; if the connection was cut after the server had read it, the tool
                 // may run twice, which is the price of not failing every call that meets a
                 // restarted server.
-                tracing::info!(server = %shared.name, error = %plain(&error), "connection lost during a call; reconnecting and retrying once");
+                tracing::info!(server = %shared.name, error = %shared.secrets.text(&plain(&error)), "connection lost during a call; reconnecting and retrying once");
                 after_generation = generation;
                 {
                     let mut lost = lock(&shared.lost_generation);
@@ -358,14 +388,14 @@ impl Upstream {
     fn unavailable(&self, why: String) -> UpstreamError {
         UpstreamError::Unavailable {
             name: self.inner.shared.config.name.clone(),
-            why,
+            why: self.inner.shared.secrets.text(&why),
         }
     }
 
     fn rejected(&self, why: String) -> UpstreamError {
         UpstreamError::Rejected {
             name: self.inner.shared.config.name.clone(),
-            why,
+            why: self.inner.shared.secrets.text(&why),
         }
     }
 }
@@ -407,14 +437,14 @@ fn header_map(
     Ok(map)
 }
 
-/// A live connection: the rmcp service, and for stdio the child and the slot where its
-/// stdout reader says why it gave up.
+/// A live connection: the rmcp service, for stdio the child, and where the transport says
+/// why it gave up.
 struct Connection {
     running: RunningService<RoleClient, Handler>,
     /// The current era's subscription to tool list changes, ended with the connection.
     listening: Option<AbortOnDrop>,
-    child: Option<Child>,
-    overflow: Option<Arc<Mutex<Option<String>>>>,
+    process: Option<stdio::Process>,
+    fault: Arc<Fault>,
 }
 
 /// Keeps the upstream connected until `stop` says the last [`Upstream`] is gone.
@@ -445,6 +475,8 @@ async fn supervise(shared: Arc<Shared>, mut stop: watch::Receiver<()>) {
             }
             Err(why) => why,
         };
+        // Every reason is built from what the server sent, or its HTTP client saw.
+        let error = shared.secrets.text(&error);
         *lock(&shared.peer) = None;
         tracing::warn!(server = %shared.name, error = %error, "MCP server connection ended");
         if !reconnect_now {
@@ -480,8 +512,8 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
     let Connection {
         running,
         listening: _listening,
-        mut child,
-        overflow,
+        mut process,
+        fault,
     } = connection;
     let peer = running.peer().clone();
     let protocol_version = peer
@@ -494,14 +526,21 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
         protocol_version,
     });
     tracing::info!(server = %shared.name, "MCP server connected");
-    let waiting = running.waiting();
-    tokio::pin!(waiting);
+    let mut waiting = Box::pin(running.waiting());
+    let mut exited = None;
     loop {
         tokio::select! {
             _ = &mut waiting => break,
+            // A child can exit while what it started holds its stdout open: no end of file
+            // would ever come.
+            status = exit_of(process.as_mut()) => {
+                exited = Some(status);
+                break;
+            }
+            () = fault.ended() => break,
             _ = shared.tools_changed.notified() => {
                 if let Err(error) = refresh_tools(shared, &peer).await {
-                    tracing::warn!(server = %shared.name, %error, "could not list the tools again after a change");
+                    tracing::warn!(server = %shared.name, error = %shared.secrets.text(&error.to_string()), "could not list the tools again after a change");
                 }
             }
             _ = shared.reconnect.notified() => {
@@ -511,23 +550,49 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
             }
         }
     }
-    let overflowed = overflow.and_then(|slot| lock(&slot).clone());
-    if let Some(why) = overflowed {
+    // The connection ends here: its calls fail now rather than when `process` (and its
+    // group) goes.
+    drop(waiting);
+    // What the transport read says most; then the child's exit; a failed write last (the
+    // exit that broke the pipe says more).
+    if let Some(why) = fault.why() {
         return Ended {
             why,
             reconnect_now: false,
         };
     }
-    let why = match child.as_mut() {
-        Some(child) => match tokio::time::timeout(LEARN_WHY, child.wait()).await {
-            Ok(Ok(status)) => format!("the process exited ({status})"),
-            _ => "the process closed its stdout".to_owned(),
-        },
-        None => "the connection closed".to_owned(),
+    let exited = match (exited, process.as_mut()) {
+        (Some(status), _) => Some(status),
+        (None, Some(process)) => {
+            // A failed write comes with the exit that broke the pipe, or from a child that
+            // lives on without reading: not worth the whole wait.
+            let wait = match fault.write_failure() {
+                Some(_) => LEARN_WHY / 10,
+                None => LEARN_WHY,
+            };
+            tokio::time::timeout(wait, process.wait()).await.ok()
+        }
+        (None, None) => None,
+    };
+    let why = match (exited, fault.write_failure()) {
+        (Some(Ok(status)), _) => format!("the process exited ({status})"),
+        (_, Some(write)) => write,
+        _ if process.is_some() => "the process closed its stdout".to_owned(),
+        _ => "the connection closed".to_owned(),
     };
     Ended {
         why,
         reconnect_now: false,
+    }
+}
+
+/// The exit of the child, when there is one; never otherwise.
+async fn exit_of(
+    process: Option<&mut stdio::Process>,
+) -> std::io::Result<std::process::ExitStatus> {
+    match process {
+        Some(process) => process.wait().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -563,7 +628,7 @@ async fn listen_for_changes(shared: &Shared, peer: &Peer<RoleClient>) -> Option<
     {
         Ok(Ok(subscription)) => subscription,
         Ok(Err(error)) => {
-            tracing::warn!(server = %shared.name, error = %plain(&error), "could not listen for tool list changes");
+            tracing::warn!(server = %shared.name, error = %shared.secrets.text(&plain(&error)), "could not listen for tool list changes");
             return None;
         }
         Err(_) => {
@@ -601,20 +666,26 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
     let handshake = async {
         match &config.transport {
             Transport::Stdio { command, env } => {
-                let spawned = stdio::spawn(&config.name, command, env, config.max_message_bytes)
-                    .map_err(|error| format!("it could not be started: {error}"))?;
+                let spawned = stdio::spawn(
+                    &config.name,
+                    command,
+                    env,
+                    config.max_message_bytes,
+                    &shared.secrets,
+                )
+                .map_err(|error| format!("it could not be started: {error}"))?;
                 // rmcp's own bound is one past ours, so ours, which says why, speaks first.
                 let transport = AsyncRwTransport::new_client(spawned.stdout, spawned.stdin)
                     .with_max_line_length(config.max_message_bytes.saturating_add(1));
                 let running = handler
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|error| handshake_failed(&error, Some(&spawned.overflow)))?;
+                    .map_err(|error| handshake_failed(&error, &spawned.fault))?;
                 Ok::<_, String>(Connection {
                     running,
                     listening: None,
-                    child: Some(spawned.child),
-                    overflow: Some(spawned.overflow),
+                    process: Some(spawned.process),
+                    fault: spawned.fault,
                 })
             }
             Transport::Http { url, .. } => {
@@ -628,18 +699,20 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                     .into_iter()
                     .filter_map(|(name, value)| Some((name?, value)))
                     .collect();
-                let client = SessionAwareClient::new()?;
+                let fault = shared.http_fault.clone();
+                fault.clear();
+                let client = SessionAwareClient::new(fault.clone(), shared.secrets.clone())?;
                 let transport =
                     StreamableHttpClientTransport::with_client(client, transport_config);
                 let running = handler
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|error| handshake_failed(&error, None))?;
+                    .map_err(|error| handshake_failed(&error, &fault))?;
                 Ok::<_, String>(Connection {
                     running,
                     listening: None,
-                    child: None,
-                    overflow: None,
+                    process: None,
+                    fault,
                 })
             }
         }
@@ -671,11 +744,8 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
     Ok(connection)
 }
 
-fn handshake_failed(
-    error: &rmcp::service::ClientInitializeError,
-    overflow: Option<&Arc<Mutex<Option<String>>>>,
-) -> String {
-    if let Some(why) = overflow.and_then(|slot| lock(slot).clone()) {
+fn handshake_failed(error: &rmcp::service::ClientInitializeError, fault: &Fault) -> String {
+    if let Some(why) = fault.why() {
         return why;
     }
     format!("the MCP handshake failed: {}", plain(error))

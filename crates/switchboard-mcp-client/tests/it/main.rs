@@ -13,3 +13,4 @@ mod faults;
 mod http_session;
 mod npm_servers;
 mod python_sdk;
+mod transport_faults;
