@@ -15,6 +15,7 @@ mod connections;
 mod errors;
 mod gateway_tools;
 mod gateway_tools_sdk;
+mod hardening_credentials;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;
