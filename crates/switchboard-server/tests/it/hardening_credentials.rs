@@ -227,10 +227,12 @@ async fn credentials_an_mcp_server_quotes_back_reach_nobody() {
     // A server a Responses request names, with its own credential, refusing it in a 401.
     let response = client()
         .post(format!("{}/v1/responses", gateway.base_url()))
-        .json(&json!({"model": "local", "input": "check", "tools": [{"type": "mcp",
+        .json(
+            &json!({"model": "local", "input": "check", "tools": [{"type": "mcp",
             "server_label": "denied", "require_approval": "never",
             "server_url": format!("http://127.0.0.1:{port}/deny/for-requests"),
-            "headers": {"Authorization": format!("Bearer {REQUEST_SECRET}")}}]}))
+            "headers": {"Authorization": format!("Bearer {REQUEST_SECRET}")}}]}),
+        )
         .send()
         .await
         .unwrap();
