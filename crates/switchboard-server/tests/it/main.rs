@@ -16,6 +16,7 @@ mod errors;
 mod gateway_tools;
 mod gateway_tools_sdk;
 mod hardening_credentials;
+mod hardening_stdio_exit;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;
