@@ -13,6 +13,15 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 * 1024;
 /// The default bound on one message from the server (16 MiB, rmcp's own line bound): a
 /// bigger one ends the connection rather than being buffered.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// The default bound on the tools one listing may hold, every page together (before the
+/// allow-list: listing them is what costs): a server listing 100,000 tools would otherwise
+/// send them with every model request on its routes.
+pub const DEFAULT_MAX_TOOLS: usize = 1000;
+/// The default bound on one listing's bytes, every page together (each tool as JSON).
+pub const DEFAULT_MAX_LIST_BYTES: usize = 4 * 1024 * 1024;
+/// The most pages one listing may take: a server whose `nextCursor` never ends would
+/// otherwise be listed until its deadline, gathering tools all the while.
+pub const MAX_LIST_PAGES: usize = 100;
 /// The default deadline of one call.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default deadline of connecting: spawning or reaching the server and its handshake.
@@ -39,6 +48,10 @@ pub struct UpstreamConfig {
     pub max_result_bytes: usize,
     /// The bound on one message (one line over stdio, one body or event over HTTP).
     pub max_message_bytes: usize,
+    /// The bound on the tools one listing holds, every page together.
+    pub max_tools: usize,
+    /// The bound on one listing's bytes, every page together.
+    pub max_list_bytes: usize,
 }
 
 /// How the server is reached.
@@ -70,6 +83,8 @@ impl UpstreamConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_tools: DEFAULT_MAX_TOOLS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
         }
     }
 

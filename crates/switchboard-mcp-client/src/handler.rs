@@ -16,6 +16,9 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::Notify;
 
+use crate::output::bound_text;
+use crate::stdio::MAX_STDERR_LINE;
+
 #[derive(Debug, Clone)]
 pub(crate) struct Handler {
     pub server: Arc<str>,
@@ -74,6 +77,8 @@ impl ClientHandler for Handler {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        tracing::debug!(server = %self.server, level = ?params.level, data = %params.data, "log message");
+        // What a server logs is its own to size: cut as its stderr lines are.
+        let data = bound_text(params.data.to_string(), MAX_STDERR_LINE);
+        tracing::debug!(server = %self.server, level = ?params.level, data = %data, "log message");
     }
 }

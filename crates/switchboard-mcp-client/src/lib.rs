@@ -23,8 +23,9 @@ mod stdio;
 mod upstream;
 
 pub use config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_MAX_RESULT_BYTES, Transport, UpstreamConfig,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_LIST_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TOOLS, MAX_LIST_PAGES,
+    Transport, UpstreamConfig,
 };
 pub use error::UpstreamError;
 pub use output::{CallOutput, Media, MediaKind};

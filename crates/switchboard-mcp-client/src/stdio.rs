@@ -27,8 +27,8 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use crate::fault::Fault;
 
 /// Longest stderr line logged whole; the rest of a longer line is cut (the line is counted,
-/// not buffered).
-const MAX_STDERR_LINE: usize = 4096;
+/// not buffered). A server's log messages are cut to it too.
+pub(crate) const MAX_STDERR_LINE: usize = 4096;
 /// How deep a message may nest: rmcp's parser (serde_json) refuses the 128th level, and
 /// drops such a message silently.
 const MAX_NESTING: usize = 127;

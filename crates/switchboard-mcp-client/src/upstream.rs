@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, MetaObject, ProtocolVersion, RequestMetaObject,
-    ServerNotification, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    RequestMetaObject, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService,
@@ -25,7 +25,7 @@ use switchboard_wire::secrets::Secrets;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
-use crate::config::{Transport, UpstreamConfig};
+use crate::config::{MAX_LIST_PAGES, Transport, UpstreamConfig};
 use crate::error::UpstreamError;
 use crate::fault::Fault;
 use crate::handler::Handler;
@@ -52,6 +52,9 @@ pub struct UpstreamTool {
     pub output_schema: Option<Value>,
     /// `annotations` as sent (`readOnlyHint`, `destructiveHint`, …).
     pub annotations: Option<Value>,
+    /// Its size as listed, in bytes of JSON: what compiling its schemas can cost grows
+    /// with it.
+    pub listed_bytes: usize,
 }
 
 /// Where the connection stands, for a health page.
@@ -178,23 +181,9 @@ impl Upstream {
     }
 
     /// The tools last listed, less those the allow-list leaves out; the server's
-    /// credentials are cut out of their texts.
+    /// credentials were cut out of their texts as they were listed.
     pub fn tools(&self) -> Vec<UpstreamTool> {
-        let listed = lock(&self.inner.shared.tools).clone();
-        let secrets = &self.inner.shared.secrets;
-        listed
-            .iter()
-            .cloned()
-            .map(|tool| UpstreamTool {
-                description: tool.description.map(|text| secrets.text(&text)),
-                input_schema: secrets.value(tool.input_schema),
-                output_schema: tool.output_schema.map(|schema| secrets.value(schema)),
-                annotations: tool
-                    .annotations
-                    .map(|annotations| secrets.value(annotations)),
-                ..tool
-            })
-            .collect()
+        lock(&self.inner.shared.tools).as_ref().clone()
     }
 
     /// Where the connection stands.
@@ -539,8 +528,20 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
             }
             () = fault.ended() => break,
             _ = shared.tools_changed.notified() => {
-                if let Err(error) = refresh_tools(shared, &peer).await {
-                    tracing::warn!(server = %shared.name, error = %shared.secrets.text(&error.to_string()), "could not list the tools again after a change");
+                // Under the call deadline, as the first listing: a server that stops
+                // answering, or lists past the bounds, is down with the reason.
+                let timeout = shared.config.call_timeout;
+                match tokio::time::timeout(timeout, refresh_tools(shared, &peer)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(ListingError::Failed(error))) => {
+                        tracing::warn!(server = %shared.name, error = %shared.secrets.text(&plain(&error)), "could not list the tools again after a change");
+                    }
+                    Ok(Err(error @ ListingError::TooLarge(_))) => {
+                        return Ended { why: format!("it could not list its tools: {error}"), reconnect_now: false };
+                    }
+                    Err(_) => {
+                        return Ended { why: format!("it did not list its tools within {:.1} s", timeout.as_secs_f64()), reconnect_now: false };
+                    }
                 }
             }
             _ = shared.reconnect.notified() => {
@@ -740,7 +741,7 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                 config.call_timeout.as_secs_f64()
             )
         })?
-        .map_err(|error| format!("it could not list its tools: {}", plain(&error)))?;
+        .map_err(|error| format!("it could not list its tools: {error}"))?;
     Ok(connection)
 }
 
@@ -765,22 +766,30 @@ fn plain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// Why a listing failed: the server's own failure, or a listing past the bounds (which
+/// ends the connection: the server is `down` with the reason).
+#[derive(Debug, thiserror::Error)]
+enum ListingError {
+    #[error("{}", plain(.0))]
+    Failed(#[from] ServiceError),
+    #[error("{0}")]
+    TooLarge(String),
+}
+
 /// Lists the tools again and bumps the change counter when the allowed list differs.
-async fn refresh_tools(shared: &Shared, peer: &Peer<RoleClient>) -> Result<(), ServiceError> {
-    let listed = peer.list_all_tools().await?;
-    let tools: Vec<UpstreamTool> = listed
+async fn refresh_tools(shared: &Shared, peer: &Peer<RoleClient>) -> Result<(), ListingError> {
+    let secrets = &shared.secrets;
+    let tools: Vec<UpstreamTool> = list_tools(&shared.config, peer)
+        .await?
         .into_iter()
-        .filter(|tool| shared.config.allows(&tool.name))
         .map(|tool| UpstreamTool {
-            name: tool.name.into_owned(),
-            description: tool.description.map(|text| text.into_owned()),
-            input_schema: Value::Object(tool.input_schema.as_ref().clone()),
-            output_schema: tool
-                .output_schema
-                .map(|schema| Value::Object(schema.as_ref().clone())),
+            description: tool.description.map(|text| secrets.text(&text)),
+            input_schema: secrets.value(tool.input_schema),
+            output_schema: tool.output_schema.map(|schema| secrets.value(schema)),
             annotations: tool
                 .annotations
-                .and_then(|annotations| serde_json::to_value(annotations).ok()),
+                .map(|annotations| secrets.value(annotations)),
+            ..tool
         })
         .collect();
     let changed = {
@@ -796,6 +805,79 @@ async fn refresh_tools(shared: &Shared, peer: &Peer<RoleClient>) -> Result<(), S
         shared.changes.send_modify(|count| *count += 1);
     }
     Ok(())
+}
+
+/// Every page of the server's tools, within [`MAX_LIST_PAGES`] and the configured bounds
+/// on tools and bytes in all, less those the allow-list leaves out. Each page is bounded
+/// by the message bound already; only the allowed tools of past pages are held.
+async fn list_tools(
+    config: &UpstreamConfig,
+    peer: &Peer<RoleClient>,
+) -> Result<Vec<UpstreamTool>, ListingError> {
+    let mut tools = Vec::new();
+    let (mut listed, mut bytes) = (0usize, 0usize);
+    let mut cursor = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await?;
+        listed = listed.saturating_add(page.tools.len());
+        if listed > config.max_tools {
+            return Err(ListingError::TooLarge(format!(
+                "it lists more than {} tools (max_tools)",
+                config.max_tools
+            )));
+        }
+        for tool in page.tools {
+            let listed_bytes = json_bytes(&tool);
+            bytes = bytes.saturating_add(listed_bytes);
+            if bytes > config.max_list_bytes {
+                return Err(ListingError::TooLarge(format!(
+                    "its tool list takes more than {} bytes (max_list_bytes)",
+                    config.max_list_bytes
+                )));
+            }
+            if config.allows(&tool.name) {
+                tools.push(UpstreamTool {
+                    name: tool.name.into_owned(),
+                    description: tool.description.map(|text| text.into_owned()),
+                    input_schema: Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
+                    output_schema: tool
+                        .output_schema
+                        .map(|schema| Value::Object(Arc::unwrap_or_clone(schema))),
+                    annotations: tool
+                        .annotations
+                        .and_then(|annotations| serde_json::to_value(annotations).ok()),
+                    listed_bytes,
+                });
+            }
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(tools);
+        }
+    }
+    Err(ListingError::TooLarge(format!(
+        "it lists its tools in more than {MAX_LIST_PAGES} pages"
+    )))
+}
+
+/// The length of `tool` as JSON, counted without writing it anywhere.
+fn json_bytes(tool: &rmcp::model::Tool) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing to a counter cannot fail, nor can serialising the protocol's own types.
+    let _ = serde_json::to_writer(&mut counter, tool);
+    counter.0
 }
 
 #[cfg(test)]

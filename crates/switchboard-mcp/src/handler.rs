@@ -13,6 +13,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::catalog::{CallError, CatalogTool, ToolCatalog};
 use crate::names;
@@ -34,6 +35,10 @@ pub struct ServerOptions {
 pub struct McpServer<C> {
     catalog: Arc<C>,
     options: Arc<ServerOptions>,
+    /// Cancelled once the last clone of this instance is dropped: when the SDK has ended the
+    /// session (or request) it served, so the tasks started for it end with it.
+    ended: CancellationToken,
+    _ending: Arc<DropGuard>,
 }
 
 impl<C> Clone for McpServer<C> {
@@ -41,6 +46,8 @@ impl<C> Clone for McpServer<C> {
         Self {
             catalog: Arc::clone(&self.catalog),
             options: Arc::clone(&self.options),
+            ended: self.ended.clone(),
+            _ending: Arc::clone(&self._ending),
         }
     }
 }
@@ -48,10 +55,23 @@ impl<C> Clone for McpServer<C> {
 impl<C: ToolCatalog> McpServer<C> {
     pub fn new(catalog: Arc<C>, mut options: ServerOptions) -> Self {
         options.max_name_chars = options.max_name_chars.max(names::MIN_MAX_CHARS);
+        Self::serving(catalog, Arc::new(options))
+    }
+
+    fn serving(catalog: Arc<C>, options: Arc<ServerOptions>) -> Self {
+        let ended = CancellationToken::new();
         Self {
             catalog,
-            options: Arc::new(options),
+            options,
+            _ending: Arc::new(ended.clone().drop_guard()),
+            ended,
         }
+    }
+
+    /// The same server for one more session: what it starts ends when that session does
+    /// (a clone would live as long as the one it was cloned from).
+    pub(crate) fn for_session(&self) -> Self {
+        Self::serving(Arc::clone(&self.catalog), Arc::clone(&self.options))
     }
 
     /// The catalog's name of the tool served as `served` to this request, if any. A name
@@ -193,12 +213,20 @@ impl<C: ToolCatalog> ServerHandler for McpServer<C> {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // A 2025-11-25 session (or stdio) hears of changes on its own stream until it ends.
+        // Its end is this server's, not the next change: waiting for that would hold every
+        // closed session's listener (kilobytes each) until the list changed.
         let mut changes = self.catalog.changes();
         let peer = context.peer;
+        let ended = self.ended.clone();
         tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                if peer.notify_tool_list_changed().await.is_err() {
-                    break;
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() || peer.notify_tool_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                    () = ended.cancelled() => break,
                 }
             }
         });

@@ -16,9 +16,13 @@ mod catalog;
 mod handler;
 mod http;
 pub mod names;
+mod sessions;
+mod shared;
 mod stdio;
 
 pub use catalog::{CallError, CatalogTool, ToolCatalog, ToolOutput};
 pub use handler::{McpServer, ServerOptions};
-pub use http::{HttpEndpoint, HttpOptions, HttpResponse};
+pub use http::{HttpEndpoint, HttpOptions, HttpResponse, SessionOptions};
+pub use sessions::{SessionLimits, SessionOwner};
+pub use shared::{DirectoryError, SessionDirectory, SessionRecord, SharedSessions};
 pub use stdio::{StdioError, serve_stdio};

@@ -18,7 +18,7 @@ use switchboard_wire::ChatRequest;
 
 use crate::completion::{self, Completion};
 use crate::error::PipelineError;
-use crate::gateway_tools::GatewayTools;
+use crate::gateway_tools::{GatewayTools, ToolFilter};
 use crate::output::{GatewayEvent, Output, Outputs, send};
 use crate::tool_loop;
 use crate::tool_servers::{CharacterToolbox, ToolServers};
@@ -66,11 +66,13 @@ pub fn conversation(request: &mut ChatRequest) -> Result<(), PipelineError> {
 }
 
 /// Runs one turn of the character on `completion`'s route, the conversation made by
-/// [`conversation`], and reports its words as outputs.
+/// [`conversation`], and reports its words as outputs. The character's toolbox holds only
+/// the tools `filter` (the caller's key) allows.
 pub fn start(
     character: Arc<Character>,
     completion: Completion,
     tool_servers: &ToolServers,
+    filter: ToolFilter,
 ) -> Outputs {
     let servers = tool_servers.declared_by(&character);
     completion::spawn(completion, move |completion, sender| {
@@ -91,7 +93,7 @@ pub fn start(
                 })],
             )
             .await?;
-            let toolbox = Arc::new(CharacterToolbox::new(session, &servers));
+            let toolbox = Arc::new(CharacterToolbox::new(session, &servers, &filter));
             let tools = GatewayTools::character(toolbox, &completion.route.tool_loop);
             tool_loop::offer(completion, &tools)?;
             tool_loop::run(completion, Arc::new(tools), sender).await

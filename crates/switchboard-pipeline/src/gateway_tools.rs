@@ -20,6 +20,7 @@ use switchboard_runtime::ToolExecutor;
 use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 use switchboard_wire::mcp::McpServerRequest;
 
+use crate::allowed_urls;
 use crate::error::PipelineError;
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
 use switchboard_upstream::ToolLoopSettings;
@@ -27,8 +28,12 @@ use switchboard_upstream::ToolLoopSettings;
 /// The longest function name model APIs accept.
 const MODEL_NAME_CHARS: usize = 64;
 
-/// How long a request waits for a server it named by URL to connect.
+/// How long a request waits for the servers it named by URL to connect, all together (and
+/// never past the request's own timeout).
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// The most servers one request may name by URL: each is a connection made for it alone.
+pub const MAX_URL_SERVERS: usize = 8;
 
 /// The gateway-run tools of one request, and the bounds of running them.
 #[derive(Debug, Clone)]
@@ -47,6 +52,13 @@ pub struct GatewayTools {
     /// Calls in all (OpenAI's `max_tool_calls`); rounds alone bound them when absent.
     pub max_calls: Option<usize>,
     pub max_tool_time: Duration,
+    /// Bytes the rounds may add to the conversation (the route's
+    /// `max_tool_conversation_bytes`).
+    pub max_conversation_bytes: usize,
+    /// Calls one round may run; each past it is answered with an error, unrun.
+    pub max_calls_per_round: usize,
+    /// Calls of the request running at once; the rest wait their turn.
+    pub max_concurrent_calls: usize,
     /// What answers a call to a tool no one offered when the client offered no tools of
     /// its own, so that the call has nowhere else to go: a character's toolbox, which says
     /// why (a server that was down, no such tool); otherwise the model reads that there is
@@ -158,12 +170,48 @@ pub struct ApprovalAnswer {
     pub reason: Option<String>,
 }
 
+/// Whether the caller's key may use a tool, by its catalog name (`{server}_{tool}`,
+/// `{character file stem}_{tool}`): the one rule of `/mcp`, a request's loop and a
+/// character's conversation. The front-end that knows the key decides; without one, every
+/// tool is allowed.
+#[derive(Clone, Default)]
+pub struct ToolFilter(Option<Arc<Allows>>);
+
+/// Whether one tool, by its catalog name, is allowed.
+type Allows = dyn Fn(&str) -> bool + Send + Sync;
+
+impl ToolFilter {
+    /// Every tool.
+    pub fn all() -> Self {
+        Self(None)
+    }
+
+    pub fn new(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(allows)))
+    }
+
+    pub fn allows(&self, name: &str) -> bool {
+        self.0.as_ref().is_none_or(|allows| allows(name))
+    }
+}
+
+impl std::fmt::Debug for ToolFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ToolFilter(key)"
+        } else {
+            "ToolFilter(all)"
+        })
+    }
+}
+
 /// What a request asks to run, and what limits it.
 pub struct Asked<'a> {
     pub servers: &'a [McpServerRequest],
     /// Names the request's own tools take.
     pub taken: HashSet<String>,
-    /// Whether the caller's key may use a tool, by its `/mcp` name (`{server}_{tool}`).
+    /// Whether the caller's key may use a tool, by its catalog name (`{server}_{tool}`;
+    /// the key's globs match the name `/mcp` serves for it).
     pub may_use: &'a (dyn Fn(&str) -> bool + Sync),
     /// OpenAI's `max_tool_calls`.
     pub max_calls: Option<usize>,
@@ -219,6 +267,9 @@ impl GatewayTools {
             answer_at_bound: true,
             max_calls: None,
             max_tool_time: route.max_tool_time,
+            max_conversation_bytes: route.max_conversation_bytes,
+            max_calls_per_round: route.max_calls_per_round,
+            max_concurrent_calls: route.max_concurrent_calls,
             strays,
         }
     }
@@ -228,13 +279,15 @@ impl GatewayTools {
     }
 
     /// The servers the request names and those `route` offers, resolved; `None` when
-    /// there are none. A server named by a URL the operator allows is connected for this
-    /// request (and closed with it).
+    /// there are none. Servers named by URLs the operator allows (at most
+    /// [`MAX_URL_SERVERS`]) are connected for this request (and closed with it), all at
+    /// once, waited for together within `request_timeout`.
     pub async fn resolve(
         servers: &ToolServers,
         allowed_urls: &[String],
         route: &ToolLoopSettings,
         asked: Asked<'_>,
+        request_timeout: Duration,
     ) -> Result<Option<Self>, PipelineError> {
         if asked.servers.is_empty() && route.servers.is_empty() {
             return Ok(None);
@@ -247,10 +300,13 @@ impl GatewayTools {
             answer_at_bound: false,
             max_calls: asked.max_calls,
             max_tool_time: route.max_tool_time,
+            max_conversation_bytes: route.max_conversation_bytes,
+            max_calls_per_round: route.max_calls_per_round,
+            max_concurrent_calls: route.max_concurrent_calls,
             strays: Runner::Unknown,
         };
         let mut taken = asked.taken;
-        let mut named: Vec<Arc<ToolServer>> = Vec::new();
+        let mut found = Vec::with_capacity(asked.servers.len());
         for (index, request) in asked.servers.iter().enumerate() {
             if asked.servers[..index]
                 .iter()
@@ -261,20 +317,48 @@ impl GatewayTools {
                     format!("two MCP servers are labelled \"{}\"", request.label),
                 ));
             }
-            let (server, dynamic) = match configured(servers, request)? {
-                Some(server) => (Arc::clone(server), false),
-                None => (connect(request, allowed_urls).await?, true),
-            };
-            let listing = resolved.offer(&server, request, dynamic, &mut taken, asked.may_use);
+            found.push(configured(servers, request)?.cloned());
+        }
+        // Counted before any is connected: past the bound the gateway reaches none.
+        if let Some(past) = asked
+            .servers
+            .iter()
+            .zip(&found)
+            .filter(|(_, server)| server.is_none())
+            .nth(MAX_URL_SERVERS)
+        {
+            return Err(invalid(
+                &past.0.path,
+                format!("a request may name at most {MAX_URL_SERVERS} MCP servers by URL"),
+            ));
+        }
+        // Each URL is checked (its name resolved, under its own wait) side by side too.
+        let named: Vec<(Arc<ToolServer>, bool)> =
+            futures::future::try_join_all(asked.servers.iter().zip(found).map(
+                |(request, server)| async move {
+                    Ok::<_, PipelineError>(match server {
+                        Some(server) => (server, false),
+                        None => (connect(request, allowed_urls).await?, true),
+                    })
+                },
+            ))
+            .await?;
+        // They connect in the background, side by side: one wait covers them all. One that
+        // has not connected by then is listed with why.
+        let waited_until = tokio::time::Instant::now() + CONNECT_WAIT.min(request_timeout);
+        for (server, _) in named.iter().filter(|(_, dynamic)| *dynamic) {
+            let _ = tokio::time::timeout_at(waited_until, server.ready()).await;
+        }
+        for ((server, dynamic), request) in named.iter().zip(asked.servers) {
+            let listing = resolved.offer(server, request, *dynamic, &mut taken, asked.may_use);
             resolved.listings.push(Arc::new(listing));
-            named.push(server);
         }
         for name in &route.servers {
             // Checked against the configuration when it was loaded.
             let Some(server) = servers.get(name) else {
                 continue;
             };
-            if named.iter().any(|known| Arc::ptr_eq(known, server)) {
+            if named.iter().any(|(known, _)| Arc::ptr_eq(known, server)) {
                 continue;
             }
             let request = McpServerRequest {
@@ -324,10 +408,7 @@ impl GatewayTools {
         for tool in offered.iter() {
             let read_only = tool.read_only();
             if !request.allows(&tool.name, read_only)
-                || !may_use(&names::served(
-                    &format!("{prefix}_{}", tool.name),
-                    MODEL_NAME_CHARS,
-                ))
+                || !may_use(&format!("{prefix}_{}", tool.name))
             {
                 continue;
             }
@@ -341,6 +422,9 @@ impl GatewayTools {
                 .into_owned()
             };
             if !taken.insert(name.clone()) {
+                // Only a name the request itself gave twice (a tool of its own, a label)
+                // gets here: configured servers' names cannot meet (see `check_servers`).
+                tracing::warn!(mcp_server = %request.label, tool = %tool.name, name = %name, "tool left out: its name is taken in this request");
                 continue;
             }
             let mut definition =
@@ -412,7 +496,7 @@ fn gateway_path(url: &str) -> Option<&str> {
         .filter(|name| !name.is_empty() && !name.contains('/'))
 }
 
-/// A server the request names by a URL the operator allows, connected for the request.
+/// A server the request names by a URL the operator allows, connecting for the request.
 async fn connect(
     request: &McpServerRequest,
     allowed_urls: &[String],
@@ -426,24 +510,14 @@ async fn connect(
             ),
         ));
     };
-    let allowed = (url.starts_with("http://") || url.starts_with("https://"))
-        && allowed_urls.iter().any(|pattern| {
-            globset::Glob::new(pattern)
-                .is_ok_and(|glob| glob.compile_matcher().is_match(url.as_str()))
-        });
-    if !allowed {
-        return Err(invalid(
-            &request.path,
-            format!(
-                "the MCP server URL {url} is not one this gateway runs: name one of its MCP servers, or ask its operator to allow the URL (mcp_allowed_urls)"
-            ),
-        ));
-    }
-    let server = ToolServer::for_request(&request.label, url, &request.headers)
-        .map_err(|error| invalid(&request.path, error.to_string()))?;
-    // A server that cannot connect is still listed, with why, as a listing error.
-    let _ = tokio::time::timeout(CONNECT_WAIT, server.ready()).await;
-    Ok(server)
+    // The URL as checked is the one connected to: parsed and spelled anew, so that the
+    // client reads exactly what the patterns were matched against.
+    let url = allowed_urls::check(url, allowed_urls, CONNECT_WAIT)
+        .await
+        .map_err(|refused| invalid(&request.path, refused.to_string()))?;
+    // It connects in the background; the caller waits for every such server at once.
+    ToolServer::for_request(&request.label, url.as_str(), &request.headers)
+        .map_err(|error| invalid(&request.path, error.to_string()))
 }
 
 fn invalid(path: &str, message: String) -> PipelineError {

@@ -9,6 +9,7 @@
 //! ([`PipelineError`]). It must not know HTTP servers, any API's error shape, or the
 //! configuration file: the server builds a [`Pipeline`] from plain settings.
 
+pub mod allowed_urls;
 mod character;
 mod collect;
 mod completion;
@@ -33,7 +34,7 @@ pub use collect::{Answer, collect_with};
 pub use completion::Limits;
 pub use count::{TokenCount, estimate_text, estimate_tokens};
 pub use error::PipelineError;
-pub use gateway_tools::{ApprovalAnswer, Asked, GatewayTools};
+pub use gateway_tools::{ApprovalAnswer, Asked, GatewayTools, ToolFilter};
 pub use output::{GatewayEvent, Output, Outputs};
 pub use pipeline::{GatewayRequest, Pipeline, Settings, Started};
 pub use target::Target;

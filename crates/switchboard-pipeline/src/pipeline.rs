@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::completion::Limits;
 use crate::error::PipelineError;
-use crate::gateway_tools::{Asked, GatewayTools};
+use crate::gateway_tools::{Asked, GatewayTools, ToolFilter};
 use crate::ids::CallIdShape;
 use crate::output::Outputs;
 use crate::target::Target;
@@ -65,6 +65,9 @@ pub struct GatewayRequest {
     pub call_ids: CallIdShape,
     /// Tools the gateway runs itself inside the request ([`Pipeline::gateway_tools`]).
     pub gateway: Option<GatewayTools>,
+    /// Which tools the caller's key may use: a character's toolbox offers and runs only
+    /// those.
+    pub tool_filter: ToolFilter,
 }
 
 /// An answer under way.
@@ -90,6 +93,7 @@ impl Pipeline {
             tools,
             mut call_ids,
             gateway,
+            tool_filter,
         } = request;
         // The request's parsed tools give way to the identical list of an earlier request
         // with the same toolset: held while the answer streams, one copy serves them all.
@@ -144,7 +148,9 @@ impl Pipeline {
             received: 0,
         };
         let outputs = match (character, gateway) {
-            (Some(character), _) => character::start(character, completion, &self.tool_servers),
+            (Some(character), _) => {
+                character::start(character, completion, &self.tool_servers, tool_filter)
+            }
             (None, None) => completion::start(completion),
             (None, Some(gateway)) => tool_loop::start(completion, gateway)?,
         };
@@ -170,6 +176,7 @@ impl Pipeline {
                     &self.settings.mcp_allowed_urls,
                     &route.tool_loop,
                     asked,
+                    self.settings.request_timeout,
                 )
                 .await
             }

@@ -10,16 +10,21 @@
 //! do, after the round's gateway calls have run and shown their results. What bounds it:
 //! the route's `max_tool_rounds` (and OpenAI's `max_tool_calls`), each server's call
 //! deadline, the request's total tool time, each result's size (cut by the MCP client),
-//! and the client's `max_tokens` across all rounds. At a bound the answer ends cleanly with
-//! [`FinishReason::ToolLimit`] or `Length`, never with a call that has no result.
+//! the bytes the rounds add to the conversation (`max_tool_conversation_bytes`), and the
+//! client's `max_tokens` across all rounds. At a bound the answer ends cleanly with
+//! [`FinishReason::ToolLimit`] or `Length`, never with a call that has no result. A round
+//! runs at most `max_tool_calls_per_round` calls (the model reads an error for each past
+//! it), at most `max_concurrent_tool_calls` of them at once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use switchboard_runtime::ToolEvent;
 use switchboard_tools::{Message, ToolCall, ToolResult};
 use switchboard_wire::{Collector, FinishReason, StreamEvent, ToolChoice, Usage};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -89,6 +94,8 @@ pub async fn run(
         sender,
         deadline,
         span: tracing::Span::current(),
+        room: Arc::new(Room::new(tools.max_conversation_bytes)),
+        permits: Arc::new(Semaphore::new(tools.max_concurrent_calls)),
     };
     let answered = answer_approvals(&tools, &calls_under).await;
     calls += answered.len();
@@ -120,6 +127,10 @@ pub async fn run(
             usage = Some(usage.map_or(round_usage, |total| total.plus(round_usage)));
         }
         calls += round.results.len();
+        // The model's answer joins the conversation beside its results (charged as they
+        // arrived) only while both fit.
+        let answer_bytes = serde_json::to_vec(&round.message).map_or(0, |bytes| bytes.len());
+        let fits = calls_under.room.take(answer_bytes) && !calls_under.room.is_full();
         let end = if round.client_calls {
             Some(FinishReason::ToolCalls)
         } else if round.awaiting_approval {
@@ -130,7 +141,7 @@ pub async fn run(
             } else {
                 round.finish.clone()
             })
-        } else if round.finish == FinishReason::Length {
+        } else if round.finish == FinishReason::Length || !fits {
             Some(FinishReason::Length)
         } else if round.limited
             || in_words
@@ -192,7 +203,7 @@ async fn answer_approvals(tools: &GatewayTools, calls_under: &CallsUnder<'_>) ->
                     server: answer.label.clone(),
                     tool: answer.tool.clone(),
                 };
-                running.refuse(call, source, format!("Error: {why}"));
+                running.refuse(call, Some(source), format!("Error: {why}"));
             }
         }
     }
@@ -238,6 +249,7 @@ async fn one_round(
         receiving: BTreeSet::new(),
         client_indices: HashMap::new(),
         running: Running::new(calls_under),
+        in_round: 0,
         finish: None,
         usage: None,
         budget,
@@ -274,6 +286,8 @@ struct Taker<'a> {
     /// The client's calls renumbered 0, 1, … as the client sees them.
     client_indices: HashMap<usize, usize>,
     running: Running<'a>,
+    /// The round's gateway-run calls so far (`max_tool_calls_per_round`).
+    in_round: usize,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     /// Calls the request may still make (`max_tool_calls`).
@@ -353,8 +367,8 @@ impl Taker<'_> {
         }
     }
 
-    /// A gateway-run call is complete: it runs, waits for approval, or is left out past
-    /// the request's call budget.
+    /// A gateway-run call is complete: it runs, waits for approval, is left out past the
+    /// request's call budget, or is answered with an error past the round's.
     fn ended(&mut self, index: usize) {
         let Some(call) = self.collector.call(index).cloned() else {
             return;
@@ -366,6 +380,20 @@ impl Taker<'_> {
                 return;
             }
             *left -= 1;
+        }
+        self.in_round += 1;
+        let max = self.tools.max_calls_per_round;
+        if self.in_round > max {
+            // The model reads why, and may make the rest in its next round.
+            let source = tool.and_then(|tool| tool.source.clone());
+            self.running.refuse(
+                call,
+                source,
+                format!(
+                    "Error: this call was not run: the model made more than {max} calls in one answer (max_tool_calls_per_round); make at most {max} at a time"
+                ),
+            );
+            return;
         }
         if let Some(GatewayTool {
             needs_approval: true,
@@ -418,11 +446,71 @@ fn pass(sender: &Sender, output: Output) -> Result<(), PipelineError> {
 }
 
 /// What every call of a request shares: where its events go, when the request's time for
-/// tools ends, and the span it runs under.
+/// tools ends, the span it runs under, the room left in the conversation and the turns to
+/// run.
 struct CallsUnder<'a> {
     sender: &'a Sender,
     deadline: Instant,
     span: tracing::Span,
+    room: Arc<Room>,
+    /// `max_concurrent_tool_calls` permits: a call runs holding one.
+    permits: Arc<Semaphore>,
+}
+
+/// What is left of the bytes the rounds may add to the conversation
+/// (`max_tool_conversation_bytes`): each result is charged as it arrives, before the client
+/// or the model sees it, and the model's answers at each round's end. Once something did
+/// not fit, the answer ends after its round.
+struct Room {
+    bound: usize,
+    left: AtomicUsize,
+    full: AtomicBool,
+}
+
+impl Room {
+    fn new(bound: usize) -> Self {
+        Self {
+            bound,
+            left: AtomicUsize::new(bound),
+            full: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes `bytes` from what is left; `false`, and full from then on, when they do not
+    /// fit.
+    fn take(&self, bytes: usize) -> bool {
+        let taken = self
+            .left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                left.checked_sub(bytes)
+            })
+            .is_ok();
+        if !taken {
+            self.full.store(true, Ordering::SeqCst);
+        }
+        taken
+    }
+
+    fn is_full(&self) -> bool {
+        self.full.load(Ordering::SeqCst)
+    }
+
+    /// `result` if it fits; else an error saying why it was left out, which is all the
+    /// client and the model get of it.
+    fn fit(&self, result: ToolResult) -> ToolResult {
+        if self.take(result.content.len()) {
+            return result;
+        }
+        ToolResult {
+            content: format!(
+                "Error: this result ({} bytes) was left out: this request's tool rounds reached max_tool_conversation_bytes ({} bytes)",
+                result.content.len(),
+                self.bound
+            ),
+            is_error: true,
+            call_id: result.call_id,
+        }
+    }
 }
 
 /// Gateway-run calls under way, each reporting its start and its result to the client as
@@ -431,6 +519,8 @@ struct Running<'a> {
     sender: &'a Sender,
     deadline: Instant,
     span: tracing::Span,
+    room: Arc<Room>,
+    permits: Arc<Semaphore>,
     tasks: JoinSet<(usize, ToolResult)>,
     /// Each task's call, by order and id, for a result should the task fail.
     spawned: HashMap<tokio::task::Id, (usize, String)>,
@@ -445,6 +535,8 @@ impl<'a> Running<'a> {
             sender: under.sender,
             deadline: under.deadline,
             span: under.span.clone(),
+            room: Arc::clone(&under.room),
+            permits: Arc::clone(&under.permits),
             tasks: JoinSet::new(),
             spawned: HashMap::new(),
             known: Vec::new(),
@@ -456,11 +548,18 @@ impl<'a> Running<'a> {
         let order = self.next(&call, source.clone());
         let sender = self.sender.clone();
         let deadline = self.deadline;
+        let room = Arc::clone(&self.room);
+        let permits = Arc::clone(&self.permits);
         let call_id = call.id.clone();
         let running = async move {
             let started = Instant::now();
-            let result = match tokio::time::timeout_at(deadline.into(), runner.run(&call)).await {
-                Ok(result) => result,
+            // Waiting for a turn counts against the request's time for tools.
+            let turn = async {
+                let _permit = permits.acquire().await;
+                runner.run(&call).await
+            };
+            let result = match tokio::time::timeout_at(deadline.into(), turn).await {
+                Ok(result) => room.fit(result),
                 Err(_) => {
                     let what = match &source {
                         Some(source) => format!("{} on {}", source.tool, source.server),
@@ -483,8 +582,7 @@ impl<'a> Running<'a> {
     }
 
     /// A call answered without running it.
-    fn refuse(&mut self, call: ToolCall, source: ToolSource, content: String) {
-        let source = Some(source);
+    fn refuse(&mut self, call: ToolCall, source: Option<ToolSource>, content: String) {
         let order = self.next(&call, source.clone());
         let result = ToolResult {
             call_id: call.id.clone(),

@@ -72,21 +72,33 @@ pub fn compile_converted(
     if let Some(toolset) = kept(&key) {
         return Ok(toolset);
     }
-    if key.len() <= INLINE_COMPILE_BYTES {
-        return compile_and_keep(&convert(), key);
+    let source_bytes = key.len();
+    compile_off_serving_threads(source_bytes, || {
+        // The same list may have been compiled while this one waited.
+        if let Some(toolset) = kept(&key) {
+            return Ok(toolset);
+        }
+        compile_and_keep(&convert(), key)
+    })
+}
+
+/// Runs `compile`, of tools whose JSON text takes `source_bytes`: in place when small,
+/// otherwise off the request-serving threads and one large compile at a time.
+pub(crate) fn compile_off_serving_threads<T>(
+    source_bytes: usize,
+    compile: impl FnOnce() -> T,
+) -> T {
+    if source_bytes <= INLINE_COMPILE_BYTES {
+        return compile();
     }
     let compile = || {
         // A poisoned lock only means another compile panicked; the slot is still usable.
         let _slot = LARGE_COMPILE
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // The same list may have been compiled while this one waited.
-        if let Some(toolset) = kept(&key) {
-            return Ok(toolset);
-        }
         let compiling = metrics::gauge!("gateway_tool_lists_compiling");
         compiling.increment(1.0);
-        let compiled = compile_and_keep(&convert(), key.clone());
+        let compiled = compile();
         compiling.decrement(1.0);
         compiled
     };

@@ -1,10 +1,12 @@
 //! The router, the request-id middleware, and serving with a graceful shutdown.
 
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, StatusCode, Version};
 use axum::middleware::{self, Next};
@@ -12,8 +14,10 @@ use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 
 use crate::api::error::ApiError;
+use crate::api::gate::Held;
 use crate::api::{self, RequestId};
 use crate::connections::Server;
+use crate::drain::{Drain, Readiness};
 use crate::state::AppState;
 use switchboard_pipeline::ids::request_id;
 
@@ -25,7 +29,7 @@ pub fn router(state: AppState) -> Router {
             router.merge((front_end.routes)(&state))
         })
         .fallback(|| async {
-            let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/models, /mcp, /healthz and /metrics", None).with_code("not_found");
+            let error = ApiError::invalid_request("unknown endpoint; this gateway serves /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/models, /mcp, /healthz, /readyz and /metrics", None).with_code("not_found");
             ApiError { status: axum::http::StatusCode::NOT_FOUND, ..error }.into_response()
         })
         .method_not_allowed_fallback(|| async {
@@ -39,7 +43,27 @@ pub fn router(state: AppState) -> Router {
         .layer(access)
         .layer(middleware::from_fn(with_request_id))
         .layer(middleware::from_fn(close_after_refused_body))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state.readiness),
+            count_in_flight,
+        ))
         .with_state(state)
+}
+
+/// Counts every request but the probes as in flight until its answer's body is finished
+/// or abandoned, for the drain ([`Readiness::quiet`]).
+async fn count_in_flight(
+    State(readiness): State<Arc<Readiness>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if matches!(request.uri().path(), "/readyz" | "/healthz" | "/metrics") {
+        return next.run(request).await;
+    }
+    let in_flight = readiness.begin();
+    next.run(request)
+        .await
+        .map(|body| Body::new(Held::new(body, in_flight)))
 }
 
 /// An HTTP/1 connection whose request body was refused unread (413 past the size limit,
@@ -79,25 +103,48 @@ async fn with_request_id(mut request: Request, next: Next) -> Response {
     response
 }
 
-/// Serves until `shutdown` resolves; in-flight requests then have `grace` to finish.
-/// Answers still running after it end with `server_shutting_down` (an SSE error event in
-/// a stream), which they get a moment to send before their connections close.
+/// Serves until `shutdown` resolves, then drains: `/readyz` answers 503 while the gateway
+/// goes on serving what reaches it, until no request has been in flight for `drain.idle`;
+/// then it stops listening, and the requests still running finish within what is left of
+/// `drain.grace`. Answers still running after it end with `server_shutting_down` (an SSE
+/// error event in a stream), which they get a moment to send before their connections
+/// close.
 pub async fn run(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
-    grace: Duration,
+    drain: Drain,
 ) -> std::io::Result<()> {
     let hard_stop = state.hard_stop.clone();
     state.snapshot().health.check_routes();
+    tokio::spawn(become_ready(state.clone()));
+    let readiness = Arc::clone(&state.readiness);
     let mut server = Server::new(router(state.clone()), state.connections);
-    server.accept(listener, shutdown).await;
-    tracing::info!("shutting down: finishing in-flight requests");
+    let (signalled, signal_time) = tokio::sync::oneshot::channel();
+    let drained = async move {
+        shutdown.await;
+        let _ = signalled.send(Instant::now());
+        readiness.drain();
+        tracing::info!(
+            in_flight = readiness.in_flight(),
+            "shutting down: /readyz answers 503; serving until no request has been in flight for {} s",
+            drain.idle.as_secs_f32()
+        );
+        tokio::select! {
+            () = readiness.quiet(drain.idle) => {}
+            () = tokio::time::sleep(drain.grace) => {}
+        }
+    };
+    server.accept(listener, drained).await;
+    let grace = signal_time.await.map_or(drain.grace, |signalled| {
+        drain.grace.saturating_sub(signalled.elapsed())
+    });
+    tracing::info!("stopped listening: finishing in-flight requests");
     if server.close(grace).await {
         return Ok(());
     }
     tracing::warn!(
-        grace_secs = grace.as_secs(),
+        grace_secs = drain.grace.as_secs(),
         "in-flight requests did not finish in time; ending them with server_shutting_down"
     );
     hard_stop.cancel();
@@ -105,6 +152,20 @@ pub async fn run(
         server.abort().await;
     }
     Ok(())
+}
+
+/// Ready once the response store answers (Redis, when configured: asked again every
+/// second until it does); at once otherwise.
+async fn become_ready(state: AppState) {
+    let mut said = false;
+    while let Err(error) = state.responses.ready().await {
+        if !said {
+            tracing::warn!("not ready until the shared state answers: {error}");
+            said = true;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    state.readiness.ready();
 }
 
 /// Time answers cut at shutdown get to write their last event.
@@ -157,12 +218,12 @@ impl RunningGateway {
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let served = tokio::spawn(run(
-            listener,
-            state.clone(),
-            shutdown,
-            config.shutdown_grace(),
-        ));
+        // Stopped by its owner, not by a load balancer's signal: no drain to wait out.
+        let drain = Drain {
+            idle: Duration::ZERO,
+            ..config.drain()
+        };
+        let served = tokio::spawn(run(listener, state.clone(), shutdown, drain));
         Ok(Self {
             address,
             state,
@@ -176,7 +237,8 @@ impl RunningGateway {
         format!("http://{}", self.address)
     }
 
-    /// Stops accepting, lets in-flight requests finish within the grace period, and waits.
+    /// Stops accepting at once (no drain: nothing balances load onto this gateway), lets
+    /// in-flight requests finish within the grace period, and waits.
     pub async fn stop(mut self) -> std::io::Result<()> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

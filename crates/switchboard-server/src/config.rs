@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use switchboard_wire::Format;
 
 use crate::connections::ConnectionLimits;
+use crate::drain::Drain;
 pub use crate::store::StoreSettings;
 use switchboard_access::{KeyConfig, SecretConfig};
 pub use switchboard_pipeline::tool_servers::McpServerConfig;
@@ -31,6 +32,16 @@ pub struct Config {
     /// put in front (Claude Code's `mcp__{server}__`). Longer names are shortened with a hash.
     #[serde(default = "default_mcp_name_chars")]
     pub mcp_tool_name_max_chars: usize,
+    /// Live 2025-11-25 MCP sessions at most; past it `initialize` is 503.
+    #[serde(default = "default_mcp_max_sessions")]
+    pub mcp_max_sessions: usize,
+    /// Live 2025-11-25 MCP sessions one key may hold; past it its `initialize` is 429.
+    #[serde(default = "default_mcp_max_sessions_per_key")]
+    pub mcp_max_sessions_per_key: usize,
+    /// How long an MCP session nothing happens in lives, in seconds (its GET stream ends
+    /// with it).
+    #[serde(default = "default_mcp_session_idle")]
+    pub mcp_session_idle_timeout_secs: u64,
     /// Most tokens a character's reply may take, tool rounds included; a client's smaller
     /// `max_tokens` lowers it.
     #[serde(default = "default_character_max_tokens")]
@@ -49,6 +60,11 @@ pub struct Config {
     /// How long in-flight requests may take to finish after a shutdown signal, in seconds.
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace_secs: u64,
+    /// After a shutdown signal the gateway keeps listening (`/readyz` answers 503, so a
+    /// load balancer takes it out) until no request has been in flight for this long, in
+    /// seconds, or `shutdown_grace_secs` runs out.
+    #[serde(default = "default_drain_idle")]
+    pub drain_idle_secs: u64,
     /// Time a client has to send a request's headers, in seconds.
     #[serde(default = "default_header_read_timeout")]
     pub header_read_timeout_secs: u64,
@@ -118,8 +134,13 @@ pub struct StartupSettings {
     pub listen: SocketAddr,
     /// The MCP endpoint's tool names are fixed when its router is built.
     pub mcp_tool_name_max_chars: usize,
+    /// So are its sessions' bounds.
+    pub mcp_max_sessions: usize,
+    pub mcp_max_sessions_per_key: usize,
+    pub mcp_session_idle_timeout_secs: u64,
     pub characters: Option<PathBuf>,
     pub shutdown_grace_secs: u64,
+    pub drain_idle_secs: u64,
     pub header_read_timeout_secs: u64,
     pub body_read_timeout_secs: u64,
     pub idle_timeout_secs: u64,
@@ -170,6 +191,18 @@ fn default_mcp_name_chars() -> usize {
     switchboard_mcp::names::DEFAULT_MAX_CHARS
 }
 
+fn default_mcp_max_sessions() -> usize {
+    switchboard_mcp::SessionOptions::default().limits.overall
+}
+
+fn default_mcp_max_sessions_per_key() -> usize {
+    switchboard_mcp::SessionOptions::default().limits.per_owner
+}
+
+fn default_mcp_session_idle() -> u64 {
+    switchboard_mcp::SessionOptions::default().idle.as_secs()
+}
+
 fn default_character_max_tokens() -> u32 {
     4096
 }
@@ -184,6 +217,10 @@ fn default_answer_limit() -> usize {
 
 fn default_request_timeout() -> u64 {
     300
+}
+
+fn default_drain_idle() -> u64 {
+    1
 }
 
 fn default_shutdown_grace() -> u64 {
@@ -300,6 +337,9 @@ impl Config {
             character_route: None,
             character_max_tokens: default_character_max_tokens(),
             mcp_tool_name_max_chars: default_mcp_name_chars(),
+            mcp_max_sessions: default_mcp_max_sessions(),
+            mcp_max_sessions_per_key: default_mcp_max_sessions_per_key(),
+            mcp_session_idle_timeout_secs: default_mcp_session_idle(),
             default_route: None,
             upstream_header: false,
             responses: StoreSettings::default(),
@@ -307,6 +347,7 @@ impl Config {
             request_timeout_secs: default_request_timeout(),
             max_answer_bytes: default_answer_limit(),
             shutdown_grace_secs: default_shutdown_grace(),
+            drain_idle_secs: default_drain_idle(),
             header_read_timeout_secs: default_header_read_timeout(),
             body_read_timeout_secs: default_body_read_timeout(),
             idle_timeout_secs: default_idle_timeout(),
@@ -358,8 +399,12 @@ impl Config {
         }
     }
 
-    pub fn shutdown_grace(&self) -> Duration {
-        Duration::from_secs(self.shutdown_grace_secs)
+    /// How a shutdown signal is answered: the drain, then the grace period.
+    pub fn drain(&self) -> Drain {
+        Drain {
+            grace: Duration::from_secs(self.shutdown_grace_secs),
+            idle: Duration::from_secs(self.drain_idle_secs),
+        }
     }
 
     /// The settings only a restart applies, as the running gateway holds them.
@@ -367,8 +412,12 @@ impl Config {
         StartupSettings {
             listen: self.listen,
             mcp_tool_name_max_chars: self.mcp_tool_name_max_chars,
+            mcp_max_sessions: self.mcp_max_sessions,
+            mcp_max_sessions_per_key: self.mcp_max_sessions_per_key,
+            mcp_session_idle_timeout_secs: self.mcp_session_idle_timeout_secs,
             characters: self.characters.clone(),
             shutdown_grace_secs: self.shutdown_grace_secs,
+            drain_idle_secs: self.drain_idle_secs,
             header_read_timeout_secs: self.header_read_timeout_secs,
             body_read_timeout_secs: self.body_read_timeout_secs,
             idle_timeout_secs: self.idle_timeout_secs,
@@ -386,8 +435,12 @@ impl Config {
         let StartupSettings {
             listen,
             mcp_tool_name_max_chars,
+            mcp_max_sessions,
+            mcp_max_sessions_per_key,
+            mcp_session_idle_timeout_secs,
             characters,
             shutdown_grace_secs,
+            drain_idle_secs,
             header_read_timeout_secs,
             body_read_timeout_secs,
             idle_timeout_secs,
@@ -397,8 +450,12 @@ impl Config {
         } = running.clone();
         self.listen = listen;
         self.mcp_tool_name_max_chars = mcp_tool_name_max_chars;
+        self.mcp_max_sessions = mcp_max_sessions;
+        self.mcp_max_sessions_per_key = mcp_max_sessions_per_key;
+        self.mcp_session_idle_timeout_secs = mcp_session_idle_timeout_secs;
         self.characters = characters;
         self.shutdown_grace_secs = shutdown_grace_secs;
+        self.drain_idle_secs = drain_idle_secs;
         self.header_read_timeout_secs = header_read_timeout_secs;
         self.body_read_timeout_secs = body_read_timeout_secs;
         self.idle_timeout_secs = idle_timeout_secs;
@@ -423,6 +480,17 @@ impl Config {
                 switchboard_mcp::names::MIN_MAX_CHARS
             ));
         }
+        if self.mcp_max_sessions == 0 {
+            problems.push("mcp_max_sessions must be at least 1".to_owned());
+        }
+        if self.mcp_max_sessions_per_key == 0 {
+            problems.push("mcp_max_sessions_per_key must be at least 1".to_owned());
+        }
+        if !(1..=86_400).contains(&self.mcp_session_idle_timeout_secs) {
+            problems.push(
+                "mcp_session_idle_timeout_secs must be more than 0 and at most 86400".to_owned(),
+            );
+        }
         if let Some(name) = &self.default_route
             && !self.routes.iter().any(|route| &route.name == name)
         {
@@ -446,7 +514,7 @@ impl Config {
             }
         }
         for (index, pattern) in self.mcp_allowed_urls.iter().enumerate() {
-            if let Err(error) = globset::Glob::new(pattern) {
+            if let Err(error) = switchboard_pipeline::allowed_urls::UrlPattern::parse(pattern) {
                 problems.push(format!("mcp_allowed_urls[{index}]: {error}"));
             }
         }
@@ -822,6 +890,32 @@ max_result_bytes = 0
             "mcp_server[3] (\"web\").headers: only an HTTP server (`url`) takes headers",
             "mcp_server[3] (\"web\").tools: an entry is empty",
             "mcp_server[3] (\"web\").max_result_bytes must be at least 1",
+        ] {
+            assert!(problems.contains(expected), "{expected}\n in:\n{problems}");
+        }
+    }
+
+    #[test]
+    fn the_tool_loops_bounds_are_checked() {
+        let config = Config::from_toml(
+            "[[route]]\nname = \"a\"\nprovider = \"openai\"\nurl = \"http://x\"\nmodel = \"m\"\n\n[[mcp_server]]\nname = \"fs\"\ncommand = [\"x\"]\n",
+        )
+        .unwrap();
+        let route = &config.routes[0];
+        assert_eq!(route.max_tool_conversation_bytes, 4 * 1024 * 1024);
+        assert_eq!(route.max_tool_calls_per_round, 64);
+        assert_eq!(route.max_concurrent_tool_calls, 8);
+        assert_eq!(config.mcp_servers[0].max_concurrent_calls, 8);
+        let problems = Config::from_toml(
+            "[[route]]\nname = \"a\"\nprovider = \"openai\"\nurl = \"http://x\"\nmodel = \"m\"\nmax_tool_conversation_bytes = 0\nmax_tool_calls_per_round = 0\nmax_concurrent_tool_calls = 1000\n\n[[mcp_server]]\nname = \"fs\"\ncommand = [\"x\"]\nmax_concurrent_calls = 0\n",
+        )
+        .unwrap_err()
+        .to_string();
+        for expected in [
+            "route[0] (\"a\").max_tool_conversation_bytes must be at least 1",
+            "route[0] (\"a\").max_tool_calls_per_round must be from 1 to 1000",
+            "route[0] (\"a\").max_concurrent_tool_calls must be from 1 to 256",
+            "mcp_server[0] (\"fs\").max_concurrent_calls must be from 1 to 1024",
         ] {
             assert!(problems.contains(expected), "{expected}\n in:\n{problems}");
         }

@@ -24,7 +24,9 @@ mod api;
 mod app;
 pub mod config;
 mod connections;
+pub mod drain;
 mod h2c;
+mod mcp_sessions;
 mod state;
 mod store;
 mod telemetry;
@@ -34,6 +36,7 @@ pub use api::mcp;
 pub use app::{RunningGateway, router, run, shutdown_signal};
 pub use config::{Config, ConfigError, ConfigProblems};
 pub use state::{AppState, Reloaded, Snapshot};
+pub use switchboard_pipeline::ToolFilter;
 pub use switchboard_pipeline::tool_servers::{
     CharacterToolbox, McpServerConfig, ToolServer, ToolServers,
 };

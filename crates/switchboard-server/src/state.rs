@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigProblems};
 use crate::connections::ConnectionLimits;
+use crate::drain::Readiness;
 use crate::store::{self, ResponseStore};
 use crate::telemetry;
 use crate::traces;
@@ -34,6 +35,8 @@ pub struct AppState {
     pub hard_stop: CancellationToken,
     /// Responses made with `store: true`.
     pub responses: Arc<dyn ResponseStore>,
+    /// What `/readyz` answers, and the requests in flight a drain waits for.
+    pub readiness: Arc<Readiness>,
 }
 
 #[derive(Debug)]
@@ -45,6 +48,9 @@ struct Reloadable {
     /// Held while a reload builds and swaps, so that two reloads cannot both start from
     /// the same configuration.
     reloading: Mutex<()>,
+    /// How many problems the last reload met (0: it succeeded, or none was asked): a
+    /// gateway running its previous configuration says so in `/healthz`.
+    reload_problems: std::sync::atomic::AtomicUsize,
 }
 
 /// The configuration a request runs under, built whole before it is swapped in: a request
@@ -307,12 +313,14 @@ impl AppState {
                 swaps: watch::Sender::new(Arc::clone(&live)),
                 current: ArcSwap::new(live),
                 reloading: Mutex::new(()),
+                reload_problems: std::sync::atomic::AtomicUsize::new(0),
             }),
             characters,
             metrics,
             connections: config.startup().connection_limits(config.request_timeout()),
             hard_stop,
             responses,
+            readiness: Arc::default(),
         })
     }
 
@@ -359,6 +367,23 @@ impl AppState {
         self.live.current.store(Arc::clone(&live));
         self.live.swaps.send_replace(live);
         Ok(reloaded)
+    }
+
+    /// Records how the last reload went: the number of problems that kept the running
+    /// configuration (0 when it was swapped in).
+    pub fn reloaded_with(&self, problems: usize) {
+        self.live
+            .reload_problems
+            .store(problems, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The problems of the last reload, when it failed and the previous configuration runs.
+    pub fn failed_reload(&self) -> Option<usize> {
+        let problems = self
+            .live
+            .reload_problems
+            .load(std::sync::atomic::Ordering::Acquire);
+        (problems > 0).then_some(problems)
     }
 
     /// Re-checks the backends of the routes in force every `period`, for as long as the

@@ -29,6 +29,9 @@ pub struct Reply {
     pub chunking: Chunking,
     /// Wait this long before sending the body (to trip timeouts, or to keep a stream open).
     pub delay_before_body: Option<Duration>,
+    /// Wait this long before each piece after the first: a stream that takes its time, as a
+    /// model generating tokens does.
+    pub pace: Option<Duration>,
     /// Close the connection without the final empty chunk: a stream cut short.
     pub drop_connection: bool,
     /// Send this many chunks, then wait for the gate to open before sending the rest: lets a
@@ -51,6 +54,7 @@ impl Reply {
             body: body.into(),
             chunking,
             delay_before_body: None,
+            pace: None,
             drop_connection: false,
             gate: None,
             close_when_reused: false,
@@ -82,6 +86,12 @@ impl Reply {
 
     pub fn sse(body: impl Into<Vec<u8>>, chunking: Chunking) -> Self {
         Self::ok("text/event-stream", body, chunking)
+    }
+
+    /// The same reply with `pace` between its pieces.
+    pub fn paced(mut self, pace: Duration) -> Self {
+        self.pace = Some(pace);
+        self
     }
 
     /// The same reply with one more response header (`retry-after`, for instance).
@@ -290,6 +300,11 @@ async fn answer(
                     return;
                 }
             }
+        }
+        if let Some(pace) = reply.pace
+            && sent > 0
+        {
+            tokio::time::sleep(pace).await;
         }
         let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
         frame.extend_from_slice(piece);

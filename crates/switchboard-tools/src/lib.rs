@@ -26,6 +26,7 @@ pub use definition::{FunctionDefinition, ToolDefinition, ToolKind};
 pub use message::{Content, Message};
 pub use problem::{MAX_QUOTED_CHARS, Problem, Problems, quote, quote_value, truncate_message};
 pub use profile::{Profile, ProfileKind};
+pub use schema::{SchemaSize, schema_size};
 pub use switchboard_macros::tool;
 pub use tool::{FnTool, Tool, ToolError, Toolbox};
 pub use toolset::{CallError, CompiledTool, MAX_MESSAGE_CHARS, Toolset};

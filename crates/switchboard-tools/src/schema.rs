@@ -138,15 +138,53 @@ pub(crate) fn walk<'a>(
     path: &str,
     visit: &mut dyn FnMut(&str, &'a serde_json::Map<String, Value>),
 ) {
+    walk_nested(schema, path, 0, &mut |here, _, map| visit(here, map));
+}
+
+/// What compiling a schema costs grows with these, past its size in bytes: a validator is
+/// built for every subschema, and `anyOf`/`allOf`/`oneOf` nested in one another make
+/// each level's alternatives be tried under every alternative above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaSize {
+    /// The schema and every subschema below it.
+    pub subschemas: usize,
+    /// How deep `anyOf`, `allOf` and `oneOf` nest in one another (0 without any).
+    pub combinator_depth: usize,
+}
+
+/// Measures `schema` (see [`SchemaSize`]) without compiling it.
+pub fn schema_size(schema: &Value) -> SchemaSize {
+    let mut size = SchemaSize {
+        subschemas: 0,
+        combinator_depth: 0,
+    };
+    walk_nested(schema, "", 0, &mut |_, combinators, _| {
+        size.subschemas += 1;
+        size.combinator_depth = size.combinator_depth.max(combinators);
+    });
+    size
+}
+
+/// What [`walk_nested`] calls for each subschema: its path, how many combinators enclose
+/// it, and the subschema.
+type NestedVisit<'v, 'a> = dyn FnMut(&str, usize, &'a serde_json::Map<String, Value>) + 'v;
+
+/// [`walk`], telling `visit` also how many combinators enclose each subschema.
+fn walk_nested<'a>(
+    schema: &'a Value,
+    path: &str,
+    combinators: usize,
+    visit: &mut NestedVisit<'_, 'a>,
+) {
     let Value::Object(map) = schema else { return };
-    visit(path, map);
+    visit(path, combinators, map);
     for (key, value) in map {
         let here = pointer(path, key);
         match key.as_str() {
             "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
                 if let Value::Object(children) = value {
                     for (name, child) in children {
-                        walk(child, &pointer(&here, name), visit);
+                        walk_nested(child, &pointer(&here, name), combinators, visit);
                     }
                 }
             }
@@ -160,15 +198,49 @@ pub(crate) fn walk<'a>(
             | "propertyNames"
             | "unevaluatedItems"
             | "unevaluatedProperties"
-            | "additionalItems" => walk(value, &here, visit),
+            | "additionalItems" => walk_nested(value, &here, combinators, visit),
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                let nested = if key == "prefixItems" {
+                    combinators
+                } else {
+                    combinators + 1
+                };
                 if let Value::Array(children) = value {
                     for (index, child) in children.iter().enumerate() {
-                        walk(child, &pointer(&here, index), visit);
+                        walk_nested(child, &pointer(&here, index), nested, visit);
                     }
                 }
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_schemas_size_counts_its_subschemas_and_how_deep_combinators_nest() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"anyOf": [{"type": "string"}, {"allOf": [{"oneOf": [{"type": "null"}]}]}]},
+            "b": {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}},
+            "anyOf": {"type": "string"}
+        }});
+        assert_eq!(
+            schema_size(&schema),
+            SchemaSize {
+                subschemas: 10,
+                combinator_depth: 3
+            }
+        );
+        assert_eq!(
+            schema_size(&json!(true)),
+            SchemaSize {
+                subschemas: 0,
+                combinator_depth: 0
+            }
+        );
     }
 }

@@ -67,6 +67,11 @@ pub struct ToolLoopSettings {
     pub max_rounds: usize,
     /// All of one request's tool calls together.
     pub max_tool_time: Duration,
+    /// Bytes the rounds may add to the conversation.
+    pub max_conversation_bytes: usize,
+    pub max_calls_per_round: usize,
+    /// Calls of one request running at once.
+    pub max_concurrent_calls: usize,
 }
 
 impl std::fmt::Debug for Route {
@@ -155,6 +160,9 @@ impl Route {
                 max_rounds: config.max_tool_rounds,
                 max_tool_time: Duration::try_from_secs_f64(config.max_tool_time_secs)
                     .unwrap_or(Duration::from_secs(120)),
+                max_conversation_bytes: config.max_tool_conversation_bytes,
+                max_calls_per_round: config.max_tool_calls_per_round,
+                max_concurrent_calls: config.max_concurrent_tool_calls,
             },
         })
     }

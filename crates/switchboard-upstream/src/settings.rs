@@ -86,6 +86,17 @@ pub struct RouteConfig {
     /// Seconds all the gateway-run tool calls of one request may take together.
     #[serde(default = "default_max_tool_time_secs")]
     pub max_tool_time_secs: f64,
+    /// Bytes the rounds of one request may add to its conversation (the model's answers and
+    /// the results of its gateway-run calls); at the bound the answer ends with `length`.
+    #[serde(default = "default_max_tool_conversation_bytes")]
+    pub max_tool_conversation_bytes: usize,
+    /// Gateway-run calls one answer of the model may make; each past it is answered with
+    /// an `Error: …` result, unrun.
+    #[serde(default = "default_max_tool_calls_per_round")]
+    pub max_tool_calls_per_round: usize,
+    /// Gateway-run calls of one request running at once; the rest wait their turn.
+    #[serde(default = "default_max_concurrent_tool_calls")]
+    pub max_concurrent_tool_calls: usize,
 }
 
 fn default_max_tool_rounds() -> usize {
@@ -94,6 +105,19 @@ fn default_max_tool_rounds() -> usize {
 
 fn default_max_tool_time_secs() -> f64 {
     120.0
+}
+
+/// `max_body_bytes`' default: the rounds may add as much as a client may send.
+fn default_max_tool_conversation_bytes() -> usize {
+    4 * 1024 * 1024
+}
+
+fn default_max_tool_calls_per_round() -> usize {
+    64
+}
+
+fn default_max_concurrent_tool_calls() -> usize {
+    8
 }
 
 /// How a route spreads requests over its replicas.
@@ -186,6 +210,21 @@ pub fn check_routes(routes: &[RouteConfig], request_timeout_secs: u64) -> Vec<St
         if !(route.max_tool_time_secs > 0.0 && route.max_tool_time_secs <= 3600.0) {
             problems.push(format!(
                 "{place}.max_tool_time_secs must be more than 0 and at most 3600"
+            ));
+        }
+        if route.max_tool_conversation_bytes == 0 {
+            problems.push(format!(
+                "{place}.max_tool_conversation_bytes must be at least 1"
+            ));
+        }
+        if !(1..=1000).contains(&route.max_tool_calls_per_round) {
+            problems.push(format!(
+                "{place}.max_tool_calls_per_round must be from 1 to 1000"
+            ));
+        }
+        if !(1..=256).contains(&route.max_concurrent_tool_calls) {
+            problems.push(format!(
+                "{place}.max_concurrent_tool_calls must be from 1 to 256"
             ));
         }
         if let Some(format) = &route.format
@@ -326,6 +365,9 @@ impl RouteConfig {
             mcp_servers: Vec::new(),
             max_tool_rounds: default_max_tool_rounds(),
             max_tool_time_secs: default_max_tool_time_secs(),
+            max_tool_conversation_bytes: default_max_tool_conversation_bytes(),
+            max_tool_calls_per_round: default_max_tool_calls_per_round(),
+            max_concurrent_tool_calls: default_max_concurrent_tool_calls(),
         }
     }
 }

@@ -11,6 +11,7 @@
 mod common;
 mod faults;
 mod http_session;
+mod listing_bounds;
 mod npm_servers;
 mod python_sdk;
 mod transport_faults;

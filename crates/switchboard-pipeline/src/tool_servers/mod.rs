@@ -16,22 +16,41 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 use switchboard_characters::Character;
 use switchboard_mcp_client::{
-    CallOutput, Transport, Upstream, UpstreamConfig, UpstreamError, UpstreamState,
+    CallOutput, Transport, Upstream, UpstreamConfig, UpstreamError, UpstreamState, UpstreamTool,
 };
-use switchboard_tools::{CompiledTool, Profile, Toolset};
+use switchboard_tools::{CompiledTool, Profile, Toolset, schema_size};
 use tracing::Instrument;
 use tracing::field::Empty;
 
+use crate::tools::compile_off_serving_threads;
 use crate::trace_context::{TARGET, current_traceparent};
 
-pub use settings::{McpServerConfig, check_servers};
+pub use settings::{DEFAULT_MAX_CONCURRENT_CALLS, McpServerConfig, check_servers};
 pub use toolbox::CharacterToolbox;
+
+/// The `mcp_server` metric label of every server a request names by URL.
+const REQUEST_NAMED_LABEL: &str = "request";
+
+/// Why a server a request named is unavailable, as its client reads it: what the server
+/// answered instead (an internal service's page, a credential it quoted) is for the
+/// gateway's log alone.
+const UNREACHABLE: &str =
+    "it could not be reached, or did not answer as an MCP server (the gateway's log has why)";
 
 /// The configured servers, in file order.
 #[derive(Debug, Default)]
 pub struct ToolServers {
     servers: Vec<Arc<ToolServer>>,
 }
+
+/// The most bytes one tool of a server may take as listed (its schemas, name and
+/// description), checked before its schemas are compiled: compiling costs hundreds of
+/// times a schema's size when combinators nest.
+pub const MAX_TOOL_BYTES: usize = 256 * 1024;
+/// The most subschemas one tool's schemas may hold together.
+pub const MAX_TOOL_SUBSCHEMAS: usize = 10_000;
+/// How deep `anyOf`, `allOf` and `oneOf` may nest in one of a tool's schemas.
+pub const MAX_COMBINATOR_DEPTH: usize = 8;
 
 /// One configured server and its connection.
 #[derive(Debug)]
@@ -41,8 +60,15 @@ pub struct ToolServer {
     /// running connection.
     started_from: UpstreamConfig,
     upstream: Upstream,
+    /// Named by a request's URL rather than configured: the client chose its name and its
+    /// address, so neither its name becomes a metric label nor its failures reach the
+    /// client verbatim (an internal service's error page would).
+    request_named: bool,
     /// Its tool list as offered, compiled for checks; rebuilt when the list changes.
     offered: Mutex<Option<(u64, Arc<[Offered]>)>>,
+    /// `max_concurrent_calls` permits: a call to the server runs holding one.
+    turns: tokio::sync::Semaphore,
+    max_concurrent_calls: usize,
 }
 
 /// One tool of a server as the gateway offers it.
@@ -101,18 +127,22 @@ impl ToolServers {
             };
             let kept = previous
                 .and_then(|previous| previous.get(&config.name))
-                .filter(|running| running.started_from == started_from);
+                .filter(|running| {
+                    running.started_from == started_from
+                        && running.max_concurrent_calls == config.max_concurrent_calls
+                });
             if let Some(kept) = kept {
                 servers.push(Arc::clone(kept));
                 continue;
             }
             match Upstream::start(started_from.clone()) {
-                Ok(upstream) => servers.push(Arc::new(ToolServer {
-                    name: config.name.clone(),
+                Ok(upstream) => servers.push(Arc::new(ToolServer::new(
+                    &config.name,
                     started_from,
                     upstream,
-                    offered: Mutex::new(None),
-                })),
+                    config.max_concurrent_calls,
+                    false,
+                ))),
                 Err(error) => problems.push(format!("{place}: {error}")),
             }
         }
@@ -188,12 +218,32 @@ impl ToolServer {
             headers: headers.iter().cloned().collect(),
         };
         let started_from = UpstreamConfig::new(label, transport);
-        Ok(Arc::new(Self {
-            name: label.to_owned(),
-            upstream: Upstream::start(started_from.clone())?,
+        let upstream = Upstream::start(started_from.clone())?;
+        Ok(Arc::new(Self::new(
+            label,
             started_from,
+            upstream,
+            DEFAULT_MAX_CONCURRENT_CALLS,
+            true,
+        )))
+    }
+
+    fn new(
+        name: &str,
+        started_from: UpstreamConfig,
+        upstream: Upstream,
+        max_concurrent_calls: usize,
+        request_named: bool,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            started_from,
+            upstream,
+            request_named,
             offered: Mutex::new(None),
-        }))
+            turns: tokio::sync::Semaphore::new(max_concurrent_calls),
+            max_concurrent_calls,
+        }
     }
 
     /// Its Streamable HTTP endpoint; `None` for a spawned server.
@@ -205,44 +255,67 @@ impl ToolServer {
     }
 
     /// Its tools as offered: those its allow-list lets through whose schemas the gateway
-    /// can check (one it cannot is left out, with a warning: a model API would refuse it
-    /// too).
+    /// can check (one it cannot, or one past the schema bounds, is left out with a
+    /// warning: a model API would refuse it too, or compiling it would cost the gateway
+    /// more than any tool is worth).
     pub fn offered(&self) -> Arc<[Offered]> {
         let version = *self.upstream.changes().borrow();
-        let mut slot = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((built, offered)) = &*slot
+        if let Some((built, offered)) =
+            &*self.offered.lock().unwrap_or_else(PoisonError::into_inner)
             && *built == version
         {
             return Arc::clone(offered);
         }
-        let offered: Arc<[Offered]> = self
+        // Built without the slot locked: a large list compiles off the serving threads,
+        // and nothing else that asks (`/healthz`) waits on a lock meanwhile.
+        let tools: Vec<UpstreamTool> = self
             .upstream
             .tools()
             .into_iter()
-            .filter_map(|tool| {
-                let mut function = json!({"name": "tool", "parameters": tool.input_schema});
-                if let Some(schema) = &tool.output_schema {
-                    function["output_schema"] = schema.clone();
-                }
-                let definition = json!([{"type": "function", "function": function}]);
-                match Toolset::from_json(&definition, &Profile::api()) {
-                    Ok(compiled) => Some(Offered {
-                        checks: compiled.tools().first()?.clone(),
-                        name: tool.name,
-                        description: tool.description,
-                        input_schema: tool.input_schema,
-                        output_schema: tool.output_schema,
-                        annotations: tool.annotations,
-                    }),
-                    Err(problems) => {
-                        tracing::warn!(mcp_server = %self.name, tool = %tool.name, %problems, "tool left out: its schemas cannot be checked");
-                        None
-                    }
+            .filter(|tool| match schema_bounds(tool) {
+                Ok(()) => true,
+                Err(why) => {
+                    tracing::warn!(mcp_server = %self.name, tool = %tool.name, why, "tool left out: its schemas are past the bounds");
+                    false
                 }
             })
             .collect();
-        *slot = Some((version, Arc::clone(&offered)));
+        let source_bytes = tools.iter().map(|tool| tool.listed_bytes).sum();
+        let offered: Arc<[Offered]> = compile_off_serving_threads(source_bytes, || {
+            tools
+                .into_iter()
+                .filter_map(|tool| self.compile(tool))
+                .collect()
+        });
+        let mut slot = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_none_or(|(built, _)| *built <= version) {
+            *slot = Some((version, Arc::clone(&offered)));
+        }
         offered
+    }
+
+    /// `tool` with its schemas compiled for checks; `None`, with a warning, when they
+    /// cannot be.
+    fn compile(&self, tool: UpstreamTool) -> Option<Offered> {
+        let mut function = json!({"name": "tool", "parameters": tool.input_schema});
+        if let Some(schema) = &tool.output_schema {
+            function["output_schema"] = schema.clone();
+        }
+        let definition = json!([{"type": "function", "function": function}]);
+        match Toolset::from_json(&definition, &Profile::api()) {
+            Ok(compiled) => Some(Offered {
+                checks: compiled.tools().first()?.clone(),
+                name: tool.name,
+                description: tool.description,
+                input_schema: tool.input_schema,
+                output_schema: tool.output_schema,
+                annotations: tool.annotations,
+            }),
+            Err(problems) => {
+                tracing::warn!(mcp_server = %self.name, tool = %tool.name, %problems, "tool left out: its schemas cannot be checked");
+                None
+            }
+        }
     }
 
     /// Waits for the first connection to be made or to fail (a command that uses the
@@ -257,6 +330,9 @@ impl ToolServer {
         let why = match self.upstream.state() {
             UpstreamState::Ready { .. } => return None,
             UpstreamState::Starting => "it has not connected yet".to_owned(),
+            UpstreamState::Down { .. } | UpstreamState::Restarting { .. } if self.request_named => {
+                UNREACHABLE.to_owned()
+            }
             UpstreamState::Down { error, .. } => error,
             UpstreamState::Restarting { last_error, .. } => {
                 format!("it is restarting after: {last_error}")
@@ -318,7 +394,7 @@ impl ToolServer {
             }
         }
         let labels = [
-            ("mcp_server", self.name.clone()),
+            ("mcp_server", self.metric_label().to_owned()),
             ("tool", tool.to_owned()),
             ("character", character.unwrap_or("-").to_owned()),
         ];
@@ -331,6 +407,16 @@ impl ToolServer {
         metrics::histogram!("gateway_mcp_tool_latency_seconds", &labels)
             .record(started.elapsed().as_secs_f64());
         reply
+    }
+
+    /// Its name in metrics: servers a request names by URL count as one, `request`, since
+    /// each client picks its own label.
+    fn metric_label(&self) -> &str {
+        if self.request_named {
+            REQUEST_NAMED_LABEL
+        } else {
+            &self.name
+        }
     }
 
     async fn run(
@@ -353,8 +439,31 @@ impl ToolServer {
             Ok(arguments) => arguments,
             Err(error) => return (error_reply(error.to_string()), error.kind()),
         };
+        // The wait for a turn has the call's own deadline; the call then has all of it.
+        let wait = self.started_from.call_timeout;
+        let Ok(Ok(_turn)) = tokio::time::timeout(wait, self.turns.acquire()).await else {
+            return (
+                error_reply(format!(
+                    "Error: tool server {} is busy: {} calls ran on it for all of the {} s this call could wait (max_concurrent_calls)",
+                    self.name,
+                    self.max_concurrent_calls,
+                    wait.as_secs_f64()
+                )),
+                "busy",
+            );
+        };
         match self.upstream.call(tool, arguments, traceparent).await {
             Ok(output) => self.reply(found, output),
+            Err(UpstreamError::Unavailable { name, .. }) if self.request_named => (
+                error_reply(format!(
+                    "Error: {}",
+                    UpstreamError::Unavailable {
+                        name,
+                        why: UNREACHABLE.to_owned(),
+                    }
+                )),
+                "unavailable",
+            ),
             Err(error) => {
                 let kind = match &error {
                     UpstreamError::Unavailable { .. } => "unavailable",
@@ -382,6 +491,18 @@ impl ToolServer {
         {
             return (error_reply(error.to_string()), error.kind());
         }
+        // A tool with an `outputSchema` promises structured content, and clients hold it to
+        // that (the Python SDK refuses a success without it): a result that lost it (past
+        // `max_result_bytes`) or never had it is an error, its text kept for the reader.
+        if tool.output_schema.is_some() && output.structured.is_none() {
+            return (
+                error_reply(format!(
+                    "Error: Invalid result - {} declares an outputSchema but its result has no structured content (structured content past max_result_bytes, {} bytes, is left out); its text:\n{}",
+                    tool.name, self.started_from.max_result_bytes, output.text
+                )),
+                "bad_return",
+            );
+        }
         (
             ToolReply {
                 text: output.text,
@@ -391,6 +512,33 @@ impl ToolServer {
             "ok",
         )
     }
+}
+
+/// Whether `tool`'s schemas are within the bounds that keep compiling them cheap; why not.
+fn schema_bounds(tool: &UpstreamTool) -> Result<(), String> {
+    if tool.listed_bytes > MAX_TOOL_BYTES {
+        return Err(format!(
+            "it takes {} bytes as listed, at most {MAX_TOOL_BYTES} allowed",
+            tool.listed_bytes
+        ));
+    }
+    let mut subschemas = 0;
+    for schema in std::iter::once(&tool.input_schema).chain(&tool.output_schema) {
+        let size = schema_size(schema);
+        if size.combinator_depth > MAX_COMBINATOR_DEPTH {
+            return Err(format!(
+                "anyOf/allOf/oneOf nest {} deep, at most {MAX_COMBINATOR_DEPTH} allowed",
+                size.combinator_depth
+            ));
+        }
+        subschemas += size.subschemas;
+    }
+    if subschemas > MAX_TOOL_SUBSCHEMAS {
+        return Err(format!(
+            "its schemas hold {subschemas} subschemas, at most {MAX_TOOL_SUBSCHEMAS} allowed"
+        ));
+    }
+    Ok(())
 }
 
 fn error_reply(text: String) -> ToolReply {

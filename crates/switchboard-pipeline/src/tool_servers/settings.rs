@@ -38,6 +38,26 @@ pub struct McpServerConfig {
     /// The most bytes of text one result may bring; past it the head and tail are kept.
     #[serde(default)]
     pub max_result_bytes: Option<usize>,
+    /// Calls running on it at once, from every request and `/mcp` client together; the
+    /// rest wait their turn (within the call's deadline).
+    #[serde(default = "default_max_concurrent_calls")]
+    pub max_concurrent_calls: usize,
+    /// The most tools its listing may hold, every page together; past it the server is
+    /// `down`.
+    #[serde(default)]
+    pub max_tools: Option<usize>,
+    /// The most bytes its listing may take, every page together; past it the server is
+    /// `down`.
+    #[serde(default)]
+    pub max_list_bytes: Option<usize>,
+}
+
+/// Enough for a model's parallel calls, few enough that one request's thousand calls do not
+/// become a thousand requests to the server.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 8;
+
+fn default_max_concurrent_calls() -> usize {
+    DEFAULT_MAX_CONCURRENT_CALLS
 }
 
 /// Whether a server name can prefix tool names a model API accepts.
@@ -65,6 +85,20 @@ pub fn check_servers(servers: &[McpServerConfig]) -> Vec<String> {
             problems.push(format!(
                 "{place}.name: an MCP server with this name already exists"
             ));
+        }
+        // `{server}_{tool}` of `up` and `two_op` is `up_two_op`, as of `up_two` and `op`:
+        // such names are refused here rather than resolved by file order where tools meet.
+        for other in servers {
+            if server
+                .name
+                .strip_prefix(other.name.as_str())
+                .is_some_and(|rest| rest.starts_with('_'))
+            {
+                problems.push(format!(
+                    "{place}.name: it begins with the MCP server name \"{}\" and `_`, so the two servers' tool names (`{{server}}_{{tool}}`) could meet; rename one",
+                    other.name
+                ));
+            }
         }
         match (&server.command, &server.url) {
             (Some(_), Some(_)) | (None, None) => problems.push(format!(
@@ -104,6 +138,17 @@ pub fn check_servers(servers: &[McpServerConfig]) -> Vec<String> {
         }
         if server.max_result_bytes == Some(0) {
             problems.push(format!("{place}.max_result_bytes must be at least 1"));
+        }
+        if !(1..=1024).contains(&server.max_concurrent_calls) {
+            problems.push(format!(
+                "{place}.max_concurrent_calls must be from 1 to 1024"
+            ));
+        }
+        if server.max_tools == Some(0) {
+            problems.push(format!("{place}.max_tools must be at least 1"));
+        }
+        if server.max_list_bytes == Some(0) {
+            problems.push(format!("{place}.max_list_bytes must be at least 1"));
         }
     }
     problems
@@ -146,6 +191,12 @@ impl McpServerConfig {
         if let Some(bytes) = self.max_result_bytes {
             config.max_result_bytes = bytes;
         }
+        if let Some(tools) = self.max_tools {
+            config.max_tools = tools;
+        }
+        if let Some(bytes) = self.max_list_bytes {
+            config.max_list_bytes = bytes;
+        }
         Ok(config)
     }
 }
@@ -171,6 +222,38 @@ fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listing_bounds_are_checked_and_reach_the_client() {
+        let entry = |extra: serde_json::Value| -> McpServerConfig {
+            let mut entry = serde_json::json!({"name": "up", "command": ["x"]});
+            entry
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(entry).unwrap()
+        };
+        let server = entry(serde_json::json!({"max_tools": 0, "max_list_bytes": 0}));
+        assert_eq!(
+            check_servers(std::slice::from_ref(&server)),
+            [
+                "mcp_server[0] (\"up\").max_tools must be at least 1",
+                "mcp_server[0] (\"up\").max_list_bytes must be at least 1",
+            ]
+        );
+        let server = entry(serde_json::json!({"max_tools": 5, "max_list_bytes": 9}));
+        let config = server.upstream(&|_| None).unwrap();
+        assert_eq!((config.max_tools, config.max_list_bytes), (5, 9));
+        let server = entry(serde_json::json!({}));
+        let config = server.upstream(&|_| None).unwrap();
+        assert_eq!(
+            (config.max_tools, config.max_list_bytes),
+            (
+                switchboard_mcp_client::DEFAULT_MAX_TOOLS,
+                switchboard_mcp_client::DEFAULT_MAX_LIST_BYTES
+            )
+        );
+    }
 
     #[test]
     fn variables_are_read_from_the_environment_and_a_missing_one_is_named() {

@@ -10,9 +10,10 @@ use futures::future::BoxFuture;
 use switchboard_characters::CharacterSession;
 use switchboard_mcp::names;
 use switchboard_runtime::ToolExecutor;
-use switchboard_tools::{ToolCall, ToolDefinition, ToolResult};
+use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 
 use super::ToolServer;
+use crate::gateway_tools::ToolFilter;
 
 /// The longest function name model APIs accept.
 const MODEL_NAME_CHARS: usize = 64;
@@ -26,18 +27,34 @@ pub struct CharacterToolbox {
     definitions: Vec<ToolDefinition>,
     /// The name offered to the model, the server, and the server's own name for the tool.
     offered: Vec<(String, Arc<ToolServer>, String)>,
+    /// The character's own tools the caller's key may not use, or whose names meet another
+    /// tool's: a call to one is answered as a call to no tool.
+    refused: HashSet<String>,
 }
 
 impl CharacterToolbox {
     /// The session's tools and, for each server the character declares among `servers`
     /// (see [`ToolServers::declared_by`](super::ToolServers::declared_by)), the tools its
-    /// entry allows. A name met twice is
-    /// the first's (the character's own tools come first).
-    pub fn new(session: CharacterSession, servers: &[Arc<ToolServer>]) -> Self {
+    /// entry allows; of all these, those `filter` allows under the names `/mcp` serves them
+    /// by (`{file stem}_{tool}`, `{server}_{tool}`), as on every other path. Tools whose
+    /// names meet (an own tool `fs_read` and server `fs`'s `read`) are all left out, with a
+    /// warning: either choice would run a tool the model did not mean.
+    pub fn new(
+        session: CharacterSession,
+        servers: &[Arc<ToolServer>],
+        filter: &ToolFilter,
+    ) -> Self {
         let character = Arc::clone(session.character());
-        let mut definitions: Vec<ToolDefinition> =
-            character.tools().definitions().cloned().collect();
-        let mut taken: HashSet<String> = definitions
+        let stem = crate::character::id(&character).map_or_else(
+            || character.name().to_owned(),
+            |id| id[crate::character::PREFIX.len()..].to_owned(),
+        );
+        let (mut definitions, refused): (Vec<ToolDefinition>, Vec<ToolDefinition>) = character
+            .tools()
+            .definitions()
+            .cloned()
+            .partition(|definition| filter.allows(&format!("{stem}_{}", definition.name())));
+        let mut refused: HashSet<String> = refused
             .iter()
             .map(|definition| definition.name().to_owned())
             .collect();
@@ -47,30 +64,54 @@ impl CharacterToolbox {
                 continue;
             };
             for tool in server.offered().iter() {
-                if !declared.allows(&tool.name) {
+                if !declared.allows(&tool.name)
+                    || !filter.allows(&format!("{}_{}", server.name, tool.name))
+                {
                     continue;
                 }
                 let name =
                     names::served(&format!("{}_{}", server.name, tool.name), MODEL_NAME_CHARS)
                         .into_owned();
-                if !taken.insert(name.clone()) {
-                    continue;
-                }
                 let mut definition = ToolDefinition::function(
                     name.clone(),
                     tool.description.clone().unwrap_or_default(),
                     tool.input_schema.clone(),
                 );
                 definition.function.description = tool.description.clone();
-                definitions.push(definition);
-                offered.push((name, Arc::clone(server), tool.name.clone()));
+                offered.push((name, Arc::clone(server), tool.name.clone(), definition));
             }
         }
+        let mut seen = HashSet::new();
+        let met: HashSet<String> = definitions
+            .iter()
+            .map(|definition| definition.name().to_owned())
+            .chain(offered.iter().map(|(name, ..)| name.clone()))
+            .filter(|name| !seen.insert(name.clone()))
+            .collect();
+        for name in &met {
+            tracing::warn!(character = %character.name(), tool = %name, "tools left out: the character's tools and its MCP servers' meet in this name; rename one");
+        }
+        definitions.retain(|definition| {
+            let keep = !met.contains(definition.name());
+            if !keep {
+                refused.insert(definition.name().to_owned());
+            }
+            keep
+        });
+        let offered = offered
+            .into_iter()
+            .filter(|(name, ..)| !met.contains(name))
+            .map(|(name, server, tool, definition)| {
+                definitions.push(definition);
+                (name, server, tool)
+            })
+            .collect();
         Self {
             session,
             servers: servers.to_vec(),
             definitions,
             offered,
+            refused,
         }
     }
 }
@@ -101,7 +142,11 @@ impl ToolExecutor for CharacterToolbox {
                 .iter()
                 .filter(|server| call.name.starts_with(&format!("{}_", server.name)))
                 .find_map(|server| server.unavailable());
-            if let Some(text) = down {
+            let refused = self
+                .refused
+                .contains(&call.name)
+                .then(|| CallError::UnknownTool(call.name.clone()).to_string());
+            if let Some(text) = down.or(refused) {
                 let result = ToolResult {
                     call_id: call.id.clone(),
                     content: text,

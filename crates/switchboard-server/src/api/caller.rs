@@ -10,8 +10,9 @@ use switchboard_access::{Exceeded, Key, Limits, Verdict, decide};
 
 use crate::api::error::ApiError;
 use crate::state::Snapshot;
+use switchboard_mcp::names;
 use switchboard_pipeline::{
-    Asked, GatewayRequest, GatewayTools, Target, estimate_text, estimate_tokens,
+    Asked, GatewayRequest, GatewayTools, Target, ToolFilter, estimate_text, estimate_tokens,
 };
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
@@ -70,9 +71,29 @@ impl Caller {
         self.key.as_ref().is_none_or(|key| key.may_use(id))
     }
 
-    /// Whether the caller may list and call a tool, by the name `/mcp` serves it under.
+    /// Whether the caller may list and call a tool, by its catalog name (`{server}_{tool}`,
+    /// `{character file stem}_{tool}`). The key's globs match the name `/mcp` serves for it
+    /// (shortened to `mcp_tool_name_max_chars`), on every path: one spelling, so that no
+    /// path offers what another hides.
     pub fn may_use_tool(&self, name: &str) -> bool {
-        self.key.as_ref().is_none_or(|key| key.may_use_tool(name))
+        self.key.as_ref().is_none_or(|key| {
+            key.may_use_tool(&names::served(
+                name,
+                self.live.config.mcp_tool_name_max_chars,
+            ))
+        })
+    }
+
+    /// [`Caller::may_use_tool`] for a character's conversation, which runs after the
+    /// request's handler has returned.
+    pub fn tool_filter(&self) -> ToolFilter {
+        match self.key {
+            None => ToolFilter::all(),
+            Some(_) => {
+                let caller = self.clone();
+                ToolFilter::new(move |name| caller.may_use_tool(name))
+            }
+        }
     }
 
     /// Charges an answer's tokens to the key's budget, in place of what the request

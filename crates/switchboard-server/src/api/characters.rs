@@ -18,7 +18,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use switchboard_characters::{Character, Loaded, Rejection};
-use switchboard_tools::ToolCall;
+use switchboard_tools::{CallError, ToolCall, ToolResult};
 
 use super::body::read_json;
 use super::front_end::RequestId;
@@ -135,7 +135,21 @@ pub async fn call_tool(
         arguments,
     };
     let started = Instant::now();
-    let result = match character.run_tool(&call).await {
+    // A key's `tools` globs hold here as on `/mcp` (`{file stem}_{tool}`): a tool beyond
+    // them is answered as one that does not exist.
+    let refused = character_id(&character).is_some_and(|id| {
+        !caller.may_use_tool(&format!("{}_{tool}", &id[CHARACTER_PREFIX.len()..]))
+    });
+    let outcome = if refused {
+        Ok(ToolResult {
+            call_id: call.id.clone(),
+            content: CallError::UnknownTool(tool.clone()).to_string(),
+            is_error: true,
+        })
+    } else {
+        character.run_tool(&call).await
+    };
+    let result = match outcome {
         Ok(result) => result,
         Err(error) => {
             let error = ApiError::upstream(

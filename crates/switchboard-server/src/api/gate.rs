@@ -19,7 +19,7 @@ use super::error_response;
 use super::front_end::RequestId;
 use crate::api::error::ApiError;
 use crate::state::AppState;
-use switchboard_access::{Admission, Exceeded, Lease, Presented, StoreError, Verdict};
+use switchboard_access::{Admission, Exceeded, Presented, StoreError, Verdict};
 
 /// The access layer (`axum::middleware::from_fn_with_state`).
 pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
@@ -29,7 +29,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     let path = request.uri().path();
     // The playground's page and its static files hold nothing secret; what it asks of the
     // API goes through here with the key the user gives it.
-    if path == "/healthz" || path == "/" || path.starts_with("/playground/") {
+    if matches!(path, "/healthz" | "/readyz" | "/") || path.starts_with("/playground/") {
         return next.run(request).await;
     }
     if path == "/metrics" {
@@ -57,9 +57,9 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     };
     let mut limited = key
         .as_ref()
-        .filter(|key| key.limits.any() && counted(request.method(), path))
+        .filter(|key| key.limits.any() && counted(&request))
         .cloned();
-    if limited.is_some() && is_mcp(request.uri().path()) {
+    if limited.is_some() && is_mcp(request.uri().path()) && request.method() == Method::POST {
         let limit = live.config.max_body_bytes;
         let path = path.to_owned();
         let Some((read, call)) = mcp_tool_call(request, limit).await else {
@@ -97,12 +97,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             }
             key.count_request();
             match lease {
-                Some(lease) => response.map(|body| {
-                    Body::new(Held {
-                        body,
-                        _lease: lease,
-                    })
-                }),
+                Some(lease) => response.map(|body| Body::new(Held::new(body, lease))),
                 None => response,
             }
         }
@@ -132,11 +127,17 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
 }
 
 /// Whether a request counts against its key's limits: every POST (the requests that ask for
-/// an answer or run a tool; of MCP's, only `tools/call`: see [`mcp_tool_call`]), and `GET /v1/characters/{name}` (and its `HEAD`, which runs the
-/// same handler), which runs the character's code to make its system prompt. Other reads
-/// (`/v1/models`, `/v1/characters`, stored responses) are not counted.
-fn counted(method: &Method, path: &str) -> bool {
+/// an answer or run a tool; of MCP's, only `tools/call` and `initialize`: see
+/// [`mcp_tool_call`]), an MCP session's GET stream (which holds one of the key's
+/// `max_concurrent` slots while open), and `GET /v1/characters/{name}` (and its `HEAD`,
+/// which runs the same handler), which runs the character's code to make its system prompt.
+/// Other reads (`/v1/models`, `/v1/characters`, stored responses) are not counted.
+fn counted(request: &Request) -> bool {
+    let (method, path) = (request.method(), request.uri().path());
     *method == Method::POST
+        || (*method == Method::GET
+            && is_mcp(path)
+            && request.headers().contains_key("mcp-session-id"))
         || (matches!(*method, Method::GET | Method::HEAD)
             && path
                 .strip_prefix("/v1/characters/")
@@ -147,10 +148,11 @@ fn is_mcp(path: &str) -> bool {
     path == "/mcp" || path.starts_with("/mcp/")
 }
 
-/// Whether an MCP request is a `tools/call`, the one MCP request that counts against a
-/// key's limits (as a model request does): a client's handshake, lists and notifications
-/// do no work worth limiting. The body is read to tell, and handed on; `None` when it is
-/// larger than `limit` (or breaks off), which the endpoint would refuse anyway.
+/// Whether an MCP request counts against a key's limits: a `tools/call` (as a model request
+/// does), and an `initialize`, which opens a session (memory held for its idle timeout);
+/// lists and notifications do no work worth limiting. The body is read to tell, and handed
+/// on; `None` when it is larger than `limit` (or breaks off), which the endpoint would
+/// refuse anyway.
 async fn mcp_tool_call(request: Request, limit: usize) -> Option<(Request, bool)> {
     #[derive(serde::Deserialize)]
     struct Message<'a> {
@@ -160,7 +162,7 @@ async fn mcp_tool_call(request: Request, limit: usize) -> Option<(Request, bool)
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, limit).await.ok()?;
     let call = serde_json::from_slice::<Message>(&bytes).map_or(true, |message| {
-        message.method.as_deref() == Some("tools/call")
+        matches!(message.method.as_deref(), Some("tools/call" | "initialize"))
     });
     Some((Request::from_parts(parts, Body::from(bytes)), call))
 }
@@ -211,14 +213,24 @@ fn log(request: &Request, status: u16, reason: &str, key: Option<&str>) {
     );
 }
 
-/// A response body that holds the request's lease on an open-request slot until the body
-/// is finished or dropped (a stream ends, or its client leaves).
-struct Held {
+/// A response body that holds something until the body is finished or dropped (a stream
+/// ends, or its client leaves): the request's lease on an open-request slot, or its place
+/// among the requests in flight.
+pub struct Held<G> {
     body: Body,
-    _lease: Lease,
+    _guard: G,
 }
 
-impl HttpBody for Held {
+impl<G> Held<G> {
+    pub fn new(body: Body, guard: G) -> Self {
+        Self {
+            body,
+            _guard: guard,
+        }
+    }
+}
+
+impl<G: Send + Unpin + 'static> HttpBody for Held<G> {
     type Data = Bytes;
     type Error = axum::Error;
 

@@ -5,8 +5,8 @@
 //! which characters' tools it sees and may call; one beyond its reach is an unknown tool.
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -17,8 +17,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use switchboard_characters::{Character, CharacterRegistry};
 use switchboard_mcp::{
-    CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, ToolCatalog,
-    ToolOutput,
+    CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, SessionLimits,
+    SessionOptions, SessionOwner, SharedSessions, ToolCatalog, ToolOutput, names,
 };
 use switchboard_tools::ToolCall;
 use tokio::sync::watch;
@@ -27,6 +27,8 @@ use tracing::Instrument;
 use super::front_end::RequestId;
 use super::log::{RequestLog, Tally};
 use crate::api::caller::Caller;
+use crate::config::Config;
+use crate::mcp_sessions::RedisSessions;
 use crate::state::{AppState, Snapshot};
 use switchboard_pipeline::tool_servers::{Offered, ToolServer};
 use switchboard_pipeline::{CHARACTER_PREFIX, character_id};
@@ -93,17 +95,17 @@ impl CharacterTools {
     }
 
     /// The tools a request may see: characters by file stem, then servers in file order,
-    /// each in its own order; a name met twice (stem `a` with tool `b_c`, stem `a_b` with
-    /// tool `c`) is the first's. The caller's key decides which it may see.
+    /// each in its own order. The caller's key decides which it may see. A name met twice
+    /// (stem `a` with tool `b_c` and stem `a_b` with tool `c`; a character and a server of
+    /// one name) names no tool: both are left out with a warning, since either choice
+    /// would run a tool the client did not mean.
     fn entries(&self, request: &Extensions) -> Vec<Entry> {
         let caller = request.get::<Caller>();
         let scope = request.get::<Scope>();
-        let mut seen = HashSet::new();
-        let mut entries = Vec::new();
+        let mut candidates = Vec::new();
         let mut offer = |served: String, name: String, source: Source| {
-            if caller.is_none_or(|caller| caller.may_use_tool(&served)) && seen.insert(name.clone())
-            {
-                entries.push(Entry { name, source });
+            if caller.is_none_or(|caller| caller.may_use_tool(&served)) {
+                candidates.push(Entry { name, source });
             }
         };
         if !matches!(scope, Some(Scope::Server(_))) {
@@ -169,31 +171,64 @@ impl CharacterTools {
                 }
             }
         }
-        if matches!(scope, Some(Scope::Character(_))) {
-            return entries;
-        }
-        let Some(caller) = caller else {
-            return entries;
-        };
-        for server in caller.snapshot().pipeline.tool_servers.all() {
-            if matches!(scope, Some(Scope::Server(name)) if *name != server.name) {
-                continue;
-            }
-            for tool in server.offered().iter() {
-                let served = format!("{}_{}", server.name, tool.name);
-                let name = match scope {
-                    Some(_) => tool.name.clone(),
-                    None => served.clone(),
-                };
-                let source = Source::Server {
-                    server: Arc::clone(server),
-                    tool: Box::new(tool.clone()),
-                };
-                offer(served, name, source);
+        if let (Some(caller), None | Some(Scope::Server(_))) = (caller, scope) {
+            for server in caller.snapshot().pipeline.tool_servers.all() {
+                if matches!(scope, Some(Scope::Server(name)) if *name != server.name) {
+                    continue;
+                }
+                for tool in server.offered().iter() {
+                    let served = format!("{}_{}", server.name, tool.name);
+                    let name = match scope {
+                        Some(_) => tool.name.clone(),
+                        None => served.clone(),
+                    };
+                    let source = Source::Server {
+                        server: Arc::clone(server),
+                        tool: Box::new(tool.clone()),
+                    };
+                    offer(served, name, source);
+                }
             }
         }
-        entries
+        // Over HTTP, names meet as served (shortened): a tool that is literally another's
+        // shortened name is no less ambiguous.
+        let max = caller.map(|caller| caller.snapshot().config.mcp_tool_name_max_chars);
+        apart(candidates, max)
     }
+}
+
+/// `entries` without those whose names meet (as served within `max` characters, when
+/// known), each such name warned of.
+fn apart(entries: Vec<Entry>, max: Option<usize>) -> Vec<Entry> {
+    let served = |entry: &Entry| match max {
+        Some(max) => names::served(&entry.name, max).into_owned(),
+        None => entry.name.clone(),
+    };
+    let mut seen = HashSet::new();
+    let met: HashSet<String> = entries
+        .iter()
+        .map(served)
+        .filter(|name| !seen.insert(name.clone()))
+        .collect();
+    for name in &met {
+        let sources: Vec<String> = entries
+            .iter()
+            .filter(|entry| served(entry) == *name)
+            .map(|entry| match &entry.source {
+                Source::Character { character, tool } => {
+                    format!("character {} tool {tool:?}", character.name())
+                }
+                Source::Server { server, tool } => {
+                    format!("MCP server {} tool {:?}", server.name, tool.name)
+                }
+            })
+            .collect();
+        tracing::warn!(tool = %name, sources = %sources.join(", "), "tools left out: their served names meet; rename one");
+    }
+    entries
+        .into_iter()
+        .filter(|entry| !met.contains(&served(entry)))
+        .collect()
 }
 
 /// MCP's structured results are objects; a character's result is text, so its declared
@@ -407,45 +442,53 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         Arc::new(tools),
         server_options(config.mcp_tool_name_max_chars),
     );
-    let endpoint = HttpEndpoint::new(server, http_options(config.listen, config.max_body_bytes));
+    let endpoint =
+        HttpEndpoint::with_sessions(server, http_options(config), session_options(config));
     let scoped = endpoint.clone();
     let servers = endpoint.clone();
     Router::new()
         .route(
             "/mcp",
-            any(move |request: Request| {
-                let endpoint = endpoint.clone();
-                async move { endpoint.handle(request).await.map(Body::new) }
-            }),
+            any(move |request: Request| answer(endpoint.clone(), request)),
         )
         .route(
             "/mcp/characters/{name}",
             any(move |Path(name): Path<String>, mut request: Request| {
-                let endpoint = scoped.clone();
-                async move {
-                    request.extensions_mut().insert(Scope::Character(name));
-                    endpoint.handle(request).await.map(Body::new)
-                }
+                request.extensions_mut().insert(Scope::Character(name));
+                answer(scoped.clone(), request)
             }),
         )
         .route(
             "/mcp/servers/{name}",
             any(move |Path(name): Path<String>, mut request: Request| {
-                let endpoint = servers.clone();
-                async move {
-                    request.extensions_mut().insert(Scope::Server(name));
-                    endpoint.handle(request).await.map(Body::new)
-                }
+                request.extensions_mut().insert(Scope::Server(name));
+                answer(servers.clone(), request)
             }),
         )
+}
+
+/// Answers one MCP request: a session it opens is its key's, and only its key may use it.
+async fn answer(
+    endpoint: HttpEndpoint<CharacterTools>,
+    mut request: Request,
+) -> axum::http::Response<Body> {
+    let owner = request
+        .extensions()
+        .get::<Caller>()
+        .and_then(Caller::name)
+        .map(|name| SessionOwner(name.into()));
+    if let Some(owner) = owner {
+        request.extensions_mut().insert(owner);
+    }
+    endpoint.handle(request).await.map(Body::new)
 }
 
 /// Loopback gateways accept the loopback names in `Host` (against DNS rebinding) and pages
 /// of loopback origins; one listening beyond loopback takes any `Host` (its public names
 /// are not known here) and refuses every browser origin. Non-browser clients send no
 /// `Origin`.
-fn http_options(listen: SocketAddr, max_body_bytes: usize) -> HttpOptions {
-    let (allowed_hosts, allowed_origins) = if listen.ip().is_loopback() {
+fn http_options(config: &Config) -> HttpOptions {
+    let (allowed_hosts, allowed_origins) = if config.listen.ip().is_loopback() {
         (
             vec![
                 "localhost".to_owned(),
@@ -464,6 +507,30 @@ fn http_options(listen: SocketAddr, max_body_bytes: usize) -> HttpOptions {
     HttpOptions {
         allowed_hosts,
         allowed_origins,
-        max_body_bytes,
+        max_body_bytes: config.max_body_bytes,
+    }
+}
+
+/// Sessions bounded as configured; a session's GET stream that carries nothing ends as an
+/// idle connection would. With `state`, sessions are shared through Redis by every replica.
+fn session_options(config: &Config) -> SessionOptions {
+    let idle = Duration::from_secs(config.mcp_session_idle_timeout_secs);
+    // The URL was checked with the rest of the configuration.
+    let shared = config
+        .state
+        .as_deref()
+        .and_then(|url| RedisSessions::new(url).ok())
+        .map(|directory| SharedSessions {
+            directory: Arc::new(directory),
+            idle,
+        });
+    SessionOptions {
+        limits: SessionLimits {
+            overall: config.mcp_max_sessions,
+            per_owner: config.mcp_max_sessions_per_key,
+        },
+        idle,
+        stream_idle: Duration::from_secs(config.idle_timeout_secs),
+        shared,
     }
 }

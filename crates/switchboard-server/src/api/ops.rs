@@ -1,13 +1,14 @@
-//! The operational endpoints: `/v1/models`, `/healthz` and `/metrics`.
+//! The operational endpoints: `/v1/models`, `/healthz`, `/readyz` and `/metrics`.
 
 use axum::extract::{Extension, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use crate::api::caller::Caller;
+use crate::drain::Phase;
 use crate::state::{AppState, Snapshot};
 use switchboard_pipeline::character_id;
 use switchboard_upstream::Health;
@@ -18,9 +19,10 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
         Router::new()
             .route("/v1/models", get(models))
             .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
             .route("/metrics", get(metrics))
     },
-    owns: |path| matches!(path, "/v1/models" | "/healthz" | "/metrics"),
+    owns: |path| matches!(path, "/v1/models" | "/healthz" | "/readyz" | "/metrics"),
     error: IntoResponse::into_response,
 };
 
@@ -72,8 +74,8 @@ pub fn model_ids(state: &AppState, snapshot: &Snapshot) -> Vec<String> {
     routes.chain(characters).collect()
 }
 
-/// `GET /healthz`: alive, and `degraded` while some route has no replica taking requests
-/// or some MCP server is down. Which routes, replicas and MCP servers there are, and how
+/// `GET /healthz`: alive, and `degraded` while some route has no replica taking requests,
+/// some MCP server is down, or the last reload failed (then `reload` says so). Which routes, replicas and MCP servers there are, and how
 /// each fares, only to those who may read `/metrics`: the open endpoint must not map the
 /// network behind the gateway.
 pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
@@ -84,19 +86,41 @@ pub async fn healthz(State(state): State<AppState>, headers: HeaderMap) -> Json<
     let servers_up = tool_servers
         .iter()
         .all(|server| matches!(server["state"].as_str(), Some("ready" | "starting")));
-    let status = if Health::every_route_serves(&backends) && servers_up {
+    let failed_reload = state.failed_reload();
+    let status = if Health::every_route_serves(&backends) && servers_up && failed_reload.is_none() {
         "ok"
     } else {
         "degraded"
     };
-    if !snapshot.access.metrics_allowed(&headers) {
-        return Json(json!({"status": status}));
+    let mut body = json!({"status": status});
+    // Which configuration runs is no secret; the problems themselves are in the log.
+    if let Some(problems) = failed_reload {
+        body["reload"] = json!(format!(
+            "failed with {problems} problem(s): the previous configuration runs"
+        ));
     }
-    let mut body = json!({"status": status, "backends": backends});
+    if !snapshot.access.metrics_allowed(&headers) {
+        return Json(body);
+    }
+    body["backends"] = json!(backends);
     if !tool_servers.is_empty() {
         body["mcp_servers"] = json!(tool_servers);
     }
     Json(body)
+}
+
+/// `GET /readyz`, open like `/healthz`: 200 while the gateway takes new work; 503 while it
+/// starts (until the shared state answers) and from the moment a shutdown signal arrives,
+/// while it drains (it still serves what reaches it meanwhile). `/healthz` is liveness: it
+/// stays 200 until the process exits.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let phase = state.readiness.phase();
+    let status = if phase == Phase::Ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(json!({"status": phase.label()}))).into_response()
 }
 
 /// `GET /metrics`: Prometheus text format.

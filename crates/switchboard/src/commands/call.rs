@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use switchboard_runtime::ToolExecutor;
-use switchboard_server::CharacterToolbox;
+use switchboard_server::{CharacterToolbox, ToolFilter};
 use switchboard_tools::ToolCall;
 
 use super::check::{CharactersDir, find_character, runtime};
@@ -44,7 +44,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         }
         // A tool of the character's MCP servers, or its own, as its conversation runs them.
         let session = character.start_conversation().await?;
-        let toolbox = CharacterToolbox::new(session, &servers);
+        let toolbox = CharacterToolbox::new(session, &servers, &ToolFilter::all());
         anyhow::Ok(toolbox.call(&call).await)
     })?;
     println!("{}", result.content);

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use switchboard_runtime::{Conversation, ConversationOptions, ToolEvent, ToolExecutor, TurnEvent};
-use switchboard_server::CharacterToolbox;
+use switchboard_server::{CharacterToolbox, ToolFilter};
 use switchboard_tools::{Content, Message};
 use tokio::io::AsyncBufReadExt;
 
@@ -61,7 +61,8 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         let start = || async {
             let session = character.start_conversation().await?;
             let prompt = session.system_prompt().to_owned();
-            let tools: Arc<dyn ToolExecutor> = Arc::new(CharacterToolbox::new(session, &servers));
+            let tools: Arc<dyn ToolExecutor> =
+                Arc::new(CharacterToolbox::new(session, &servers, &ToolFilter::all()));
             anyhow::Ok(Conversation::new(
                 Some(prompt),
                 tools,

@@ -43,6 +43,16 @@ pub struct Overrides {
     /// How long in-flight requests may take to finish after Ctrl-C or SIGTERM, in seconds.
     #[arg(long, env = "SWITCHBOARD_SHUTDOWN_GRACE_SECS", value_name = "SECS")]
     shutdown_grace_secs: Option<u64>,
+    /// The Redis replicas share (`state`: limits, stored responses), as
+    /// redis://HOST:PORT/DB; from the environment, it can come out of a secret store
+    /// rather than the file.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_STATE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    state: Option<String>,
 }
 
 /// Where `serve` reads its configuration from, decided once at start-up.
@@ -90,6 +100,9 @@ impl Source {
         }
         if let Some(seconds) = overrides.shutdown_grace_secs {
             config.shutdown_grace_secs = seconds;
+        }
+        if overrides.state.is_some() {
+            config.state.clone_from(&overrides.state);
         }
         Ok(config)
     }
@@ -143,8 +156,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         tracing::info!("listening on http://{}", listener.local_addr()?);
-        switchboard_server::run(listener, state, shutdown_signal(), config.shutdown_grace())
-            .await?;
+        switchboard_server::run(listener, state, shutdown_signal(), config.drain()).await?;
         anyhow::Ok(ExitCode::SUCCESS)
     })
 }
@@ -192,6 +204,11 @@ async fn reload_config(state: &AppState, source: &Source) {
                 .reload(config, &environment)
                 .map_err(|problems| problems.0)
         });
+    state.reloaded_with(
+        outcome
+            .as_ref()
+            .map_or_else(|problems| problems.len().max(1), |_| 0),
+    );
     match outcome {
         Ok(reloaded) => {
             for key in &reloaded.needs_restart {

@@ -20,15 +20,27 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-/// Which lines are written: `RUST_LOG`, `info` by default; never the spans meant for
-/// OpenTelemetry, which would otherwise prefix every line written inside them and cost
-/// their fields on every request.
+/// The MCP library's log target. At INFO it writes what peers send whole (every
+/// notification, `clientInfo`, `serverInfo`, `instructions`) and session ids: a peer could
+/// fill the log, so it is held to warnings unless `RUST_LOG` names it.
+const MCP_LIBRARY: &str = "rmcp";
+
+/// Which lines are written: `RUST_LOG`, `info` by default (the MCP library's warnings
+/// only, unless `RUST_LOG` names it); never the spans meant for OpenTelemetry, which would
+/// otherwise prefix every line written inside them and cost their fields on every request.
 fn log_filter() -> EnvFilter {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    match format!("{TARGET}=off").parse() {
-        Ok(directive) => filter.add_directive(directive),
-        Err(_) => filter,
+    let asked = std::env::var(EnvFilter::DEFAULT_ENV).ok();
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let mut quiet = vec![format!("{TARGET}=off")];
+    if !asked.is_some_and(|asked| asked.contains(MCP_LIBRARY)) {
+        quiet.push(format!("{MCP_LIBRARY}=warn"));
     }
+    for directive in quiet {
+        if let Ok(directive) = directive.parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    filter
 }
 
 /// The log lines, on stderr.

@@ -112,6 +112,7 @@ async fn gateway_request(
         tools,
         call_ids: CallIdShape::OpenAi,
         gateway,
+        tool_filter: caller.tool_filter(),
     })
 }
 

@@ -15,6 +15,7 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use switchboard_runtime::ToolEvent;
+use switchboard_tools::truncate_message;
 use switchboard_wire::StreamEvent;
 use switchboard_wire::openai::{ChunkEncoder, DONE, completion};
 
@@ -45,8 +46,12 @@ pub const CHARACTER_EVENTS_HEADER: &str = "x-switchboard-character-events";
 /// How often a stream that is waiting on the gateway's tools says it is alive.
 const TOOL_KEEPALIVE: Duration = Duration::from_secs(1);
 
+/// Characters of a result `gateway_tool_calls` shows: the model read it whole, the client
+/// has nothing to do with it but show it.
+const SHOWN_RESULT_CHARS: usize = 4096;
+
 /// The calls the gateway ran, each once: its server (none for a character's own tool), the
-/// name the model called, its arguments, and how it ended.
+/// name the model called, its arguments, and how it ended, with the start of its result.
 fn gateway_tool_calls(events: &[GatewayEvent]) -> Vec<Value> {
     events
         .iter()
@@ -78,7 +83,8 @@ fn gateway_tool_calls(events: &[GatewayEvent]) -> Vec<Value> {
                     json!({"id": id, "server": source.as_ref().map(|source| &source.server),
                     "name": source.as_ref().map_or(name, |source| &source.tool),
                     "arguments": arguments.unwrap_or_default(),
-                    "outcome": if *is_error { "error" } else { "ok" }, "content": content}),
+                    "outcome": if *is_error { "error" } else { "ok" },
+                    "content": truncate_message(content.clone(), SHOWN_RESULT_CHARS)}),
                 )
             }
             _ => None,

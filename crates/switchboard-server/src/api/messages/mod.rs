@@ -191,6 +191,7 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
             tools: checked.tools,
             call_ids: CallIdShape::Anthropic,
             gateway,
+            tool_filter: caller.tool_filter(),
         },
         stream,
         dropped: checked.dropped,

@@ -329,6 +329,7 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
             tools,
             call_ids: CallIdShape::OpenAi,
             gateway,
+            tool_filter: caller.tool_filter(),
         },
         approval_ids,
         skeleton,

@@ -30,6 +30,7 @@ pub fn switchboard() -> Command {
         "OLLAMA_HOST",
         "SWITCHBOARD_CONFIG",
         "SWITCHBOARD_LISTEN",
+        "SWITCHBOARD_STATE",
         "RUST_LOG",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -112,8 +113,16 @@ impl Served {
     /// Stops it as an operator does (SIGTERM) and waits for it to exit.
     pub fn stop(&mut self) {
         self.signal("TERM");
+        self.exit_code();
+    }
+
+    /// Waits for the process to exit (within [`PROCESS_TIMEOUT`]); its exit code.
+    pub fn exit_code(&mut self) -> Option<i32> {
         let deadline = Instant::now() + PROCESS_TIMEOUT;
-        while self.child.try_wait().unwrap().is_none() {
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
             assert!(
                 Instant::now() < deadline,
                 "serve did not stop:\n{}",
