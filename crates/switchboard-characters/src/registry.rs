@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use crate::character::Character;
 use crate::load::{Change, Loaded, assemble, list, load_characters, load_files};
 use crate::options::LoadOptions;
-use crate::rejection::kind;
+use crate::rejection::{Rejection, kind};
 
 /// The characters of one directory, reloadable.
 #[derive(Debug)]
@@ -31,9 +31,14 @@ pub struct CharacterRegistry {
 }
 
 impl CharacterRegistry {
-    /// Loads `dir` once. Blocks while the files load.
+    /// Loads `dir` once, logging why each refused file was refused (as a reload does).
+    /// Blocks while the files load.
     pub fn load(dir: &Path, options: LoadOptions) -> Self {
-        let current = ArcSwap::from_pointee(load_characters(dir, &options));
+        let loaded = load_characters(dir, &options);
+        for rejection in &loaded.rejections {
+            log_rejection(rejection, None);
+        }
+        let current = ArcSwap::from_pointee(loaded);
         Self {
             dir: dir.to_path_buf(),
             options: Mutex::new(options),
@@ -172,18 +177,20 @@ fn log(changes: &[Change]) {
             Change::Removed { file } => {
                 tracing::info!(target: "character", "{}: removed", file.display());
             }
-            Change::Rejected {
-                rejection,
-                kept: Some(name),
-            } => tracing::warn!(
-                target: "character",
-                "{rejection}\n{}: not loaded; the last good version of {name} keeps running",
-                rejection.file.display()
-            ),
-            Change::Rejected {
-                rejection,
-                kept: None,
-            } => tracing::warn!(target: "character", "{rejection}"),
+            Change::Rejected { rejection, kept } => log_rejection(rejection, kept.as_deref()),
         }
+    }
+}
+
+/// Says why a file was refused, at start and at every reload alike; `kept` names its last
+/// good version, which keeps running.
+fn log_rejection(rejection: &Rejection, kept: Option<&str>) {
+    match kept {
+        Some(name) => tracing::warn!(
+            target: "character",
+            "{rejection}\n{}: not loaded; the last good version of {name} keeps running",
+            rejection.file.display()
+        ),
+        None => tracing::warn!(target: "character", "{rejection}"),
     }
 }

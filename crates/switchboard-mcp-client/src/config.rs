@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use switchboard_wire::secrets::Secrets;
+
 /// The default bound on the text of one tool result (64 KiB): past it a model's context fills
 /// with one tool's output (a listing, a log) and the conversation suffers for it.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 * 1024;
@@ -84,6 +86,25 @@ impl UpstreamConfig {
             max_tools: DEFAULT_MAX_TOOLS,
             max_list_bytes: DEFAULT_MAX_LIST_BYTES,
         }
+    }
+
+    /// What is cut out of every text from the server: every header value (and, of a
+    /// `Scheme credential` value such as `Bearer …`, the credential alone, which a server
+    /// may quote without its scheme) and every `env` value.
+    pub(crate) fn secrets(&self) -> Secrets {
+        let values: Vec<String> = match &self.transport {
+            Transport::Stdio { env, .. } => env.values().cloned().collect(),
+            Transport::Http { headers, .. } => headers
+                .values()
+                .flat_map(|value| {
+                    let credential = value
+                        .split_once(' ')
+                        .map(|(_, credential)| credential.trim().to_owned());
+                    std::iter::once(value.clone()).chain(credential)
+                })
+                .collect(),
+        };
+        Secrets::new(values)
     }
 
     /// Whether the allow-list lets tool `name` be listed and called.

@@ -15,6 +15,7 @@
 
 mod config;
 mod error;
+mod fault;
 mod handler;
 mod output;
 mod session_client;

@@ -6,6 +6,7 @@ use rmcp::model::{
     CallToolResult, ContentBlock, InputRequest, InputRequiredResult, ResourceContents,
 };
 use serde_json::Value;
+use switchboard_wire::secrets::Secrets;
 
 /// What one call produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,8 +49,10 @@ impl CallOutput {
         }
     }
 
-    /// The server's result, bounded to `max` bytes of text and `max` bytes per other item.
-    pub(crate) fn from_result(result: CallToolResult, max: usize) -> Self {
+    /// The server's result, bounded to `max` bytes of text and `max` bytes per other item,
+    /// with the server's `secrets` cut out of its text and structured content (before the
+    /// text is cut, so no part of a credential is left at the cut).
+    pub(crate) fn from_result(result: CallToolResult, max: usize, secrets: &Secrets) -> Self {
         let mut parts: Vec<String> = Vec::new();
         let mut media = Vec::new();
         for block in result.content {
@@ -93,7 +96,7 @@ impl CallOutput {
                 _ => parts.push("[an item of a kind the gateway does not know]".to_owned()),
             }
         }
-        let mut structured = result.structured_content;
+        let mut structured = result.structured_content.map(|value| secrets.value(value));
         if let Some(value) = &structured {
             let size = value.to_string().len();
             if size > max {
@@ -111,7 +114,7 @@ impl CallOutput {
             parts.push(value.to_string());
         }
         Self {
-            text: bound_text(parts.join("\n"), max),
+            text: bound_text(secrets.text(&parts.join("\n")), max),
             is_error: result.is_error.unwrap_or(false),
             structured,
             media,
@@ -240,7 +243,7 @@ mod tests {
             ContentBlock::image("A".repeat(1000), "image/png"),
             ContentBlock::image("AAAA", "image/png"),
         ]);
-        let output = CallOutput::from_result(result, 200);
+        let output = CallOutput::from_result(result, 200, &Secrets::default());
         assert_eq!(output.media.len(), 1);
         assert!(
             output

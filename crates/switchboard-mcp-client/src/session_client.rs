@@ -7,7 +7,13 @@
 //! the request, so the call would wait out its whole deadline. Here such an answer to a
 //! request in a session is reported to rmcp as the expired session it is, so rmcp reopens
 //! the session and retries the request once, as for a 404.
+//!
+//! And every failed answer is named here, with the server's credentials cut out of it,
+//! before rmcp logs it or a call or the health page shows it: rmcp's errors say a body
+//! could not be parsed, with the body's head (which may quote the `Authorization` sent),
+//! and calls that meet them read only `Transport closed`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -18,19 +24,97 @@ use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
 };
+use switchboard_wire::secrets::Secrets;
+
+use crate::fault::Fault;
 
 #[derive(Debug, Clone)]
-pub(crate) struct SessionAwareClient(pub reqwest::Client);
+pub(crate) struct SessionAwareClient {
+    http: reqwest::Client,
+    /// Why the last answer could not be used; cleared by a good one.
+    fault: Arc<Fault>,
+    secrets: Secrets,
+}
 
 impl SessionAwareClient {
-    pub fn new() -> Result<Self, String> {
+    pub fn new(fault: Arc<Fault>, secrets: Secrets) -> Result<Self, String> {
         reqwest::Client::builder()
             // Redirects would replay the configured headers (credentials) to wherever they
             // point; an upstream's URL is configured, so it is not followed elsewhere.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map(Self)
+            .map(|http| Self {
+                http,
+                fault,
+                secrets,
+            })
             .map_err(|error| format!("the HTTP client could not be built: {error}"))
+    }
+
+    /// An answer that came and could not be used, named plainly with the server's
+    /// credentials cut, and kept for the call that meets it; other errors (a connection
+    /// lost, an expired session) pass as they are, to be recovered from.
+    fn named(
+        &self,
+        error: StreamableHttpError<reqwest::Error>,
+    ) -> StreamableHttpError<reqwest::Error> {
+        match error {
+            StreamableHttpError::UnexpectedServerResponse(text) => {
+                let why = self.secrets.text(&unusable_answer(&text));
+                self.fault.seen(why.clone());
+                StreamableHttpError::UnexpectedServerResponse(Cow::Owned(why))
+            }
+            StreamableHttpError::ResponseBodyTooLarge { max_size } => {
+                self.fault.seen(format!(
+                    "it sent a message past the bound of {max_size} bytes"
+                ));
+                StreamableHttpError::ResponseBodyTooLarge { max_size }
+            }
+            other => other,
+        }
+    }
+}
+
+/// What rmcp's text about an answer it could not use means: JSON that does not parse (at
+/// which byte), nests too deep, or is not a JSON-RPC message; other texts (`HTTP 401:
+/// <the body's head>`) as they are.
+fn unusable_answer(text: &str) -> String {
+    const UNPARSED: &str = "could not parse JSON response as ServerJsonRpcMessage: ";
+    let Some(error) = text.strip_prefix(UNPARSED) else {
+        return format!("it answered {text}");
+    };
+    // serde_json's text: `<what> at line <L> column <C>`, then rmcp's `: <the body's head>`.
+    let (what, column) = match error.split_once(" at line ") {
+        Some((what, place)) => {
+            let column = place
+                .split_once(" column ")
+                .map(|(_, rest)| {
+                    rest.split(|c: char| !c.is_ascii_digit())
+                        .next()
+                        .unwrap_or("")
+                })
+                .unwrap_or("");
+            (what, column)
+        }
+        None => (error, ""),
+    };
+    if what == "recursion limit exceeded" {
+        return "it answered with a message nested past the 127 levels that can be read".to_owned();
+    }
+    // serde's own words for JSON of the wrong shape; anything else is JSON's syntax.
+    let shape = [
+        "data did not match",
+        "missing field",
+        "unknown field",
+        "unknown variant",
+        "invalid type",
+        "invalid value",
+        "invalid length",
+    ];
+    if shape.iter().any(|prefix| what.starts_with(prefix)) {
+        format!("it answered with JSON that is not a JSON-RPC message ({what})")
+    } else {
+        format!("it answered with invalid JSON at byte {column} ({what})")
     }
 }
 
@@ -104,7 +188,7 @@ impl StreamableHttpClient for SessionAwareClient {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let sent = message.clone();
         let response = self
-            .0
+            .http
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -113,10 +197,12 @@ impl StreamableHttpClient for SessionAwareClient {
                 custom_headers,
                 limits,
             )
-            .await?;
+            .await
+            .map_err(|error| self.named(error))?;
         if lost_session(&sent, session_id.as_ref(), &response) {
             return Err(StreamableHttpError::SessionExpired);
         }
+        self.fault.clear();
         Ok(response)
     }
 
@@ -127,7 +213,7 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.0
+        self.http
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
     }
@@ -143,7 +229,7 @@ impl StreamableHttpClient for SessionAwareClient {
         BoxStream<'static, Result<sse_stream::Sse, SseError>>,
         StreamableHttpError<Self::Error>,
     > {
-        self.0
+        self.http
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
     }
@@ -160,7 +246,7 @@ impl StreamableHttpClient for SessionAwareClient {
         BoxStream<'static, Result<sse_stream::Sse, SseError>>,
         StreamableHttpError<Self::Error>,
     > {
-        self.0
+        self.http
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,

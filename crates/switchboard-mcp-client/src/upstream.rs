@@ -21,12 +21,13 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
-use tokio::process::Child;
+use switchboard_wire::secrets::Secrets;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use crate::config::{MAX_LIST_PAGES, Transport, UpstreamConfig};
 use crate::error::UpstreamError;
+use crate::fault::Fault;
 use crate::handler::Handler;
 use crate::output::CallOutput;
 use crate::session_client::SessionAwareClient;
@@ -102,6 +103,10 @@ struct Shared {
     /// The generation of the connection lost, so a late request does not drop a newer one.
     lost_generation: Mutex<u64>,
     http_headers: Option<http::HeaderMap>,
+    /// Its credentials (header and `env` values), cut out of every text that comes from it.
+    secrets: Secrets,
+    /// Why the last HTTP answer could not be used (its HTTP connections share it).
+    http_fault: Arc<Fault>,
 }
 
 impl Upstream {
@@ -129,6 +134,8 @@ impl Upstream {
         };
         let (stop, stop_rx) = watch::channel(());
         let shared = Arc::new(Shared {
+            secrets: config.secrets(),
+            http_fault: Arc::new(Fault::default()),
             name: Arc::from(config.name.as_str()),
             config,
             state: watch::Sender::new(UpstreamState::Starting),
@@ -173,7 +180,8 @@ impl Upstream {
         }
     }
 
-    /// The tools last listed, less those the allow-list leaves out.
+    /// The tools last listed, less those the allow-list leaves out; the server's
+    /// credentials were cut out of their texts as they were listed.
     pub fn tools(&self) -> Vec<UpstreamTool> {
         lock(&self.inner.shared.tools).as_ref().clone()
     }
@@ -238,6 +246,7 @@ impl Upstream {
                     return Ok(CallOutput::from_result(
                         result,
                         shared.config.max_result_bytes,
+                        &shared.secrets,
                     ));
                 }
                 Ok(CallToolResponse::InputRequired(result)) => {
@@ -267,6 +276,13 @@ impl Upstream {
                     )));
                 }
                 Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                    // An answer that came and could not be used is no lost connection: it
+                    // would come again, and the tool may run twice.
+                    if let Some(why) = shared.http_fault.why().filter(|_| is_http) {
+                        return Err(
+                            self.unavailable(format!("its answer could not be used: {why}"))
+                        );
+                    }
                     error
                 }
                 Err(ServiceError::UnexpectedResponse) => {
@@ -288,7 +304,7 @@ impl Upstream {
                 // answer; if the connection was cut after the server had read it, the tool
                 // may run twice, which is the price of not failing every call that meets a
                 // restarted server.
-                tracing::info!(server = %shared.name, error = %plain(&error), "connection lost during a call; reconnecting and retrying once");
+                tracing::info!(server = %shared.name, error = %shared.secrets.text(&plain(&error)), "connection lost during a call; reconnecting and retrying once");
                 after_generation = generation;
                 {
                     let mut lost = lock(&shared.lost_generation);
@@ -361,14 +377,14 @@ impl Upstream {
     fn unavailable(&self, why: String) -> UpstreamError {
         UpstreamError::Unavailable {
             name: self.inner.shared.config.name.clone(),
-            why,
+            why: self.inner.shared.secrets.text(&why),
         }
     }
 
     fn rejected(&self, why: String) -> UpstreamError {
         UpstreamError::Rejected {
             name: self.inner.shared.config.name.clone(),
-            why,
+            why: self.inner.shared.secrets.text(&why),
         }
     }
 }
@@ -410,14 +426,14 @@ fn header_map(
     Ok(map)
 }
 
-/// A live connection: the rmcp service, and for stdio the child and the slot where its
-/// stdout reader says why it gave up.
+/// A live connection: the rmcp service, for stdio the child, and where the transport says
+/// why it gave up.
 struct Connection {
     running: RunningService<RoleClient, Handler>,
     /// The current era's subscription to tool list changes, ended with the connection.
     listening: Option<AbortOnDrop>,
-    child: Option<Child>,
-    overflow: Option<Arc<Mutex<Option<String>>>>,
+    process: Option<stdio::Process>,
+    fault: Arc<Fault>,
 }
 
 /// Keeps the upstream connected until `stop` says the last [`Upstream`] is gone.
@@ -448,6 +464,8 @@ async fn supervise(shared: Arc<Shared>, mut stop: watch::Receiver<()>) {
             }
             Err(why) => why,
         };
+        // Every reason is built from what the server sent, or its HTTP client saw.
+        let error = shared.secrets.text(&error);
         *lock(&shared.peer) = None;
         tracing::warn!(server = %shared.name, error = %error, "MCP server connection ended");
         if !reconnect_now {
@@ -483,8 +501,8 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
     let Connection {
         running,
         listening: _listening,
-        mut child,
-        overflow,
+        mut process,
+        fault,
     } = connection;
     let peer = running.peer().clone();
     let protocol_version = peer
@@ -497,11 +515,18 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
         protocol_version,
     });
     tracing::info!(server = %shared.name, "MCP server connected");
-    let waiting = running.waiting();
-    tokio::pin!(waiting);
+    let mut waiting = Box::pin(running.waiting());
+    let mut exited = None;
     loop {
         tokio::select! {
             _ = &mut waiting => break,
+            // A child can exit while what it started holds its stdout open: no end of file
+            // would ever come.
+            status = exit_of(process.as_mut()) => {
+                exited = Some(status);
+                break;
+            }
+            () = fault.ended() => break,
             _ = shared.tools_changed.notified() => {
                 // Under the call deadline, as the first listing: a server that stops
                 // answering, or lists past the bounds, is down with the reason.
@@ -509,7 +534,7 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
                 match tokio::time::timeout(timeout, refresh_tools(shared, &peer)).await {
                     Ok(Ok(())) => {}
                     Ok(Err(ListingError::Failed(error))) => {
-                        tracing::warn!(server = %shared.name, error = %plain(&error), "could not list the tools again after a change");
+                        tracing::warn!(server = %shared.name, error = %shared.secrets.text(&plain(&error)), "could not list the tools again after a change");
                     }
                     Ok(Err(error @ ListingError::TooLarge(_))) => {
                         return Ended { why: format!("it could not list its tools: {error}"), reconnect_now: false };
@@ -526,23 +551,49 @@ async fn serve(shared: &Arc<Shared>, connection: Connection, generation: u64) ->
             }
         }
     }
-    let overflowed = overflow.and_then(|slot| lock(&slot).clone());
-    if let Some(why) = overflowed {
+    // The connection ends here: its calls fail now rather than when `process` (and its
+    // group) goes.
+    drop(waiting);
+    // What the transport read says most; then the child's exit; a failed write last (the
+    // exit that broke the pipe says more).
+    if let Some(why) = fault.why() {
         return Ended {
             why,
             reconnect_now: false,
         };
     }
-    let why = match child.as_mut() {
-        Some(child) => match tokio::time::timeout(LEARN_WHY, child.wait()).await {
-            Ok(Ok(status)) => format!("the process exited ({status})"),
-            _ => "the process closed its stdout".to_owned(),
-        },
-        None => "the connection closed".to_owned(),
+    let exited = match (exited, process.as_mut()) {
+        (Some(status), _) => Some(status),
+        (None, Some(process)) => {
+            // A failed write comes with the exit that broke the pipe, or from a child that
+            // lives on without reading: not worth the whole wait.
+            let wait = match fault.write_failure() {
+                Some(_) => LEARN_WHY / 10,
+                None => LEARN_WHY,
+            };
+            tokio::time::timeout(wait, process.wait()).await.ok()
+        }
+        (None, None) => None,
+    };
+    let why = match (exited, fault.write_failure()) {
+        (Some(Ok(status)), _) => format!("the process exited ({status})"),
+        (_, Some(write)) => write,
+        _ if process.is_some() => "the process closed its stdout".to_owned(),
+        _ => "the connection closed".to_owned(),
     };
     Ended {
         why,
         reconnect_now: false,
+    }
+}
+
+/// The exit of the child, when there is one; never otherwise.
+async fn exit_of(
+    process: Option<&mut stdio::Process>,
+) -> std::io::Result<std::process::ExitStatus> {
+    match process {
+        Some(process) => process.wait().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -578,7 +629,7 @@ async fn listen_for_changes(shared: &Shared, peer: &Peer<RoleClient>) -> Option<
     {
         Ok(Ok(subscription)) => subscription,
         Ok(Err(error)) => {
-            tracing::warn!(server = %shared.name, error = %plain(&error), "could not listen for tool list changes");
+            tracing::warn!(server = %shared.name, error = %shared.secrets.text(&plain(&error)), "could not listen for tool list changes");
             return None;
         }
         Err(_) => {
@@ -616,20 +667,26 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
     let handshake = async {
         match &config.transport {
             Transport::Stdio { command, env } => {
-                let spawned = stdio::spawn(&config.name, command, env, config.max_message_bytes)
-                    .map_err(|error| format!("it could not be started: {error}"))?;
+                let spawned = stdio::spawn(
+                    &config.name,
+                    command,
+                    env,
+                    config.max_message_bytes,
+                    &shared.secrets,
+                )
+                .map_err(|error| format!("it could not be started: {error}"))?;
                 // rmcp's own bound is one past ours, so ours, which says why, speaks first.
                 let transport = AsyncRwTransport::new_client(spawned.stdout, spawned.stdin)
                     .with_max_line_length(config.max_message_bytes.saturating_add(1));
                 let running = handler
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|error| handshake_failed(&error, Some(&spawned.overflow)))?;
+                    .map_err(|error| handshake_failed(&error, &spawned.fault))?;
                 Ok::<_, String>(Connection {
                     running,
                     listening: None,
-                    child: Some(spawned.child),
-                    overflow: Some(spawned.overflow),
+                    process: Some(spawned.process),
+                    fault: spawned.fault,
                 })
             }
             Transport::Http { url, .. } => {
@@ -643,18 +700,20 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                     .into_iter()
                     .filter_map(|(name, value)| Some((name?, value)))
                     .collect();
-                let client = SessionAwareClient::new()?;
+                let fault = shared.http_fault.clone();
+                fault.clear();
+                let client = SessionAwareClient::new(fault.clone(), shared.secrets.clone())?;
                 let transport =
                     StreamableHttpClientTransport::with_client(client, transport_config);
                 let running = handler
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|error| handshake_failed(&error, None))?;
+                    .map_err(|error| handshake_failed(&error, &fault))?;
                 Ok::<_, String>(Connection {
                     running,
                     listening: None,
-                    child: None,
-                    overflow: None,
+                    process: None,
+                    fault,
                 })
             }
         }
@@ -686,11 +745,8 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
     Ok(connection)
 }
 
-fn handshake_failed(
-    error: &rmcp::service::ClientInitializeError,
-    overflow: Option<&Arc<Mutex<Option<String>>>>,
-) -> String {
-    if let Some(why) = overflow.and_then(|slot| lock(slot).clone()) {
+fn handshake_failed(error: &rmcp::service::ClientInitializeError, fault: &Fault) -> String {
+    if let Some(why) = fault.why() {
         return why;
     }
     format!("the MCP handshake failed: {}", plain(error))
@@ -722,7 +778,20 @@ enum ListingError {
 
 /// Lists the tools again and bumps the change counter when the allowed list differs.
 async fn refresh_tools(shared: &Shared, peer: &Peer<RoleClient>) -> Result<(), ListingError> {
-    let tools = list_tools(&shared.config, peer).await?;
+    let secrets = &shared.secrets;
+    let tools: Vec<UpstreamTool> = list_tools(&shared.config, peer)
+        .await?
+        .into_iter()
+        .map(|tool| UpstreamTool {
+            description: tool.description.map(|text| secrets.text(&text)),
+            input_schema: secrets.value(tool.input_schema),
+            output_schema: tool.output_schema.map(|schema| secrets.value(schema)),
+            annotations: tool
+                .annotations
+                .map(|annotations| secrets.value(annotations)),
+            ..tool
+        })
+        .collect();
     let changed = {
         let mut current = lock(&shared.tools);
         if current.as_ref() != &tools {

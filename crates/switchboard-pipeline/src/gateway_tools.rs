@@ -333,15 +333,16 @@ impl GatewayTools {
             ));
         }
         // Each URL is checked (its name resolved, under its own wait) side by side too.
-        let named: Vec<(Arc<ToolServer>, bool)> = futures::future::try_join_all(
-            asked.servers.iter().zip(found).map(|(request, server)| async move {
-                Ok::<_, PipelineError>(match server {
-                    Some(server) => (server, false),
-                    None => (connect(request, allowed_urls).await?, true),
-                })
-            }),
-        )
-        .await?;
+        let named: Vec<(Arc<ToolServer>, bool)> =
+            futures::future::try_join_all(asked.servers.iter().zip(found).map(
+                |(request, server)| async move {
+                    Ok::<_, PipelineError>(match server {
+                        Some(server) => (server, false),
+                        None => (connect(request, allowed_urls).await?, true),
+                    })
+                },
+            ))
+            .await?;
         // They connect in the background, side by side: one wait covers them all. One that
         // has not connected by then is listed with why.
         let waited_until = tokio::time::Instant::now() + CONNECT_WAIT.min(request_timeout);

@@ -9,13 +9,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use crate::{BackendConfig, BackendError};
+use switchboard_wire::secrets::Secrets;
 use switchboard_wire::{DecodeError, DecodeErrorKind};
-
-/// What a credential is replaced with.
-const REDACTED: &str = "[redacted]";
-/// Shorter values are not searched for: cutting every `a` out of a message hides nothing
-/// and garbles the rest.
-const SHORTEST_SECRET: usize = 4;
 
 /// The URL as it may be shown (headers, `/healthz`, metric labels, logs): without a user
 /// or password. A URL without userinfo is returned exactly as written.
@@ -55,7 +50,7 @@ fn parsed_root_only(url: &str) -> bool {
 /// extra headers.
 #[derive(Default)]
 pub(crate) struct Redactor {
-    secrets: Vec<String>,
+    secrets: Secrets,
     /// The base URL as it may be shown, for errors that name where the request went.
     shown_base: String,
 }
@@ -63,7 +58,7 @@ pub(crate) struct Redactor {
 impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Redactor")
-            .field("secrets", &self.secrets.len())
+            .field("secrets", &self.secrets)
             .field("shown_base", &self.shown_base)
             .finish()
     }
@@ -94,12 +89,8 @@ impl Redactor {
             }
         }
         secrets.extend(config.extra_headers.iter().map(|(_, value)| value.clone()));
-        secrets.retain(|secret| secret.len() >= SHORTEST_SECRET);
-        // Longest first, so a secret that contains another is cut whole.
-        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-        secrets.dedup();
         Self {
-            secrets,
+            secrets: Secrets::new(secrets),
             shown_base: shown_url(&config.base_url),
         }
     }
@@ -111,13 +102,7 @@ impl Redactor {
 
     /// `text` with every credential replaced.
     pub(crate) fn text(&self, text: &str) -> String {
-        let mut text = text.to_owned();
-        for secret in &self.secrets {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), REDACTED);
-            }
-        }
-        text
+        self.secrets.text(text)
     }
 
     /// The error with every text it carries from the backend, or about the backend's URL,

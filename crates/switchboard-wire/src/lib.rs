@@ -21,6 +21,7 @@ pub mod openai;
 mod request;
 mod response;
 pub mod responses;
+pub mod secrets;
 mod sse;
 
 pub use decoder::{Format, StreamDecoder, decode_body};

@@ -14,3 +14,4 @@ mod http_session;
 mod listing_bounds;
 mod npm_servers;
 mod python_sdk;
+mod transport_faults;

@@ -503,7 +503,7 @@ async fn open_requests_are_limited_and_a_stream_holds_its_slot_until_it_ends() {
 }
 
 /// Every log line of this test binary, whatever test wrote it.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+pub(crate) fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
     LOGS.get_or_init(|| {
         let logs = Arc::new(Mutex::new(Vec::new()));

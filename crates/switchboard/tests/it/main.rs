@@ -13,6 +13,7 @@ mod cli_mcp_bounds;
 mod cli_mcp_claude_code;
 mod cli_mcp_servers;
 mod cli_parse;
+mod cli_startup_rejections;
 mod cli_tools;
 mod cli_traces;
 mod common;
