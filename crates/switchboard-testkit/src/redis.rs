@@ -27,6 +27,12 @@ impl RedisServer {
             .and_then(|listener| listener.local_addr())
             .map(|address| address.port())
             .unwrap();
+        Self::start_on(port)
+    }
+
+    /// Starts a server on `port` (one a gateway was already told of) and waits until it
+    /// answers.
+    pub fn start_on(port: u16) -> Self {
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "yes"])

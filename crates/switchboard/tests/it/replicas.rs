@@ -224,9 +224,8 @@ struct Fleet {
 }
 
 impl Fleet {
-    async fn start(extra: &str, env: &[(&str, &str)], pieces: usize, pace: Duration) -> Self {
+    async fn start(extra: &str, env: &[(&str, &str)], backend: ScriptedServer) -> Self {
         let redis = RedisServer::start();
-        let backend = paced_backend(pieces, pace).await;
         let dir = tempfile::tempdir().unwrap();
         let config = write_config(
             dir.path(),
@@ -273,8 +272,7 @@ async fn three_replicas_behind_nginx_hold_one_budget() {
     let fleet = Fleet::start(
         "[[key]]\nname = \"fleet\"\nkey_env = \"FLEET_KEY\"\nrequests_per_minute = 6\n",
         &[("FLEET_KEY", key)],
-        2,
-        Duration::from_millis(10),
+        paced_backend(2, Duration::from_millis(10)).await,
     )
     .await;
     let client = reqwest::Client::new();
@@ -320,7 +318,7 @@ async fn three_replicas_behind_nginx_hold_one_budget() {
 /// items listed, continued with `previous_response_id`, and deleted from a third.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_response_stored_on_one_replica_continues_on_the_others() {
-    let fleet = Fleet::start("", &[], 2, Duration::from_millis(10)).await;
+    let fleet = Fleet::start("", &[], paced_backend(2, Duration::from_millis(10)).await).await;
     let client = reqwest::Client::new();
     for replica in 0..3 {
         wait_ready(&client, &fleet.base(replica)).await;
@@ -384,7 +382,8 @@ async fn a_response_stored_on_one_replica_continues_on_the_others() {
 /// `/readyz` leaves nginx's list, and comes back once it answers 200.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_under_streamed_load_loses_nothing() {
-    let mut fleet = Fleet::start("", &[], 10, Duration::from_millis(150)).await;
+    let mut fleet =
+        Fleet::start("", &[], paced_backend(10, Duration::from_millis(150)).await).await;
     let client = reqwest::Client::new();
     // A connection per request: a keep-alive connection nginx closes as it reloads would
     // fail a request between the client and nginx, which is not what this test measures.
@@ -483,7 +482,12 @@ async fn a_rolling_restart_under_streamed_load_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_reaches_every_replica_and_one_that_fails_says_so() {
     let key = "sk-sb-added-3Rt8Yp2Lk6Vn9Qw4Zx7Cb1Mf5Hj0Dg8";
-    let fleet = Fleet::start("", &[("ADDED_KEY", key)], 2, Duration::from_millis(10)).await;
+    let fleet = Fleet::start(
+        "",
+        &[("ADDED_KEY", key)],
+        paced_backend(2, Duration::from_millis(10)).await,
+    )
+    .await;
     let client = reqwest::Client::new();
     for replica in 0..3 {
         wait_ready(&client, &fleet.base(replica)).await;
@@ -631,8 +635,7 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
     let fleet = Fleet::start(
         "[[key]]\nname = \"owner\"\nkey_env = \"OWNER_KEY\"\n[[key]]\nname = \"other\"\nkey_env = \"OTHER_KEY\"\n",
         &[("OWNER_KEY", OWNER), ("OTHER_KEY", OTHER)],
-        2,
-        Duration::from_millis(10),
+        paced_backend(2, Duration::from_millis(10)).await,
     )
     .await;
     let client = reqwest::Client::new();
@@ -644,25 +647,40 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
         .send(&fleet.base(1), "notifications/initialized", json!({}))
         .await;
     assert_eq!(status, 202);
-    for replica in [1, 0, 1] {
-        let (status, listed) = session
-            .send(&fleet.base(replica), "tools/list", json!({}))
-            .await;
+    for replica in [1, 2, 0] {
+        let (status, listed) = session.send(&fleet.base(replica), "tools/list", json!({})).await;
         assert_eq!(status, 200, "replica {replica}: {listed}");
         assert!(
             listed.to_string().contains("narrator_log_story_event"),
             "replica {replica}: {listed}"
         );
     }
-    let (status, called) = session
-        .send(
-            &fleet.base(1),
-            "tools/call",
-            json!({"name": "narrator_log_story_event", "arguments": {"event": "The bridge fell"}}),
-        )
-        .await;
-    assert_eq!(status, 200, "{called}");
-    assert!(called.to_string().contains("The bridge fell"), "{called}");
+    for replica in [1, 2] {
+        let (status, called) = session
+            .send(
+                &fleet.base(replica),
+                "tools/call",
+                json!({"name": "narrator_log_story_event", "arguments": {"event": format!("The bridge fell on {replica}")}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{called}");
+        assert!(
+            called.to_string().contains(&format!("The bridge fell on {replica}")),
+            "{called}"
+        );
+    }
+    // The session's GET stream opens on a replica other than the one that opened it.
+    let stream = client
+        .get(format!("{}/mcp", fleet.base(2)))
+        .bearer_auth(OWNER)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session.id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    drop(stream);
 
     // Another key holding the id gets what an unknown session gets, on every replica.
     let stolen = McpSession {
@@ -671,22 +689,25 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
         id: session.id.clone(),
     };
     for replica in 0..3 {
-        let (status, _) = stolen
-            .send(&fleet.base(replica), "tools/list", json!({}))
-            .await;
+        let (status, _) = stolen.send(&fleet.base(replica), "tools/list", json!({})).await;
         assert_eq!(status, 404, "replica {replica}");
     }
+    assert_eq!(stolen.delete(&fleet.base(1)).await, 404);
 
-    // Replica 2 never saw the session: its DELETE ends it everywhere.
-    assert_eq!(session.delete(&fleet.base(2)).await, 202);
+    // A DELETE on one replica ends it on all.
+    assert_eq!(session.delete(&fleet.base(1)).await, 202);
     for replica in 0..3 {
-        let (status, _) = session
-            .send(&fleet.base(replica), "tools/list", json!({}))
-            .await;
-        assert_eq!(
-            status, 404,
-            "replica {replica} still serves a deleted session"
-        );
+        let (status, _) = session.send(&fleet.base(replica), "tools/list", json!({})).await;
+        assert_eq!(status, 404, "replica {replica} still serves a deleted session");
+    }
+    // So does a DELETE on a replica that never saw the session.
+    let second = McpSession::open(&client, &fleet.base(0), OWNER).await;
+    let (status, _) = second.send(&fleet.base(1), "tools/list", json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(second.delete(&fleet.base(2)).await, 202);
+    for replica in 0..3 {
+        let (status, _) = second.send(&fleet.base(replica), "tools/list", json!({})).await;
+        assert_eq!(status, 404, "replica {replica} still serves a deleted session");
     }
 
     // The stateless era needs nothing shared: any replica answers.
@@ -714,4 +735,122 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
             "{listed}"
         );
     }
+}
+
+/// A replica becomes ready only once the Redis it shares answers: until then `/readyz` is
+/// 503 (`starting`) while `/healthz` says it is alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_is_ready_only_once_its_redis_answers() {
+    let backend = paced_backend(2, Duration::from_millis(10)).await;
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!("state = \"redis://127.0.0.1:{port}/0\"\n{}", route(&backend)),
+    );
+    let served = Served::start(&config, "127.0.0.1:0", &[]);
+    let client = reqwest::Client::new();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let starting = client
+        .get(format!("{}/readyz", served.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(starting.status(), 503);
+    let body: Value = starting.json().await.unwrap();
+    assert_eq!(body["status"], "starting");
+    let alive = client
+        .get(format!("{}/healthz", served.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(alive.status(), 200);
+    let _redis = RedisServer::start_on(port);
+    wait_ready(&client, &served.base).await;
+}
+
+/// A call paused for approval on one replica is approved on another: the pause is in the
+/// stored response, which every replica reads from Redis, and the approving replica runs
+/// the tool (the reference `everything` server) and finishes the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_paused_for_approval_on_one_replica_runs_when_approved_on_another() {
+    let Some((node, path)) = switchboard_testkit::mcp::reference_server("everything") else {
+        return;
+    };
+    let servers = format!(
+        "[[mcp_server]]\nname = \"everything\"\ncommand = [{}, {}, \"stdio\"]\n",
+        json!(node),
+        json!(path.to_str().unwrap())
+    );
+    let backend = ScriptedServer::responding(|request: &Captured| {
+        let last = request.body["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .cloned()
+            .unwrap_or(Value::Null);
+        if last["role"] == "tool" {
+            OpenAiScript::new()
+                .text("The tool said: ")
+                .text(&switchboard_testkit::message_text(&last))
+                .finish("stop", 20, 7)
+                .reply()
+        } else {
+            OpenAiScript::new()
+                .tool_call("call_model_1", "echo", &[r#"{"message": "approved"}"#])
+                .finish("tool_calls", 10, 5)
+                .reply()
+        }
+    })
+    .await;
+    let fleet = Fleet::start(&servers, &[], backend).await;
+    let client = reqwest::Client::new();
+    for replica in 0..3 {
+        wait_ready(&client, &fleet.base(replica)).await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let health: Value = client
+                .get(format!("{}/healthz", fleet.base(replica)))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if health["status"] == "ok" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "replica {replica}: {health}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let tool = json!({"type": "mcp", "server_label": "everything", "allowed_tools": ["echo"]});
+    let first: Value = client
+        .post(format!("{}/v1/responses", fleet.base(0)))
+        .json(&json!({"model": "qwen", "input": "echo", "tools": [tool]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let request = first["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "mcp_approval_request")
+        .unwrap_or_else(|| panic!("{first}"))
+        .clone();
+    let second: Value = client
+        .post(format!("{}/v1/responses", fleet.base(2)))
+        .json(&json!({"model": "qwen", "previous_response_id": first["id"], "tools": [tool],
+            "input": [{"type": "mcp_approval_response", "approval_request_id": request["id"], "approve": true}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(second["output"][0]["type"], "mcp_call", "{second}");
+    assert_eq!(second["output"][0]["approval_request_id"], request["id"]);
+    assert_eq!(second["output"][0]["output"], "Echo: approved", "{second}");
 }
