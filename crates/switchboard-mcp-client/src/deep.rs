@@ -74,6 +74,16 @@ impl Dropped {
             None => format!("at index {}", self.index),
         }
     }
+
+    /// Says in the log that `server`'s tool was left out, and why.
+    pub(crate) fn warn(&self, server: &str) {
+        tracing::warn!(
+            server = %server,
+            "left out tool {}: its definition nests {} levels deep, past the {MAX_NESTING} that can be read",
+            self.label(),
+            self.deepest
+        );
+    }
 }
 
 /// One element of `result.tools` as the scan finds it.

@@ -321,12 +321,7 @@ impl<R> BoundedLines<R> {
             match deep::drop_deep_tools(&self.line, MAX_NESTING) {
                 Some((kept, dropped)) => {
                     for tool in &dropped {
-                        tracing::warn!(
-                            server = %self.server,
-                            "left out tool {}: its definition nests {} levels deep, past the {MAX_NESTING} that can be read",
-                            tool.label(),
-                            tool.deepest
-                        );
+                        tool.warn(&self.server);
                     }
                     self.line = kept;
                     checked_json(&self.line)
