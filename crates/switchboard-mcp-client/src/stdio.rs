@@ -335,7 +335,12 @@ impl<R> BoundedLines<R> {
             checked_json(&self.line)
         };
         if checked.is_ok() && self.kind == LineKind::Message {
-            self.ready.extend_from_slice(&self.line);
+            if self.ready.is_empty() {
+                // Handed on without a copy: a 16 MiB line is not held twice.
+                std::mem::swap(&mut self.ready, &mut self.line);
+            } else {
+                self.ready.extend_from_slice(&self.line);
+            }
         }
         self.since_newline = 0;
         self.kind = LineKind::Undecided;
@@ -458,5 +463,19 @@ mod tests {
         );
         let deepest = format!("{{\"a\": {}{}}}\n", "[".repeat(126), "]".repeat(126));
         assert!(read(&deepest, 1000).await.0.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_listing_loses_only_its_too_deep_tools() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let listing = format!(
+            "noise\n{{\"id\": 1, \"result\": {{\"tools\": [{{\"name\": \"d\", \"x\": {deep}}}, {{\"name\": \"a\"}}]}}}}\n{{\"id\": 2}}\n"
+        );
+        let (read, why) = read(&listing, 10_000).await;
+        assert_eq!(
+            read.ok().as_deref(),
+            Some("noise\n{\"id\": 1, \"result\": {\"tools\": [{\"name\": \"a\"}]}}\n{\"id\": 2}\n")
+        );
+        assert_eq!(why, None);
     }
 }
