@@ -14,6 +14,7 @@
 //! plain `UpstreamConfig`.
 
 mod config;
+mod deep;
 mod error;
 mod fault;
 mod handler;

@@ -12,6 +12,12 @@
 //! before rmcp logs it or a call or the health page shows it: rmcp's errors say a body
 //! could not be parsed, with the body's head (which may quote the `Authorization` sent),
 //! and calls that meet them read only `Transport closed`.
+//!
+//! A tool listing that rmcp could not read for nesting too deep (one tool's schema past 127
+//! levels) is asked for once more and read here, its too-deep tools left out with a warning
+//! (see `deep`), so one tool costs that tool and not the server its listing. rmcp reads the
+//! body inside its own client, so it cannot be cut before rmcp sees it; a listing is safe to
+//! ask for twice. A listing sent as an event stream is not covered and still fails.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -19,14 +25,20 @@ use std::sync::Arc;
 
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
 };
 use switchboard_wire::secrets::Secrets;
 
+use crate::deep::{self, MAX_NESTING};
 use crate::fault::Fault;
+
+/// How rmcp's text about a body it could not parse begins.
+const UNPARSED: &str = "could not parse JSON response as ServerJsonRpcMessage: ";
+/// rmcp's session header.
+const SESSION_HEADER: &str = "Mcp-Session-Id";
 
 #[derive(Debug, Clone)]
 pub(crate) struct SessionAwareClient {
@@ -34,10 +46,12 @@ pub(crate) struct SessionAwareClient {
     /// Why the last answer could not be used; cleared by a good one.
     fault: Arc<Fault>,
     secrets: Secrets,
+    /// The server's name, for the warnings.
+    server: Arc<str>,
 }
 
 impl SessionAwareClient {
-    pub fn new(fault: Arc<Fault>, secrets: Secrets) -> Result<Self, String> {
+    pub fn new(server: &str, fault: Arc<Fault>, secrets: Secrets) -> Result<Self, String> {
         reqwest::Client::builder()
             // Redirects would replay the configured headers (credentials) to wherever they
             // point; an upstream's URL is configured, so it is not followed elsewhere.
@@ -47,6 +61,7 @@ impl SessionAwareClient {
                 http,
                 fault,
                 secrets,
+                server: server.into(),
             })
             .map_err(|error| format!("the HTTP client could not be built: {error}"))
     }
@@ -73,13 +88,82 @@ impl SessionAwareClient {
             other => other,
         }
     }
+
+    /// `message`, a tool listing whose answer nested too deep for rmcp, sent again and its
+    /// answer read here without the tools that nest too deep; `None` when the answer is not
+    /// such a listing (the caller fails as before).
+    async fn listing_without_deep_tools(
+        &self,
+        uri: &str,
+        message: &ClientJsonRpcMessage,
+        session_id: Option<&Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_body: usize,
+    ) -> Option<StreamableHttpPostResponse> {
+        let mut request = self
+            .http
+            .post(uri)
+            .header(http::header::ACCEPT, "text/event-stream, application/json")
+            .json(message);
+        if let Some(token) = auth_header {
+            request = request.bearer_auth(token);
+        }
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        if let Some(session_id) = session_id {
+            request = request.header(SESSION_HEADER, session_id.as_ref());
+        }
+        let mut response = request.send().await.ok()?;
+        let json = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|kind| {
+                kind.as_bytes()
+                    .to_ascii_lowercase()
+                    .starts_with(b"application/json")
+            });
+        if !response.status().is_success() || !json {
+            return None;
+        }
+        let session = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.ok()? {
+            if body.len() + chunk.len() > max_body {
+                return None;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let (kept, dropped) = deep::drop_deep_tools(&body, MAX_NESTING)?;
+        let parsed = serde_json::from_slice::<ServerJsonRpcMessage>(&kept).ok()?;
+        for tool in &dropped {
+            tool.warn(&self.server);
+        }
+        Some(StreamableHttpPostResponse::Json(parsed, session))
+    }
+}
+
+/// A tool listing (`tools/list`), which may be asked for again.
+fn is_listing(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(request)
+        if matches!(request.request, ClientRequest::ListToolsRequest(_)))
+}
+
+/// rmcp's text about an answer that nests past what serde_json reads.
+fn nested_too_deep(text: &str) -> bool {
+    text.strip_prefix(UNPARSED)
+        .is_some_and(|error| error.starts_with("recursion limit exceeded"))
 }
 
 /// What rmcp's text about an answer it could not use means: JSON that does not parse (at
 /// which byte), nests too deep, or is not a JSON-RPC message; other texts (`HTTP 401:
 /// <the body's head>`) as they are.
 fn unusable_answer(text: &str) -> String {
-    const UNPARSED: &str = "could not parse JSON response as ServerJsonRpcMessage: ";
     let Some(error) = text.strip_prefix(UNPARSED) else {
         return format!("it answered {text}");
     };
@@ -187,10 +271,11 @@ impl StreamableHttpClient for SessionAwareClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let sent = message.clone();
-        let response = self
+        let again = is_listing(&sent).then(|| (auth_header.clone(), custom_headers.clone()));
+        let response = match self
             .http
             .post_message_with_response_limits(
-                uri,
+                uri.clone(),
                 message,
                 session_id.clone(),
                 auth_header,
@@ -198,7 +283,24 @@ impl StreamableHttpClient for SessionAwareClient {
                 limits,
             )
             .await
-            .map_err(|error| self.named(error))?;
+        {
+            Err(StreamableHttpError::UnexpectedServerResponse(text))
+                if again.is_some() && nested_too_deep(&text) =>
+            {
+                let (auth_header, custom_headers) = again.unwrap_or_default();
+                self.listing_without_deep_tools(
+                    &uri,
+                    &sent,
+                    session_id.as_ref(),
+                    auth_header,
+                    custom_headers,
+                    limits.max_json_response_size,
+                )
+                .await
+                .ok_or_else(|| self.named(StreamableHttpError::UnexpectedServerResponse(text)))?
+            }
+            other => other.map_err(|error| self.named(error))?,
+        };
         if lost_session(&sent, session_id.as_ref(), &response) {
             return Err(StreamableHttpError::SessionExpired);
         }

@@ -7,7 +7,8 @@
 //! the call waiting for that message would wait out its deadline. Here such a line ends the
 //! connection instead, with a reason the calls and the health page can show. A line that
 //! does not even begin like a message (a banner a server prints on stdout) is still
-//! skipped, as rmcp does.
+//! skipped, as rmcp does. A tool listing nested too deep only for some of its tools loses
+//! those tools, with a warning, rather than the server its connection (see `deep`).
 //!
 //! A child can end while a process it started (a shell's background job) holds its stdout
 //! open: no end of file ever comes. So the supervisor also waits on the child itself, a
@@ -24,14 +25,12 @@ use switchboard_wire::secrets::Secrets;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use crate::deep::{self, MAX_NESTING, Nesting};
 use crate::fault::Fault;
 
 /// Longest stderr line logged whole; the rest of a longer line is cut (the line is counted,
 /// not buffered). A server's log messages are cut to it too.
 pub(crate) const MAX_STDERR_LINE: usize = 4096;
-/// How deep a message may nest: rmcp's parser (serde_json) refuses the 128th level, and
-/// drops such a message silently.
-const MAX_NESTING: usize = 127;
 /// A message line's buffer past this is freed once the line is checked, so one big result
 /// does not keep its size allocated for the life of the connection.
 const KEPT_LINE_CAPACITY: usize = 64 * 1024;
@@ -88,7 +87,7 @@ pub(crate) fn spawn(
     let fault = Arc::new(Fault::default());
     Ok(Spawned {
         process,
-        stdout: BoundedLines::new(stdout, max_line, fault.clone()),
+        stdout: BoundedLines::new(stdout, server, max_line, fault.clone()),
         stdin: WatchedStdin {
             inner: stdin,
             fault: fault.clone(),
@@ -216,16 +215,24 @@ async fn log_stderr(server: String, mut stderr: tokio::process::ChildStderr, sec
 
 /// Passes a child's stdout through, failing the read (and saying why in the fault) once a
 /// line runs past `max_line` bytes without a newline, or a line that begins as a message
-/// (`{`) is not JSON or nests deeper than rmcp reads. Only such a line is held, up to
-/// `max_line`, to check it at its newline; other lines are only counted.
+/// (`{`) is not JSON or nests deeper than rmcp reads (a tool listing loses its too-deep
+/// tools instead). Only such a line is held, up to `max_line`, and passed on once checked
+/// at its newline (rmcp reads whole lines anyway); other lines are only counted.
 pub(crate) struct BoundedLines<R> {
     inner: R,
+    /// The server's name, for the warnings.
+    server: String,
     since_newline: usize,
     max_line: usize,
     fault: Arc<Fault>,
     kind: LineKind,
     line: Vec<u8>,
     nesting: Nesting,
+    /// What is ready for rmcp, from `sent` on.
+    ready: Vec<u8>,
+    sent: usize,
+    /// The child's stdout ended (what was held is in `ready`).
+    ended: bool,
     /// The reason a read failed, repeated by every later read.
     failed: Option<String>,
 }
@@ -240,51 +247,20 @@ enum LineKind {
     Noise,
 }
 
-/// How deep the message read so far nests, outside its strings.
-#[derive(Debug, Default)]
-struct Nesting {
-    depth: usize,
-    deepest: usize,
-    in_string: bool,
-    escaped: bool,
-}
-
-impl Nesting {
-    fn feed(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                } else if byte == b'\\' {
-                    self.escaped = true;
-                } else if byte == b'"' {
-                    self.in_string = false;
-                }
-                continue;
-            }
-            match byte {
-                b'"' => self.in_string = true,
-                b'{' | b'[' => {
-                    self.depth += 1;
-                    self.deepest = self.deepest.max(self.depth);
-                }
-                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
-                _ => {}
-            }
-        }
-    }
-}
-
 impl<R> BoundedLines<R> {
-    fn new(inner: R, max_line: usize, fault: Arc<Fault>) -> Self {
+    fn new(inner: R, server: &str, max_line: usize, fault: Arc<Fault>) -> Self {
         Self {
             inner,
+            server: server.to_owned(),
             since_newline: 0,
             max_line,
             fault,
             kind: LineKind::Undecided,
             line: Vec::new(),
             nesting: Nesting::default(),
+            ready: Vec::new(),
+            sent: 0,
+            ended: false,
             failed: None,
         }
     }
@@ -308,6 +284,7 @@ impl<R> BoundedLines<R> {
                 return Ok(());
             };
             self.end_line()?;
+            self.ready.push(b'\n');
             fresh = rest;
         }
     }
@@ -318,8 +295,10 @@ impl<R> BoundedLines<R> {
                 .iter()
                 .position(|byte| !byte.is_ascii_whitespace() && ![0xEF, 0xBB, 0xBF].contains(byte))
             else {
+                self.ready.extend_from_slice(part);
                 return;
             };
+            self.ready.extend_from_slice(&part[..at]);
             part = &part[at..];
             self.kind = if part[0] == b'{' {
                 LineKind::Message
@@ -330,6 +309,8 @@ impl<R> BoundedLines<R> {
         if self.kind == LineKind::Message {
             self.line.extend_from_slice(part);
             self.nesting.feed(part);
+        } else {
+            self.ready.extend_from_slice(part);
         }
     }
 
@@ -337,20 +318,30 @@ impl<R> BoundedLines<R> {
         let checked = if self.kind != LineKind::Message {
             Ok(())
         } else if self.nesting.deepest > MAX_NESTING {
-            Err(format!(
-                "it sent a message nested {} levels deep, past the {MAX_NESTING} that can be read",
-                self.nesting.deepest
-            ))
-        } else {
-            match serde_json::from_slice::<&serde_json::value::RawValue>(&self.line) {
-                Ok(_) => Ok(()),
-                Err(error) => Err(format!(
-                    "it sent invalid JSON at byte {} of a message ({})",
-                    error.column(),
-                    error
+            match deep::drop_deep_tools(&self.line, MAX_NESTING) {
+                Some((kept, dropped)) => {
+                    for tool in &dropped {
+                        tool.warn(&self.server);
+                    }
+                    self.line = kept;
+                    checked_json(&self.line)
+                }
+                None => Err(format!(
+                    "it sent a message nested {} levels deep, past the {MAX_NESTING} that can be read",
+                    self.nesting.deepest
                 )),
             }
+        } else {
+            checked_json(&self.line)
         };
+        if checked.is_ok() && self.kind == LineKind::Message {
+            if self.ready.is_empty() {
+                // Handed on without a copy: a 16 MiB line is not held twice.
+                std::mem::swap(&mut self.ready, &mut self.line);
+            } else {
+                self.ready.extend_from_slice(&self.line);
+            }
+        }
         self.since_newline = 0;
         self.kind = LineKind::Undecided;
         self.nesting = Nesting::default();
@@ -362,30 +353,65 @@ impl<R> BoundedLines<R> {
     }
 }
 
+/// A message line that rmcp can parse as JSON, or why not.
+fn checked_json(line: &[u8]) -> Result<(), String> {
+    match serde_json::from_slice::<&serde_json::value::RawValue>(line) {
+        Ok(_) => Ok(()),
+        Err(error) => Err(format!(
+            "it sent invalid JSON at byte {} of a message ({})",
+            error.column(),
+            error
+        )),
+    }
+}
+
 impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if let Some(why) = &self.failed {
-            return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, why.clone())));
-        }
-        let before = buf.filled().len();
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_read(cx, buf) {
-            Poll::Ready(Ok(())) => {
-                if let Err(why) = this.scan(&buf.filled()[before..]) {
-                    // None of these bytes reach rmcp: the line that broke the stream, and
-                    // what came with it, are not half-read.
-                    buf.set_filled(before);
-                    this.fault.end(why.clone());
-                    this.failed = Some(why.clone());
-                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, why)));
+        loop {
+            if this.sent < this.ready.len() {
+                let give = (this.ready.len() - this.sent).min(buf.remaining());
+                buf.put_slice(&this.ready[this.sent..this.sent + give]);
+                this.sent += give;
+                if this.sent == this.ready.len() {
+                    this.ready.clear();
+                    this.sent = 0;
+                    if this.ready.capacity() > KEPT_LINE_CAPACITY {
+                        this.ready = Vec::new();
+                    }
                 }
-                Poll::Ready(Ok(()))
+                return Poll::Ready(Ok(()));
             }
-            other => other,
+            if let Some(why) = &this.failed {
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, why.clone())));
+            }
+            if this.ended {
+                return Poll::Ready(Ok(()));
+            }
+            let mut chunk = [0u8; 8192];
+            let mut fresh = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut fresh) {
+                Poll::Ready(Ok(())) if fresh.filled().is_empty() => {
+                    // A last line without its newline goes to rmcp as it is, unchecked.
+                    this.ended = true;
+                    this.ready.append(&mut this.line);
+                }
+                Poll::Ready(Ok(())) => {
+                    let held = this.ready.len();
+                    if let Err(why) = this.scan(fresh.filled()) {
+                        // None of these bytes reach rmcp: the line that broke the stream, and
+                        // what came with it, are not half-read.
+                        this.ready.truncate(held);
+                        this.fault.end(why.clone());
+                        this.failed = Some(why);
+                    }
+                }
+                other => return other,
+            }
         }
     }
 }
@@ -393,10 +419,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt;
 
     async fn read(data: &str, max_line: usize) -> (Result<String, io::Error>, Option<String>) {
         let fault = Arc::new(Fault::default());
-        let mut reader = BoundedLines::new(data.as_bytes(), max_line, fault.clone());
+        let mut reader = BoundedLines::new(data.as_bytes(), "test", max_line, fault.clone());
         let mut out = String::new();
         let read = reader.read_to_string(&mut out).await.map(|_| out);
         (read, fault.why())
@@ -436,5 +463,19 @@ mod tests {
         );
         let deepest = format!("{{\"a\": {}{}}}\n", "[".repeat(126), "]".repeat(126));
         assert!(read(&deepest, 1000).await.0.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_listing_loses_only_its_too_deep_tools() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let listing = format!(
+            "noise\n{{\"id\": 1, \"result\": {{\"tools\": [{{\"name\": \"d\", \"x\": {deep}}}, {{\"name\": \"a\"}}]}}}}\n{{\"id\": 2}}\n"
+        );
+        let (read, why) = read(&listing, 10_000).await;
+        assert_eq!(
+            read.ok().as_deref(),
+            Some("noise\n{\"id\": 1, \"result\": {\"tools\": [{\"name\": \"a\"}]}}\n{\"id\": 2}\n")
+        );
+        assert_eq!(why, None);
     }
 }

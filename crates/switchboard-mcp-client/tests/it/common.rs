@@ -67,3 +67,17 @@ pub fn logs() {
             .try_init();
     }
 }
+
+/// Collects what the test's own subscriber logs.
+#[derive(Clone, Default)]
+pub struct Captured(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -419,20 +419,6 @@ async fn dropping_the_last_handle_ends_the_child() {
     }
 }
 
-/// Collects what the test's own subscriber logs.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 // One thread, so the subscriber set for this test sees the stderr reader's task too.
 #[tokio::test(flavor = "current_thread")]
 async fn the_childs_stderr_is_logged_by_line_under_its_name_and_long_lines_are_cut() {

@@ -9,6 +9,7 @@
 )]
 
 mod common;
+mod deep_tools;
 mod faults;
 mod http_session;
 mod listing_bounds;
