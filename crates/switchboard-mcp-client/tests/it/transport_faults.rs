@@ -59,9 +59,11 @@ for line in sys.stdin:
             out.write(b'{"jsonrpc": "2.0", "id": ' + str(id).encode() + b', "result": {"content": [}\n')
             out.flush()
         elif name == "deaf":
-            # Closes its stdin and lives on: only a failed write tells the client.
-            send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "going deaf"}]}})
+            # Closes its stdin and lives on: only a failed write tells the client. Closed
+            # before the answer goes out, so the client's next write cannot reach the pipe
+            # while it is still open.
             os.close(0)
+            send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "going deaf"}]}})
             import time
             time.sleep(600)
         elif name == "deep":

@@ -648,7 +648,9 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
         .await;
     assert_eq!(status, 202);
     for replica in [1, 2, 0] {
-        let (status, listed) = session.send(&fleet.base(replica), "tools/list", json!({})).await;
+        let (status, listed) = session
+            .send(&fleet.base(replica), "tools/list", json!({}))
+            .await;
         assert_eq!(status, 200, "replica {replica}: {listed}");
         assert!(
             listed.to_string().contains("narrator_log_story_event"),
@@ -665,7 +667,9 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
             .await;
         assert_eq!(status, 200, "{called}");
         assert!(
-            called.to_string().contains(&format!("The bridge fell on {replica}")),
+            called
+                .to_string()
+                .contains(&format!("The bridge fell on {replica}")),
             "{called}"
         );
     }
@@ -689,7 +693,9 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
         id: session.id.clone(),
     };
     for replica in 0..3 {
-        let (status, _) = stolen.send(&fleet.base(replica), "tools/list", json!({})).await;
+        let (status, _) = stolen
+            .send(&fleet.base(replica), "tools/list", json!({}))
+            .await;
         assert_eq!(status, 404, "replica {replica}");
     }
     assert_eq!(stolen.delete(&fleet.base(1)).await, 404);
@@ -697,8 +703,13 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
     // A DELETE on one replica ends it on all.
     assert_eq!(session.delete(&fleet.base(1)).await, 202);
     for replica in 0..3 {
-        let (status, _) = session.send(&fleet.base(replica), "tools/list", json!({})).await;
-        assert_eq!(status, 404, "replica {replica} still serves a deleted session");
+        let (status, _) = session
+            .send(&fleet.base(replica), "tools/list", json!({}))
+            .await;
+        assert_eq!(
+            status, 404,
+            "replica {replica} still serves a deleted session"
+        );
     }
     // So does a DELETE on a replica that never saw the session.
     let second = McpSession::open(&client, &fleet.base(0), OWNER).await;
@@ -706,8 +717,13 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
     assert_eq!(status, 200);
     assert_eq!(second.delete(&fleet.base(2)).await, 202);
     for replica in 0..3 {
-        let (status, _) = second.send(&fleet.base(replica), "tools/list", json!({})).await;
-        assert_eq!(status, 404, "replica {replica} still serves a deleted session");
+        let (status, _) = second
+            .send(&fleet.base(replica), "tools/list", json!({}))
+            .await;
+        assert_eq!(
+            status, 404,
+            "replica {replica} still serves a deleted session"
+        );
     }
 
     // The stateless era needs nothing shared: any replica answers.
@@ -746,7 +762,10 @@ async fn a_replica_is_ready_only_once_its_redis_answers() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(
         dir.path(),
-        &format!("state = \"redis://127.0.0.1:{port}/0\"\n{}", route(&backend)),
+        &format!(
+            "state = \"redis://127.0.0.1:{port}/0\"\n{}",
+            route(&backend)
+        ),
     );
     let served = Served::start(&config, "127.0.0.1:0", &[]);
     let client = reqwest::Client::new();
@@ -816,7 +835,8 @@ async fn a_call_paused_for_approval_on_one_replica_runs_when_approved_on_another
                 .json()
                 .await
                 .unwrap();
-            if health["status"] == "ok" {
+            // Its MCP server has connected and listed its tools.
+            if health["mcp_servers"][0]["state"] == "ready" {
                 break;
             }
             assert!(Instant::now() < deadline, "replica {replica}: {health}");
