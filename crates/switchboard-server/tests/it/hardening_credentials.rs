@@ -143,7 +143,7 @@ async fn credentials_an_mcp_server_quotes_back_reach_nobody() {
          [[mcp_server]]\nname = \"locked\"\nurl = \"http://127.0.0.1:{port}/deny\"\nheaders = {{ authorization = \"Bearer {DENIED_SECRET}\" }}\n"
     );
     let text = format!(
-        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\nmcp_allowed_urls = [\"http://127.0.0.1:{port}/*\"]\n{settings}\n{}",
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\nmcp_allowed_urls = [\"http://127.0.0.1:{port}/**\"]\n{settings}\n{}",
         route(
             "local",
             "openai",
@@ -238,9 +238,10 @@ async fn credentials_an_mcp_server_quotes_back_reach_nobody() {
         .unwrap();
     let answer: Value = response.json().await.unwrap();
     // The request's own `tools` are echoed to it, as OpenAI does; what came from the
-    // server is its output.
+    // server is its output, which says only that the server failed: a server a request
+    // names by URL never has its answer quoted to the client (issue 36 item 6).
     let output = answer["output"].to_string();
-    assert!(output.contains("401"), "{answer}");
+    assert!(output.contains("could not be reached"), "{answer}");
     assert_eq!(leaks(&output), None, "{answer}");
     gateway.stop().await.unwrap();
 

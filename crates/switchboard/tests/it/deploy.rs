@@ -13,7 +13,7 @@ use serde_json::Value;
 use switchboard_server::Config;
 use switchboard_testkit::peers::skip_or_fail;
 
-use crate::common::{Served, characters};
+use crate::common::Served;
 
 fn kit() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes")
@@ -94,12 +94,39 @@ async fn the_kustomization_renders_and_agrees_with_the_gateway_it_deploys() {
         container["ports"][0]["containerPort"].as_u64(),
         Some(u64::from(config.listen.port()))
     );
-    // The mounted file is the one the container is told to read.
-    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
+    // The mounted file is the one the container is told to read, and the characters' folder
+    // the one the configuration names, from the characters' ConfigMap.
+    let mounts = container["volumeMounts"].as_array().unwrap();
+    let volume_of = |mount: &Value| {
+        pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|volume| volume["name"] == mount["name"])
+            .unwrap()["configMap"]["name"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let file = mounts
+        .iter()
+        .find(|mount| mount["subPath"] == "switchboard.toml")
+        .unwrap();
+    assert_eq!(
+        volume_of(file),
+        config_map["metadata"]["name"].as_str().unwrap()
+    );
     assert_eq!(
         container["args"],
-        serde_json::json!(["--config", format!("{mount}/switchboard.toml")])
+        serde_json::json!(["--config", file["mountPath"]])
     );
+    let characters_map = object(&objects, "ConfigMap", "switchboard-characters");
+    let folder = mounts
+        .iter()
+        .find(|mount| volume_of(mount) == characters_map["metadata"]["name"].as_str().unwrap())
+        .unwrap();
+    let configured = config.characters.as_ref().unwrap();
+    assert_eq!(folder["mountPath"].as_str(), configured.to_str());
     // Every secret the configuration reads from the environment is in the Secret.
     let secret = object(&objects, "Secret", "switchboard-secrets");
     assert_eq!(
@@ -122,13 +149,20 @@ async fn the_kustomization_renders_and_agrees_with_the_gateway_it_deploys() {
         deployment["spec"]["selector"]["matchLabels"]
     );
 
-    // The same configuration, served here: the probes answer without a key, the API asks
-    // for one.
+    // The same configuration, served here, with its characters laid out as the kubelet
+    // mounts a ConfigMap (each file a link into a hidden `..data` folder): the probes
+    // answer without a key, the API asks for one, the ConfigMap's characters are served.
     let dir = tempfile::tempdir().unwrap();
+    let mounted = dir.path().join("characters");
+    std::fs::create_dir_all(mounted.join("..data")).unwrap();
+    for (name, source) in characters_map["data"].as_object().unwrap() {
+        std::fs::write(mounted.join("..data").join(name), source.as_str().unwrap()).unwrap();
+        std::os::unix::fs::symlink(format!("..data/{name}"), mounted.join(name)).unwrap();
+    }
     let file = dir.path().join("switchboard.toml");
     std::fs::write(
         &file,
-        text.replace("/srv/switchboard/characters", &characters()),
+        text.replace(configured.to_str().unwrap(), mounted.to_str().unwrap()),
     )
     .unwrap();
     let key = "sk-sb-kit-5Tz8Qp3Wm6Yr1Lx9Vb4Nc7Hd2Gf0Js3";
@@ -157,4 +191,10 @@ async fn the_kustomization_renders_and_agrees_with_the_gateway_it_deploys() {
         .await
         .unwrap();
     assert_eq!(models.status(), 200);
+    let models: Value = models.json().await.unwrap();
+    assert!(
+        models.to_string().contains("character/front-desk"),
+        "{models}\n{}",
+        served.log()
+    );
 }
