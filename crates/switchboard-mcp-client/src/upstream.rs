@@ -830,7 +830,7 @@ async fn list_tools(
             )));
         }
         for tool in page.tools {
-            let listed_bytes = json_bytes(&tool);
+            let listed_bytes = switchboard_wire::json_len(&tool);
             bytes = bytes.saturating_add(listed_bytes);
             if bytes > config.max_list_bytes {
                 return Err(ListingError::TooLarge(format!(
@@ -861,24 +861,6 @@ async fn list_tools(
     Err(ListingError::TooLarge(format!(
         "it lists its tools in more than {MAX_LIST_PAGES} pages"
     )))
-}
-
-/// The length of `tool` as JSON, counted without writing it anywhere.
-fn json_bytes(tool: &rmcp::model::Tool) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // Writing to a counter cannot fail, nor can serialising the protocol's own types.
-    let _ = serde_json::to_writer(&mut counter, tool);
-    counter.0
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use futures::future::BoxFuture;
 use lru::LruCache;
 use redis::AsyncCommands;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use switchboard_wire::json_len;
 use switchboard_wire::responses::{Item, Response, value_slot_bytes};
 
 use switchboard_redis::RedisLink;
@@ -109,7 +110,7 @@ impl Conversation {
 
     /// Its length as JSON, counted without writing it anywhere.
     fn json_bytes(&self) -> usize {
-        self.iter().map(json_bytes).sum()
+        self.iter().map(json_len).sum()
     }
 }
 
@@ -155,7 +156,7 @@ impl StoredResponse {
 
     fn measure(&mut self) {
         self.conversation_bytes =
-            self.input.json_bytes() + self.response.output.iter().map(json_bytes).sum::<usize>();
+            self.input.json_bytes() + self.response.output.iter().map(json_len).sum::<usize>();
     }
 
     /// Whether the caller with this key name (none without keys) may see it.
@@ -194,7 +195,7 @@ impl StoredResponse {
                 .values()
                 .map(value_slot_bytes)
                 .sum::<usize>();
-        json_bytes(self)
+        json_len(self)
             + values
             + self
                 .input
@@ -202,25 +203,6 @@ impl StoredResponse {
                 .chain(&response.output)
                 .map(Item::slot_bytes)
                 .sum::<usize>()
-    }
-}
-
-/// The length of `value` as JSON, counted as it is written, never held.
-fn json_bytes(value: &impl Serialize) -> usize {
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, value).map_or(usize::MAX, |()| counter.0)
-}
-
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

@@ -22,6 +22,7 @@ mod request;
 mod response;
 pub mod responses;
 pub mod secrets;
+mod size;
 mod sse;
 
 pub use decoder::{Format, StreamDecoder, decode_body};
@@ -30,3 +31,4 @@ pub use event::{FinishReason, StreamEvent, Usage};
 pub use lines::MAX_EVENT_BYTES;
 pub use request::{ChatRequest, REASONING_EFFORTS, ToolChoice};
 pub use response::{ChatResponse, CollectError, Collector, collect};
+pub use size::json_len;
