@@ -9,6 +9,7 @@
 //! URL a request names would reach into the network behind it for anyone. A request's own
 //! credentials go only to a server it named by an allowed URL.
 
+pub use crate::tool_servers::ToolFilter;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -168,41 +169,6 @@ pub struct ApprovalAnswer {
     pub arguments: String,
     pub approve: bool,
     pub reason: Option<String>,
-}
-
-/// Whether the caller's key may use a tool, by its catalog name (`{server}_{tool}`,
-/// `{character file stem}_{tool}`): the one rule of `/mcp`, a request's loop and a
-/// character's conversation. The front-end that knows the key decides; without one, every
-/// tool is allowed.
-#[derive(Clone, Default)]
-pub struct ToolFilter(Option<Arc<Allows>>);
-
-/// Whether one tool, by its catalog name, is allowed.
-type Allows = dyn Fn(&str) -> bool + Send + Sync;
-
-impl ToolFilter {
-    /// Every tool.
-    pub fn all() -> Self {
-        Self(None)
-    }
-
-    pub fn new(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
-        Self(Some(Arc::new(allows)))
-    }
-
-    pub fn allows(&self, name: &str) -> bool {
-        self.0.as_ref().is_none_or(|allows| allows(name))
-    }
-}
-
-impl std::fmt::Debug for ToolFilter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "ToolFilter(key)"
-        } else {
-            "ToolFilter(all)"
-        })
-    }
 }
 
 /// What a request asks to run, and what limits it.

@@ -7,6 +7,7 @@
 //! part knows neither the configuration file (it is built from [`McpServerConfig`]s) nor
 //! the front-ends.
 
+mod filter;
 mod settings;
 mod toolbox;
 
@@ -25,8 +26,9 @@ use tracing::field::Empty;
 use crate::tools::compile_off_serving_threads;
 use crate::trace_context::{TARGET, current_traceparent};
 
+pub use filter::ToolFilter;
 pub use settings::{DEFAULT_MAX_CONCURRENT_CALLS, McpServerConfig, check_servers};
-pub use toolbox::CharacterToolbox;
+pub use toolbox::{CharacterToolbox, file_stem};
 
 /// The `mcp_server` metric label of every server a request names by URL.
 const REQUEST_NAMED_LABEL: &str = "request";
