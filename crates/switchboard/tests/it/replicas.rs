@@ -214,7 +214,7 @@ async fn readyz_turns_503_at_sigterm_while_twenty_streams_finish_whole() {
 
 /// Three replicas sharing one Redis behind nginx.
 struct Fleet {
-    _redis: RedisServer,
+    redis: RedisServer,
     backend: ScriptedServer,
     config: PathBuf,
     ports: Vec<u16>,
@@ -242,7 +242,7 @@ impl Fleet {
             .collect();
         let nginx = Nginx::start(&upstreams(&ports));
         Self {
-            _redis: redis,
+            redis,
             backend,
             config,
             ports,
@@ -723,6 +723,24 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
         assert_eq!(
             status, 404,
             "replica {replica} still serves a deleted session"
+        );
+    }
+
+    // While Redis cannot be asked, a request naming a session is refused, not served from
+    // a copy another replica may have ended.
+    let third = McpSession::open(&client, &fleet.base(0), OWNER).await;
+    let mut fleet = fleet;
+    fleet.redis.kill();
+    for replica in [0, 1] {
+        let (status, refused) = third
+            .send(&fleet.base(replica), "tools/list", json!({}))
+            .await;
+        assert_eq!(status, 503, "replica {replica}: {refused}");
+        assert!(
+            refused
+                .to_string()
+                .contains("shared session directory is unavailable"),
+            "{refused}"
         );
     }
 
