@@ -269,10 +269,11 @@ fn upstreams(ports: &[u16]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_behind_nginx_hold_one_budget() {
     let key = "sk-sb-fleet-7Hq2Lm9xK4pW8rT3vY6zB1nC5dF0gJ2";
+    let busy = "sk-sb-busy-4Wm8Qr2Tz6Lp9Xv3Bn7Hc1Kd5Yf0Gj8";
     let fleet = Fleet::start(
-        "[[key]]\nname = \"fleet\"\nkey_env = \"FLEET_KEY\"\nrequests_per_minute = 6\n",
-        &[("FLEET_KEY", key)],
-        paced_backend(2, Duration::from_millis(10)).await,
+        "[[key]]\nname = \"fleet\"\nkey_env = \"FLEET_KEY\"\nrequests_per_minute = 6\n[[key]]\nname = \"busy\"\nkey_env = \"BUSY_KEY\"\nmax_concurrent = 2\n",
+        &[("FLEET_KEY", key), ("BUSY_KEY", busy)],
+        paced_backend(10, Duration::from_millis(200)).await,
     )
     .await;
     let client = reqwest::Client::new();
@@ -312,6 +313,42 @@ async fn three_replicas_behind_nginx_hold_one_budget() {
             .unwrap();
         assert_eq!(refused.status(), 429, "replica {replica}");
     }
+    // Concurrency is one count too: of six two-second streams spread by nginx over the
+    // three replicas, two run and four are refused.
+    let streams: Vec<_> = (0..6)
+        .map(|_| {
+            let client = client.clone();
+            let base = fleet.nginx.base.clone();
+            tokio::spawn(async move {
+                client
+                    .post(format!("{base}/v1/chat/completions"))
+                    .bearer_auth(busy)
+                    .json(&streamed("tell a story", false))
+                    .send()
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    // Every answer is held open until all are in: a stream let go would free its slot.
+    let mut answers = Vec::new();
+    for stream in streams {
+        answers.push(stream.await.unwrap());
+    }
+    let statuses: Vec<u16> = answers
+        .iter()
+        .map(|answer| answer.status().as_u16())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|status| **status == 200).count(),
+        2,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|status| **status == 429).count(),
+        4,
+        "{statuses:?}"
+    );
 }
 
 /// A stored response made on one replica continues on each of the others: read, its input
