@@ -153,7 +153,16 @@ http {{
 }
 
 impl Drop for Nginx {
+    /// Asks the master to stop (SIGTERM: it ends its workers, those of older reloads too,
+    /// and exits); a master killed outright would leave its workers running.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + TIMEOUT;
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.prefix);
