@@ -648,6 +648,19 @@ impl McpSession {
         }
     }
 
+    /// The status of a `tools/list` in the session on each of `replicas`.
+    async fn list_statuses(&self, fleet: &Fleet, replicas: std::ops::Range<usize>) -> Vec<u16> {
+        let mut statuses = Vec::new();
+        for replica in replicas {
+            statuses.push(
+                self.send(&fleet.base(replica), "tools/list", json!({}))
+                    .await
+                    .0,
+            );
+        }
+        statuses
+    }
+
     async fn delete(&self, base: &str) -> u16 {
         self.client
             .delete(format!("{base}/mcp"))
@@ -669,7 +682,7 @@ impl McpSession {
 async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_everywhere() {
     const OWNER: &str = "sk-sb-owner-2Kd7Rm4Wq9Lp3Xv6Bn1Tc8Hf5Jz0Yg4";
     const OTHER: &str = "sk-sb-other-6Pw3Ln8Zr1Kq5Vt9Ym2Hc7Bd4Xf0Js8";
-    let fleet = Fleet::start(
+    let mut fleet = Fleet::start(
         "[[key]]\nname = \"owner\"\nkey_env = \"OWNER_KEY\"\n[[key]]\nname = \"other\"\nkey_env = \"OTHER_KEY\"\n",
         &[("OWNER_KEY", OWNER), ("OTHER_KEY", OTHER)],
         paced_backend(2, Duration::from_millis(10)).await,
@@ -729,44 +742,30 @@ async fn an_mcp_session_opened_on_one_replica_is_served_by_all_and_deleted_every
         key: OTHER,
         id: session.id.clone(),
     };
-    for replica in 0..3 {
-        let (status, _) = stolen
-            .send(&fleet.base(replica), "tools/list", json!({}))
-            .await;
-        assert_eq!(status, 404, "replica {replica}");
-    }
+    assert_eq!(stolen.list_statuses(&fleet, 0..3).await, [404; 3]);
     assert_eq!(stolen.delete(&fleet.base(1)).await, 404);
 
     // A DELETE on one replica ends it on all.
     assert_eq!(session.delete(&fleet.base(1)).await, 202);
-    for replica in 0..3 {
-        let (status, _) = session
-            .send(&fleet.base(replica), "tools/list", json!({}))
-            .await;
-        assert_eq!(
-            status, 404,
-            "replica {replica} still serves a deleted session"
-        );
-    }
+    assert_eq!(
+        session.list_statuses(&fleet, 0..3).await,
+        [404; 3],
+        "a replica still serves a deleted session"
+    );
     // So does a DELETE on a replica that never saw the session.
     let second = McpSession::open(&client, &fleet.base(0), OWNER).await;
     let (status, _) = second.send(&fleet.base(1), "tools/list", json!({})).await;
     assert_eq!(status, 200);
     assert_eq!(second.delete(&fleet.base(2)).await, 202);
-    for replica in 0..3 {
-        let (status, _) = second
-            .send(&fleet.base(replica), "tools/list", json!({}))
-            .await;
-        assert_eq!(
-            status, 404,
-            "replica {replica} still serves a deleted session"
-        );
-    }
+    assert_eq!(
+        second.list_statuses(&fleet, 0..3).await,
+        [404; 3],
+        "a replica still serves a deleted session"
+    );
 
     // While Redis cannot be asked, a request naming a session is refused, not served from
     // a copy another replica may have ended.
     let third = McpSession::open(&client, &fleet.base(0), OWNER).await;
-    let mut fleet = fleet;
     fleet.redis.kill();
     for replica in [0, 1] {
         let (status, refused) = third
