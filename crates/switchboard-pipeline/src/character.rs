@@ -21,16 +21,7 @@ use crate::error::PipelineError;
 use crate::gateway_tools::{GatewayTools, ToolFilter};
 use crate::output::{GatewayEvent, Output, Outputs, send};
 use crate::tool_loop;
-use crate::tool_servers::{CharacterToolbox, ToolServers, file_stem};
-
-/// The route prefix that names a character.
-pub const PREFIX: &str = "character/";
-
-/// The model id a character is listed and authorized under: `character/<file stem>` (file
-/// stems make ids without spaces; `character/<CHARACTER_NAME>` reaches the same character).
-pub fn id(character: &Character) -> Option<String> {
-    file_stem(character).map(|stem| format!("{PREFIX}{stem}"))
-}
+use crate::tool_servers::{CharacterToolbox, ToolServers};
 
 /// Checks what a character route cannot take, and leaves the conversation the character
 /// is asked to go on with: the history without empty assistant turns, its oldest turns

@@ -2,17 +2,13 @@
 //! by the backend's own tokenizer where it offers one (the prompt exactly as the route
 //! would send it, tool prompt of a prompted route included), otherwise estimated.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_tools::{Content, Message};
-use switchboard_wire::{ChatRequest, Format};
+use switchboard_wire::ChatRequest;
 
 use crate::completion::{backend_messages, backend_request, tool_requirement};
-use crate::pipeline::{GatewayRequest, Pipeline};
-use crate::target::Target;
 use switchboard_upstream::Route;
 
 /// A prompt's size and where the figure came from.
@@ -23,41 +19,13 @@ pub struct TokenCount {
     pub source: &'static str,
 }
 
-impl Pipeline {
-    /// Counts the prompt `request` would send.
-    pub async fn count_tokens(&self, request: &GatewayRequest) -> TokenCount {
-        match &request.target {
-            Target::Character(_) => estimate(&request.request),
-            Target::Route(route) => {
-                count_on(route, &request.request, self.settings.request_timeout).await
-            }
-        }
-    }
-
-    /// The prompt's count for the head of a streamed answer, taken beside the answer itself so
-    /// that it costs no wait: by the tokenizer of the route's backend, on OpenAI-compatible
-    /// routes only. `None` where the answer's own usage is the only count (characters, whose
-    /// prompt grows each round; Anthropic and Ollama routes, where a count would be a second
-    /// billed or slow request): the head then carries the estimate.
-    pub fn count_beside(&self, request: &GatewayRequest) -> Option<BoxFuture<'static, TokenCount>> {
-        let Target::Route(route) = &request.target else {
-            return None;
-        };
-        if route.format != Format::OpenAi {
-            return None;
-        }
-        let route = Arc::clone(route);
-        let chat = request.request.clone();
-        let timeout = self.settings.request_timeout;
-        Some(Box::pin(
-            async move { count_on(&route, &chat, timeout).await },
-        ))
-    }
-}
-
 /// Counts the prompt the route would send for `request` with its backend's tokenizer,
 /// estimating where the backend has none or does not answer.
-async fn count_on(route: &Route, request: &ChatRequest, timeout: Duration) -> TokenCount {
+pub(crate) async fn count_on(
+    route: &Route,
+    request: &ChatRequest,
+    timeout: Duration,
+) -> TokenCount {
     let messages = backend_messages(
         route,
         request,
@@ -82,7 +50,7 @@ async fn count_on(route: &Route, request: &ChatRequest, timeout: Duration) -> To
     }
 }
 
-fn estimate(request: &ChatRequest) -> TokenCount {
+pub(crate) fn estimate(request: &ChatRequest) -> TokenCount {
     TokenCount {
         tokens: estimate_tokens(request),
         source: "estimate",

@@ -14,8 +14,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::Value;
 use switchboard_mcp::names;
 use switchboard_runtime::ToolExecutor;
 use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
@@ -23,6 +21,7 @@ use switchboard_wire::mcp::McpServerRequest;
 
 use crate::allowed_urls;
 use crate::error::PipelineError;
+use crate::output::{ListedTool, Listing, ToolSource};
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
 use switchboard_upstream::ToolLoopSettings;
 
@@ -80,14 +79,6 @@ pub struct GatewayTool {
     pub definition: ToolDefinition,
 }
 
-/// Where a gateway-run tool lives: the server as the request named it, and the server's
-/// own name for the tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolSource {
-    pub server: String,
-    pub tool: String,
-}
-
 /// What runs a call. Each checks the call's arguments against the tool's schema and
 /// answers every failure with an `Error: …` result for the model.
 #[derive(Clone)]
@@ -140,23 +131,6 @@ impl Runner {
             },
         }
     }
-}
-
-/// One named server's tools as offered, or why it has none.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listing {
-    pub label: String,
-    pub tools: Vec<ListedTool>,
-    pub error: Option<String>,
-}
-
-/// A tool as a listing shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ListedTool {
-    pub name: String,
-    pub description: Option<String>,
-    pub input_schema: Value,
-    pub annotations: Option<Value>,
 }
 
 /// The client's answer to an approval request.

@@ -29,7 +29,6 @@ pub mod tool_servers;
 mod tools;
 pub mod trace_context;
 
-pub use character::{PREFIX as CHARACTER_PREFIX, id as character_id};
 pub use collect::{Answer, collect_with};
 pub use completion::Limits;
 pub use count::{TokenCount, estimate_text, estimate_tokens};
@@ -37,5 +36,5 @@ pub use error::PipelineError;
 pub use gateway_tools::{ApprovalAnswer, Asked, GatewayTools, ToolFilter};
 pub use output::{GatewayEvent, Output, Outputs};
 pub use pipeline::{GatewayRequest, Pipeline, Settings, Started};
-pub use target::Target;
+pub use target::{CharacterId, Target};
 pub use tools::{compile_converted, compile_tools, report_kept as report_kept_tools};

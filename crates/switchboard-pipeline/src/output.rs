@@ -1,17 +1,16 @@
 //! The pipeline's output vocabulary, shared by its stages and read by every front-end: what
 //! an answer is made of ([`Output`]), the channel it travels in, what a character did
-//! besides speaking.
+//! besides speaking, and where the tools it ran live.
 
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_runtime::ToolEvent;
 use switchboard_wire::StreamEvent;
 use tokio::sync::mpsc;
 
 use crate::error::PipelineError;
-use crate::gateway_tools::{Listing, ToolSource};
 use crate::tool_checks::ToolCallProblem;
 
 /// What the pipeline hands the responder.
@@ -134,4 +133,29 @@ impl Serialize for GatewayEvent {
         };
         value.serialize(serializer)
     }
+}
+
+/// Where a gateway-run tool lives: the server as the request named it, and the server's
+/// own name for the tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolSource {
+    pub server: String,
+    pub tool: String,
+}
+
+/// One named server's tools as offered, or why it has none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    pub label: String,
+    pub tools: Vec<ListedTool>,
+    pub error: Option<String>,
+}
+
+/// A tool as a listing shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    pub name: String,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub annotations: Option<Value>,
 }

@@ -5,17 +5,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use switchboard_characters::CharacterRegistry;
 use switchboard_tools::{Toolset, quote};
-use switchboard_wire::ChatRequest;
+use switchboard_wire::{ChatRequest, Format};
 use tokio_util::sync::CancellationToken;
 
 use crate::completion::Limits;
+use crate::count::{TokenCount, count_on, estimate};
 use crate::error::PipelineError;
 use crate::gateway_tools::{Asked, GatewayTools, ToolFilter};
 use crate::ids::CallIdShape;
 use crate::output::Outputs;
-use crate::target::Target;
+use crate::target::{CharacterId, Target};
 use crate::tool_servers::ToolServers;
 use crate::{character, completion, tool_loop};
 use switchboard_upstream::{Route, RouteTable, UpstreamRecord};
@@ -197,9 +199,41 @@ impl Pipeline {
 }
 
 impl Pipeline {
+    /// Counts the prompt `request` would send.
+    pub async fn count_tokens(&self, request: &GatewayRequest) -> TokenCount {
+        match &request.target {
+            Target::Character(_) => estimate(&request.request),
+            Target::Route(route) => {
+                count_on(route, &request.request, self.settings.request_timeout).await
+            }
+        }
+    }
+
+    /// The prompt's count for the head of a streamed answer, taken beside the answer itself so
+    /// that it costs no wait: by the tokenizer of the route's backend, on OpenAI-compatible
+    /// routes only. `None` where the answer's own usage is the only count (characters, whose
+    /// prompt grows each round; Anthropic and Ollama routes, where a count would be a second
+    /// billed or slow request): the head then carries the estimate.
+    pub fn count_beside(&self, request: &GatewayRequest) -> Option<BoxFuture<'static, TokenCount>> {
+        let Target::Route(route) = &request.target else {
+            return None;
+        };
+        if route.format != Format::OpenAi {
+            return None;
+        }
+        let route = Arc::clone(route);
+        let chat = request.request.clone();
+        let timeout = self.settings.request_timeout;
+        Some(Box::pin(
+            async move { count_on(&route, &chat, timeout).await },
+        ))
+    }
+}
+
+impl Pipeline {
     /// The route or character a model name names, or the 404 that says what there is.
     pub fn resolve(&self, model: &str) -> Result<Target, PipelineError> {
-        match model.strip_prefix(character::PREFIX) {
+        match CharacterId::parse(model) {
             Some(name) => self
                 .characters
                 .get(name)

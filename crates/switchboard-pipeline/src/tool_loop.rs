@@ -30,8 +30,8 @@ use tracing::Instrument;
 
 use crate::completion::{self, Completion, answer_or_fall_back};
 use crate::error::PipelineError;
-use crate::gateway_tools::{GatewayTool, GatewayTools, Runner, ToolSource};
-use crate::output::{self, GatewayEvent, Output, Outputs, Sender, send};
+use crate::gateway_tools::{GatewayTool, GatewayTools, Runner};
+use crate::output::{self, GatewayEvent, Output, Outputs, Sender, ToolSource, send};
 use crate::tools::compile_converted;
 
 /// Starts the answer: the request's rounds on a task of their own.

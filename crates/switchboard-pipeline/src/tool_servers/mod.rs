@@ -28,7 +28,7 @@ use crate::trace_context::{TARGET, current_traceparent};
 
 pub use filter::ToolFilter;
 pub use settings::{DEFAULT_MAX_CONCURRENT_CALLS, McpServerConfig, check_servers};
-pub use toolbox::{CharacterToolbox, file_stem};
+pub use toolbox::CharacterToolbox;
 
 /// The `mcp_server` metric label of every server a request names by URL.
 const REQUEST_NAMED_LABEL: &str = "request";

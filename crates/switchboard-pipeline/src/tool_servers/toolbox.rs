@@ -7,13 +7,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use switchboard_characters::{Character, CharacterSession};
+use switchboard_characters::CharacterSession;
 use switchboard_mcp::names;
 use switchboard_runtime::ToolExecutor;
 use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 
 use super::ToolFilter;
 use super::ToolServer;
+use crate::target::CharacterId;
 
 /// The longest function name model APIs accept.
 const MODEL_NAME_CHARS: usize = 64;
@@ -32,15 +33,6 @@ pub struct CharacterToolbox {
     refused: HashSet<String>,
 }
 
-/// A character's file stem: its id without `character/`, and the prefix of its tools'
-/// names at `/mcp`.
-pub fn file_stem(character: &Character) -> Option<String> {
-    character
-        .file()
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-}
-
 impl CharacterToolbox {
     /// The session's tools and, for each server the character declares among `servers`
     /// (see [`ToolServers::declared_by`](super::ToolServers::declared_by)), the tools its
@@ -54,7 +46,8 @@ impl CharacterToolbox {
         filter: &ToolFilter,
     ) -> Self {
         let character = Arc::clone(session.character());
-        let stem = file_stem(&character).unwrap_or_else(|| character.name().to_owned());
+        let stem = CharacterId::of(&character)
+            .map_or_else(|| character.name().to_owned(), |id| id.name().to_owned());
         let (mut definitions, refused): (Vec<ToolDefinition>, Vec<ToolDefinition>) = character
             .tools()
             .definitions()

@@ -26,7 +26,7 @@ use super::log::{RequestLog, Tally};
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
 use crate::state::AppState;
-use switchboard_pipeline::{CHARACTER_PREFIX, Target, character_id};
+use switchboard_pipeline::{CharacterId, Target};
 
 /// The characters over HTTP: listed, shown, and their tools called.
 pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
@@ -50,7 +50,9 @@ pub async fn list(
     let characters: Vec<Value> = loaded
         .characters
         .iter()
-        .filter(|character| character_id(character).is_some_and(|id| caller.may_use(&id)))
+        .filter(|character| {
+            CharacterId::of(character).is_some_and(|id| caller.may_use(id.as_str()))
+        })
         .map(|character| describe(character, &loaded))
         .collect();
     let running = |rejection: &&Rejection| {
@@ -63,7 +65,7 @@ pub async fn list(
     // quote its code, which is no business of keys kept away from it.
     let may_see = |rejection: &&Rejection| {
         rejection.file.file_stem().is_some_and(|stem| {
-            caller.may_use(&format!("{CHARACTER_PREFIX}{}", stem.to_string_lossy()))
+            caller.may_use(CharacterId::named(&stem.to_string_lossy()).as_str())
         })
     };
     let rejected: Vec<Value> = loaded
@@ -88,9 +90,9 @@ pub async fn show(
     let Some(character) = loaded.get(&name).cloned() else {
         return not_found(&caller, &name, &loaded).into_response();
     };
-    let model = format!("{CHARACTER_PREFIX}{name}");
+    let model = CharacterId::named(&name);
     let target = Target::Character(Arc::clone(&character));
-    if let Err(error) = caller::authorize(&caller, &target, &model) {
+    if let Err(error) = caller::authorize(&caller, &target, model.as_str()) {
         return error.into_response();
     }
     let mut body = describe(&character, &loaded);
@@ -116,12 +118,12 @@ pub async fn call_tool(
     let Some(character) = loaded.get(&name).cloned() else {
         return log.fail("-", not_found(&caller, &name, &loaded), FRONT_END.error);
     };
-    let model = format!("{CHARACTER_PREFIX}{name}");
+    let model = CharacterId::named(&name);
     let target = Target::Character(Arc::clone(&character));
-    if let Err(error) = caller::authorize(&caller, &target, &model) {
+    if let Err(error) = caller::authorize(&caller, &target, model.as_str()) {
         return log.fail("-", error, FRONT_END.error);
     }
-    let route = format!("{CHARACTER_PREFIX}{}", character.name());
+    let route = Target::character_label(&character);
     let arguments = match read_json(body, caller.snapshot().config.max_body_bytes)
         .await
         .and_then(|body| arguments(&body))
@@ -137,9 +139,8 @@ pub async fn call_tool(
     let started = Instant::now();
     // A key's `tools` globs hold here as on `/mcp` (`{file stem}_{tool}`): a tool beyond
     // them is answered as one that does not exist.
-    let refused = character_id(&character).is_some_and(|id| {
-        !caller.may_use_tool(&format!("{}_{tool}", &id[CHARACTER_PREFIX.len()..]))
-    });
+    let refused = CharacterId::of(&character)
+        .is_some_and(|id| !caller.may_use_tool(&format!("{}_{tool}", id.name())));
     let outcome = if refused {
         Ok(ToolResult {
             call_id: call.id.clone(),
@@ -204,7 +205,7 @@ fn describe(character: &Character, loaded: &Loaded) -> Value {
     json!({
         "id": id,
         "name": character.name(),
-        "model": format!("{CHARACTER_PREFIX}{id}"),
+        "model": CharacterId::named(&id).as_str(),
         "file": file_name(character.file()),
         "listed": character.is_listed(),
         "voice_source": character.voice_source(),
@@ -227,7 +228,7 @@ fn file_name(file: &FilePath) -> String {
 /// the character.
 fn not_found(caller: &Caller, name: &str, loaded: &Loaded) -> ApiError {
     caller.not_found(
-        &format!("{CHARACTER_PREFIX}{name}"),
+        CharacterId::named(name).as_str(),
         file_not_found(name, loaded),
     )
 }

@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::mcp_sessions::RedisSessions;
 use crate::state::{AppState, Snapshot};
 use switchboard_pipeline::tool_servers::{Offered, ToolServer};
-use switchboard_pipeline::{CHARACTER_PREFIX, character_id};
+use switchboard_pipeline::{CharacterId, Target};
 
 /// The characters' tools and, over HTTP, the upstream MCP servers' tools, as one catalog.
 #[derive(Debug)]
@@ -118,10 +118,10 @@ impl CharacterTools {
                     _ => true,
                 })
                 .filter_map(|character| {
-                    let id = character_id(character)?;
+                    let id = CharacterId::of(character)?;
                     caller
-                        .is_none_or(|caller| caller.may_use(&id))
-                        .then(|| (id[CHARACTER_PREFIX.len()..].to_owned(), character))
+                        .is_none_or(|caller| caller.may_use(id.as_str()))
+                        .then(|| (id.name().to_owned(), character))
                 })
                 .collect();
             characters.sort_by(|a, b| a.0.cmp(&b.0));
@@ -349,7 +349,7 @@ impl ToolCatalog for CharacterTools {
                     arguments,
                 };
                 Box::pin(async move {
-                    let route = format!("{CHARACTER_PREFIX}{}", character.name());
+                    let route = Target::character_label(&character);
                     let outcome = character.run_tool(&call).await;
                     let status = match &outcome {
                         Ok(_) => StatusCode::OK,

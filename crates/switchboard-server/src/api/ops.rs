@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::api::caller::Caller;
 use crate::drain::Phase;
 use crate::state::{AppState, Snapshot};
-use switchboard_pipeline::character_id;
+use switchboard_pipeline::CharacterId;
 use switchboard_upstream::Health;
 
 /// What operators and clients ask of the gateway itself: the model list, health, metrics.
@@ -69,7 +69,7 @@ pub fn model_ids(state: &AppState, snapshot: &Snapshot) -> Vec<String> {
         .characters
         .current()
         .listed()
-        .filter_map(|character| character_id(character))
+        .filter_map(|character| CharacterId::of(character).map(String::from))
         .collect::<Vec<_>>();
     routes.chain(characters).collect()
 }
