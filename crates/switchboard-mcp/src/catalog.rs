@@ -10,7 +10,7 @@ use tokio::sync::watch;
 /// the catalog the URL names); over stdio it is empty.
 pub trait ToolCatalog: Send + Sync + 'static {
     /// The tools this request may see, in the same order every time (clients' prompt
-    /// caches depend on it). Names as the catalog knows them; [`crate::names`] makes them
+    /// caches depend on it). Names as the catalog knows them; [`switchboard_tools::names`] makes them
     /// fit clients.
     fn tools(&self, request: &http::Extensions) -> Vec<CatalogTool>;
 

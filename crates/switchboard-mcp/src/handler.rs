@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::catalog::{CallError, CatalogTool, ToolCatalog};
-use crate::names;
+use switchboard_tools::names;
 
 /// What a server says of itself, and how it names tools.
 #[derive(Debug, Clone)]

@@ -4,7 +4,8 @@
 //!
 //! What the tools are, who may see them and how a call runs is the catalog's business
 //! ([`ToolCatalog`]); this crate knows the protocol: names clients and model APIs accept
-//! ([`names`]), results and errors as MCP words them, and change notifications.
+//! (`switchboard_tools::names`), results and errors as MCP words them, and change
+//! notifications.
 //!
 //! Built on `rmcp`, the official Rust SDK, which also checks the transport's rules
 //! (`Origin` and `Host`, `Mcp-Method`/`Mcp-Name` against the body, protocol versions).
@@ -15,7 +16,6 @@
 mod catalog;
 mod handler;
 mod http;
-pub mod names;
 mod sessions;
 mod shared;
 mod stdio;

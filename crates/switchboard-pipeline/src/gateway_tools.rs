@@ -14,8 +14,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_mcp::names;
 use switchboard_runtime::ToolExecutor;
+use switchboard_tools::names::{self, MODEL_MAX_CHARS};
 use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 use switchboard_wire::mcp::McpServerRequest;
 
@@ -24,9 +24,6 @@ use crate::error::PipelineError;
 use crate::output::{ListedTool, Listing, ToolSource};
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
 use switchboard_upstream::ToolLoopSettings;
-
-/// The longest function name model APIs accept.
-const MODEL_NAME_CHARS: usize = 64;
 
 /// How long a request waits for the servers it named by URL to connect, all together (and
 /// never past the request's own timeout).
@@ -352,14 +349,11 @@ impl GatewayTools {
             {
                 continue;
             }
-            let name = if names::fits(&tool.name, MODEL_NAME_CHARS) && !taken.contains(&tool.name) {
+            let name = if names::fits(&tool.name, MODEL_MAX_CHARS) && !taken.contains(&tool.name) {
                 tool.name.clone()
             } else {
-                names::served(
-                    &format!("{}_{}", request.label, tool.name),
-                    MODEL_NAME_CHARS,
-                )
-                .into_owned()
+                names::served(&format!("{}_{}", request.label, tool.name), MODEL_MAX_CHARS)
+                    .into_owned()
             };
             if !taken.insert(name.clone()) {
                 // Only a name the request itself gave twice (a tool of its own, a label)

@@ -188,7 +188,7 @@ impl Config {
 }
 
 fn default_mcp_name_chars() -> usize {
-    switchboard_mcp::names::DEFAULT_MAX_CHARS
+    switchboard_tools::names::DEFAULT_MAX_CHARS
 }
 
 fn default_mcp_max_sessions() -> usize {
@@ -474,10 +474,10 @@ impl Config {
         if self.character_max_tokens == 0 {
             problems.push("character_max_tokens must be at least 1".to_owned());
         }
-        if !(switchboard_mcp::names::MIN_MAX_CHARS..=64).contains(&self.mcp_tool_name_max_chars) {
+        if !(switchboard_tools::names::MIN_MAX_CHARS..=64).contains(&self.mcp_tool_name_max_chars) {
             problems.push(format!(
                 "mcp_tool_name_max_chars must be between {} and 64",
-                switchboard_mcp::names::MIN_MAX_CHARS
+                switchboard_tools::names::MIN_MAX_CHARS
             ));
         }
         if self.mcp_max_sessions == 0 {

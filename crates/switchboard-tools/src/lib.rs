@@ -1,6 +1,7 @@
 //! The tool model every part of Switchboard shares: definitions, calls, results and
 //! messages in OpenAI's shape; validation of tool lists under a profile; argument and
-//! result checking with validators compiled once; and Rust functions as tools (`#[tool]`).
+//! result checking with validators compiled once; Rust functions as tools (`#[tool]`); and
+//! the names tools are served under ([`names`]).
 //!
 //! It must not know any wire format, backend or server: every other crate builds on it.
 
@@ -8,6 +9,7 @@ mod call;
 mod defaults;
 mod definition;
 mod message;
+pub mod names;
 mod problem;
 mod profile;
 mod schema;

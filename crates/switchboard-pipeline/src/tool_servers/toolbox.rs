@@ -8,16 +8,13 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use switchboard_characters::CharacterSession;
-use switchboard_mcp::names;
 use switchboard_runtime::ToolExecutor;
+use switchboard_tools::names::{self, MODEL_MAX_CHARS};
 use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 
 use super::ToolFilter;
 use super::ToolServer;
 use crate::target::CharacterId;
-
-/// The longest function name model APIs accept.
-const MODEL_NAME_CHARS: usize = 64;
 
 /// A character's tools and its MCP servers' tools.
 #[derive(Debug)]
@@ -69,7 +66,7 @@ impl CharacterToolbox {
                     continue;
                 }
                 let name =
-                    names::served(&format!("{}_{}", server.name, tool.name), MODEL_NAME_CHARS)
+                    names::served(&format!("{}_{}", server.name, tool.name), MODEL_MAX_CHARS)
                         .into_owned();
                 let mut definition = ToolDefinition::function(
                     name.clone(),

@@ -10,10 +10,10 @@ use switchboard_access::{Exceeded, Key, Limits, Verdict, decide};
 
 use crate::api::error::ApiError;
 use crate::state::Snapshot;
-use switchboard_mcp::names;
 use switchboard_pipeline::{
     Asked, GatewayRequest, GatewayTools, Target, ToolFilter, estimate_text, estimate_tokens,
 };
+use switchboard_tools::names;
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
 

@@ -18,9 +18,9 @@ use serde_json::{Map, Value, json};
 use switchboard_characters::{Character, CharacterRegistry};
 use switchboard_mcp::{
     CallError, CatalogTool, HttpEndpoint, HttpOptions, McpServer, ServerOptions, SessionLimits,
-    SessionOptions, SessionOwner, SharedSessions, ToolCatalog, ToolOutput, names,
+    SessionOptions, SessionOwner, SharedSessions, ToolCatalog, ToolOutput,
 };
-use switchboard_tools::ToolCall;
+use switchboard_tools::{ToolCall, names};
 use tokio::sync::watch;
 use tracing::Instrument;
 

@@ -19,8 +19,8 @@ use super::telemetry::init_character_logs;
 pub struct Args {
     /// The longest tool name served; longer ones are shortened with a hash (64 is what model
     /// APIs accept, less what a client puts in front, such as Claude Code's `mcp__NAME__`).
-    #[arg(long, default_value_t = switchboard_mcp::names::DEFAULT_MAX_CHARS as u16,
-        value_parser = clap::value_parser!(u16).range(switchboard_mcp::names::MIN_MAX_CHARS as i64..=64))]
+    #[arg(long, default_value_t = switchboard_tools::names::DEFAULT_MAX_CHARS as u16,
+        value_parser = clap::value_parser!(u16).range(switchboard_tools::names::MIN_MAX_CHARS as i64..=64))]
     max_name_chars: u16,
 }
 

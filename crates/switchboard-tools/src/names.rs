@@ -4,10 +4,16 @@
 //! when it fits, and otherwise shortened deterministically: its characters outside
 //! `[A-Za-z0-9_-]` become `_`, it is cut, and a short hash of the whole original name ends
 //! it, so that two names never meet and a call maps back to its tool.
+//!
+//! Here, below both, so that the MCP server (`switchboard-mcp`) and the gateway's tool
+//! sources (`switchboard-pipeline`) name tools by one rule.
 
 use std::borrow::Cow;
 
 use sha2::{Digest, Sha256};
+
+/// The longest function name model APIs accept.
+pub const MODEL_MAX_CHARS: usize = 64;
 
 /// The longest served name by default: 64 (what model APIs accept) less Claude Code's
 /// `mcp__` and `__` and a server name of up to 11 characters.
