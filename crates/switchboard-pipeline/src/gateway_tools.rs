@@ -20,6 +20,7 @@ use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 use switchboard_wire::mcp::McpServerRequest;
 
 use crate::allowed_urls;
+use crate::catalog::{Catalog, Scope, Source};
 use crate::error::PipelineError;
 use crate::output::{ListedTool, Listing, ToolSource};
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
@@ -147,9 +148,9 @@ pub struct Asked<'a> {
     pub servers: &'a [McpServerRequest],
     /// Names the request's own tools take.
     pub taken: HashSet<String>,
-    /// Whether the caller's key may use a tool, by its catalog name (`{server}_{tool}`;
-    /// the key's globs match the name `/mcp` serves for it).
-    pub may_use: &'a (dyn Fn(&str) -> bool + Sync),
+    /// Which tools the caller's key may use, by their catalog names (`{server}_{tool}`,
+    /// the server by its configured name or, for one the request connected, its label).
+    pub filter: ToolFilter,
     /// OpenAI's `max_tool_calls`.
     pub max_calls: Option<usize>,
 }
@@ -286,8 +287,9 @@ impl GatewayTools {
         for (server, _) in named.iter().filter(|(_, dynamic)| *dynamic) {
             let _ = tokio::time::timeout_at(waited_until, server.ready()).await;
         }
-        for ((server, dynamic), request) in named.iter().zip(asked.servers) {
-            let listing = resolved.offer(server, request, *dynamic, &mut taken, asked.may_use);
+        let catalog = Catalog::new(servers.all());
+        for ((server, _), request) in named.iter().zip(asked.servers) {
+            let listing = resolved.offer(catalog, server, request, &mut taken, &asked.filter);
             resolved.listings.push(Arc::new(listing));
         }
         for name in &route.servers {
@@ -309,44 +311,40 @@ impl GatewayTools {
                 headers: Vec::new(),
                 path: "mcp_servers".into(),
             };
-            resolved.offer(server, &request, false, &mut taken, asked.may_use);
+            resolved.offer(catalog, server, &request, &mut taken, &asked.filter);
         }
         Ok(Some(resolved))
     }
 
-    /// Adds what `server` offers under `request`'s filters, and returns its listing.
+    /// Adds what `server` offers under `request`'s filters and the key's (the catalog's
+    /// part for the server), and returns its listing.
     fn offer(
         &mut self,
+        catalog: Catalog<'_>,
         server: &Arc<ToolServer>,
         request: &McpServerRequest,
-        dynamic: bool,
         taken: &mut HashSet<String>,
-        may_use: &(dyn Fn(&str) -> bool + Sync),
+        filter: &ToolFilter,
     ) -> Listing {
         let mut listing = Listing {
             label: request.label.clone(),
             tools: Vec::new(),
             error: None,
         };
-        let offered = server.offered();
-        if offered.is_empty()
+        if server.offered().is_empty()
             && let Some(why) = server.unavailable()
         {
             listing.error = Some(why);
             return listing;
         }
         // Keys name a configured server's tools as `/mcp` does; a request's own server by
-        // the label the request gave it.
-        let prefix = if dynamic {
-            &request.label
-        } else {
-            &server.name
-        };
-        for tool in offered.iter() {
+        // the label the request gave it (its name).
+        for entry in catalog.list(Scope::Server(server), filter) {
+            let Source::Server { tool, .. } = entry.source else {
+                continue;
+            };
             let read_only = tool.read_only();
-            if !request.allows(&tool.name, read_only)
-                || !may_use(&format!("{prefix}_{}", tool.name))
-            {
+            if !request.allows(&tool.name, read_only) {
                 continue;
             }
             let name = if names::fits(&tool.name, MODEL_MAX_CHARS) && !taken.contains(&tool.name) {

@@ -10,6 +10,7 @@
 //! configuration file: the server builds a [`Pipeline`] from plain settings.
 
 pub mod allowed_urls;
+pub mod catalog;
 mod character;
 mod collect;
 mod completion;

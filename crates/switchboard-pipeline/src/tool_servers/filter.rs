@@ -1,7 +1,9 @@
 //! A caller's filter on tools by their catalog names: the one rule `/mcp`, a request's
-//! loop and a character's conversation apply.
+//! loop and a character's conversation apply (see [`crate::catalog`]).
 
 use std::sync::Arc;
+
+use switchboard_tools::names;
 
 /// Whether the caller's key may use a tool, by its catalog name (`{server}_{tool}`,
 /// `{character file stem}_{tool}`): the one rule of `/mcp`, a request's loop and a
@@ -19,8 +21,13 @@ impl ToolFilter {
         Self(None)
     }
 
-    pub fn new(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
-        Self(Some(Arc::new(allows)))
+    /// A key's filter: `globs` judges each tool by the name `/mcp` serves it under, its
+    /// catalog name shortened to `max_chars` (`mcp_tool_name_max_chars`). One spelling on
+    /// every path, so that a glob a key was given for `/mcp`'s names holds everywhere.
+    pub fn served(globs: impl Fn(&str) -> bool + Send + Sync + 'static, max_chars: usize) -> Self {
+        Self(Some(Arc::new(move |name| {
+            globs(&names::served(name, max_chars))
+        })))
     }
 
     pub fn allows(&self, name: &str) -> bool {

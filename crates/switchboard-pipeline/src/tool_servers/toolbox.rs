@@ -9,12 +9,12 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use switchboard_characters::CharacterSession;
 use switchboard_runtime::ToolExecutor;
-use switchboard_tools::names::{self, MODEL_MAX_CHARS};
+use switchboard_tools::names::MODEL_MAX_CHARS;
 use switchboard_tools::{CallError, ToolCall, ToolDefinition, ToolResult};
 
 use super::ToolFilter;
 use super::ToolServer;
-use crate::target::CharacterId;
+use crate::catalog::{self, Catalog, Entry, Scope, Source};
 
 /// A character's tools and its MCP servers' tools.
 #[derive(Debug)]
@@ -31,10 +31,10 @@ pub struct CharacterToolbox {
 }
 
 impl CharacterToolbox {
-    /// The session's tools and, for each server the character declares among `servers`
-    /// (see [`ToolServers::declared_by`](super::ToolServers::declared_by)), the tools its
-    /// entry allows; of all these, those `filter` allows under the names `/mcp` serves them
-    /// by (`{file stem}_{tool}`, `{server}_{tool}`), as on every other path. Tools whose
+    /// The character's part of the catalog ([`Scope::Character`]) over `servers` (see
+    /// [`ToolServers::declared_by`](super::ToolServers::declared_by)): the session's tools
+    /// and, for each server the character declares, the tools its entry allows; of all
+    /// these, those `filter` allows, as on every other path. Tools whose
     /// names meet (an own tool `fs_read` and server `fs`'s `read`) are all left out, with a
     /// warning: either choice would run a tool the model did not mean.
     pub fn new(
@@ -43,64 +43,41 @@ impl CharacterToolbox {
         filter: &ToolFilter,
     ) -> Self {
         let character = Arc::clone(session.character());
-        let stem = CharacterId::of(&character)
-            .map_or_else(|| character.name().to_owned(), |id| id.name().to_owned());
-        let (mut definitions, refused): (Vec<ToolDefinition>, Vec<ToolDefinition>) = character
+        // The character's own tools keep their names; its servers' are offered under their
+        // catalog names, cut to what model APIs accept.
+        let offered_as = |entry: &Entry| match &entry.source {
+            Source::Character { tool, .. } => tool.clone(),
+            Source::Server { .. } => entry.served(MODEL_MAX_CHARS).into_owned(),
+        };
+        let listed = Catalog::new(servers).list(Scope::Character(&character), filter);
+        let mut definitions = Vec::with_capacity(listed.len());
+        let mut offered = Vec::new();
+        for entry in catalog::apart(listed, offered_as) {
+            let name = offered_as(&entry);
+            match entry.source {
+                Source::Character { tool, .. } => {
+                    if let Some(compiled) = character.tools().get(&tool) {
+                        definitions.push(compiled.definition().clone());
+                    }
+                }
+                Source::Server { server, tool } => {
+                    let mut definition = ToolDefinition::function(
+                        name.clone(),
+                        tool.description.clone().unwrap_or_default(),
+                        tool.input_schema.clone(),
+                    );
+                    definition.function.description = tool.description.clone();
+                    definitions.push(definition);
+                    offered.push((name, server, tool.name));
+                }
+            }
+        }
+        let refused = character
             .tools()
             .definitions()
-            .cloned()
-            .partition(|definition| filter.allows(&format!("{stem}_{}", definition.name())));
-        let mut refused: HashSet<String> = refused
-            .iter()
-            .map(|definition| definition.name().to_owned())
-            .collect();
-        let mut offered = Vec::new();
-        for declared in character.mcp_servers() {
-            let Some(server) = servers.iter().find(|server| server.name == declared.server) else {
-                continue;
-            };
-            for tool in server.offered().iter() {
-                if !declared.allows(&tool.name)
-                    || !filter.allows(&format!("{}_{}", server.name, tool.name))
-                {
-                    continue;
-                }
-                let name =
-                    names::served(&format!("{}_{}", server.name, tool.name), MODEL_MAX_CHARS)
-                        .into_owned();
-                let mut definition = ToolDefinition::function(
-                    name.clone(),
-                    tool.description.clone().unwrap_or_default(),
-                    tool.input_schema.clone(),
-                );
-                definition.function.description = tool.description.clone();
-                offered.push((name, Arc::clone(server), tool.name.clone(), definition));
-            }
-        }
-        let mut seen = HashSet::new();
-        let met: HashSet<String> = definitions
-            .iter()
-            .map(|definition| definition.name().to_owned())
-            .chain(offered.iter().map(|(name, ..)| name.clone()))
-            .filter(|name| !seen.insert(name.clone()))
-            .collect();
-        for name in &met {
-            tracing::warn!(character = %character.name(), tool = %name, "tools left out: the character's tools and its MCP servers' meet in this name; rename one");
-        }
-        definitions.retain(|definition| {
-            let keep = !met.contains(definition.name());
-            if !keep {
-                refused.insert(definition.name().to_owned());
-            }
-            keep
-        });
-        let offered = offered
-            .into_iter()
-            .filter(|(name, ..)| !met.contains(name))
-            .map(|(name, server, tool, definition)| {
-                definitions.push(definition);
-                (name, server, tool)
-            })
+            .map(|definition| definition.name())
+            .filter(|name| !definitions.iter().any(|kept| kept.name() == *name))
+            .map(str::to_owned)
             .collect();
         Self {
             session,

@@ -13,7 +13,6 @@ use crate::state::Snapshot;
 use switchboard_pipeline::{
     Asked, GatewayRequest, GatewayTools, Target, ToolFilter, estimate_text, estimate_tokens,
 };
-use switchboard_tools::names;
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
 
@@ -72,26 +71,24 @@ impl Caller {
     }
 
     /// Whether the caller may list and call a tool, by its catalog name (`{server}_{tool}`,
-    /// `{character file stem}_{tool}`). The key's globs match the name `/mcp` serves for it
-    /// (shortened to `mcp_tool_name_max_chars`), on every path: one spelling, so that no
-    /// path offers what another hides.
+    /// `{character file stem}_{tool}`): [`Caller::tool_filter`]'s rule.
     pub fn may_use_tool(&self, name: &str) -> bool {
-        self.key.as_ref().is_none_or(|key| {
-            key.may_use_tool(&names::served(
-                name,
-                self.live.config.mcp_tool_name_max_chars,
-            ))
-        })
+        self.tool_filter().allows(name)
     }
 
-    /// [`Caller::may_use_tool`] for a character's conversation, which runs after the
-    /// request's handler has returned.
+    /// The key's `tools` globs as the pipeline's catalog applies them: matched against the
+    /// name `/mcp` serves a tool under (shortened to `mcp_tool_name_max_chars`), on every
+    /// path. Owned, for a character's conversation, which runs after the request's handler
+    /// has returned.
     pub fn tool_filter(&self) -> ToolFilter {
-        match self.key {
+        match &self.key {
             None => ToolFilter::all(),
-            Some(_) => {
-                let caller = self.clone();
-                ToolFilter::new(move |name| caller.may_use_tool(name))
+            Some(key) => {
+                let key = Arc::clone(key);
+                ToolFilter::served(
+                    move |served| key.may_use_tool(served),
+                    self.live.config.mcp_tool_name_max_chars,
+                )
             }
         }
     }
@@ -263,7 +260,7 @@ pub async fn gateway_tools(
             .iter()
             .map(|tool| tool.name().to_owned())
             .collect(),
-        may_use: &|name| caller.may_use_tool(name),
+        filter: caller.tool_filter(),
         max_calls,
     };
     caller

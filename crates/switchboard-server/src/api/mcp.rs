@@ -4,7 +4,6 @@
 //! characters API runs it ([`Character::run_tool`]). Over HTTP, the caller's key decides
 //! which characters' tools it sees and may call; one beyond its reach is an unknown tool.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,12 +29,13 @@ use crate::api::caller::Caller;
 use crate::config::Config;
 use crate::mcp_sessions::RedisSessions;
 use crate::state::{AppState, Snapshot};
-use switchboard_pipeline::tool_servers::{Offered, ToolServer};
-use switchboard_pipeline::{CharacterId, Target};
+use switchboard_pipeline::catalog::{self, Catalog, Source};
+use switchboard_pipeline::{CharacterId, Target, ToolFilter};
 
-/// The characters' tools and, over HTTP, the upstream MCP servers' tools, as one catalog.
+/// The pipeline's catalog of tools as MCP serves it: the characters' tools and, over HTTP,
+/// the upstream MCP servers' tools.
 #[derive(Debug)]
-pub struct CharacterTools {
+pub struct McpCatalog {
     registry: Arc<CharacterRegistry>,
     /// Each configuration as a reload swaps it in, over HTTP (the servers it runs).
     configurations: Option<watch::Receiver<Arc<Snapshot>>>,
@@ -61,18 +61,7 @@ struct Entry {
     source: Source,
 }
 
-enum Source {
-    Character {
-        character: Arc<Character>,
-        tool: String,
-    },
-    Server {
-        server: Arc<ToolServer>,
-        tool: Box<Offered>,
-    },
-}
-
-impl CharacterTools {
+impl McpCatalog {
     /// The characters' tools alone (`switchboard mcp` over stdio).
     pub fn new(registry: Arc<CharacterRegistry>) -> Self {
         Self {
@@ -94,141 +83,81 @@ impl CharacterTools {
         }
     }
 
-    /// The tools a request may see: characters by file stem, then servers in file order,
-    /// each in its own order. The caller's key decides which it may see. A name met twice
-    /// (stem `a` with tool `b_c` and stem `a_b` with tool `c`; a character and a server of
-    /// one name) names no tool: both are left out with a warning, since either choice
-    /// would run a tool the client did not mean.
+    /// The tools a request may see, from the pipeline's catalog: characters by file stem,
+    /// then servers in file order, each in its own order, as far as the caller's key
+    /// allows (its `routes` for characters, its `tools` for each tool). `/mcp` serves each
+    /// by its catalog name; one character's or one server's endpoint its own tools
+    /// unprefixed (a character's servers' tools keep their catalog names, as its model is
+    /// offered them). A name met twice (stem `a` with tool `b_c` and stem `a_b` with tool
+    /// `c`; a character and a server of one name) names no tool: both are left out with a
+    /// warning, since either choice would run a tool the client did not mean.
     fn entries(&self, request: &Extensions) -> Vec<Entry> {
         let caller = request.get::<Caller>();
         let scope = request.get::<Scope>();
-        let mut candidates = Vec::new();
-        let mut offer = |served: String, name: String, source: Source| {
-            if caller.is_none_or(|caller| caller.may_use_tool(&served)) {
-                candidates.push(Entry { name, source });
+        let filter = caller.map_or_else(ToolFilter::all, Caller::tool_filter);
+        // Over stdio the catalog is the characters' alone.
+        let servers = caller.map_or(&[][..], |caller| {
+            caller.snapshot().pipeline.tool_servers.all()
+        });
+        let catalog = Catalog::new(servers);
+        let loaded = self.registry.current();
+        let mut characters: Vec<(CharacterId, &Arc<Character>)> = loaded
+            .characters
+            .iter()
+            .filter(|character| match scope {
+                Some(Scope::Character(name)) => character.is_named(name),
+                _ => true,
+            })
+            .filter_map(|character| {
+                let id = CharacterId::of(character)?;
+                caller
+                    .is_none_or(|caller| caller.may_use(id.as_str()))
+                    .then_some((id, character))
+            })
+            .collect();
+        characters.sort_by(|a, b| a.0.name().cmp(b.0.name()));
+        let listed = match scope {
+            None => {
+                let characters: Vec<Arc<Character>> = characters
+                    .into_iter()
+                    .map(|(_, character)| Arc::clone(character))
+                    .collect();
+                catalog.list(catalog::Scope::All(&characters), &filter)
             }
-        };
-        if !matches!(scope, Some(Scope::Server(_))) {
-            let loaded = self.registry.current();
-            let mut characters: Vec<(String, &Arc<Character>)> = loaded
-                .characters
-                .iter()
-                .filter(|character| match scope {
-                    Some(Scope::Character(name)) => character.is_named(name),
-                    _ => true,
-                })
-                .filter_map(|character| {
-                    let id = CharacterId::of(character)?;
-                    caller
-                        .is_none_or(|caller| caller.may_use(id.as_str()))
-                        .then(|| (id.name().to_owned(), character))
-                })
-                .collect();
-            characters.sort_by(|a, b| a.0.cmp(&b.0));
             // `/mcp/characters/{name}` serves one character: the first by stem.
-            if scope.is_some() {
-                characters.truncate(1);
+            Some(Scope::Character(_)) => {
+                characters.first().map_or_else(Vec::new, |(_, character)| {
+                    catalog.list(catalog::Scope::Character(character), &filter)
+                })
             }
-            for (stem, character) in characters {
-                for tool in character.tools().tools() {
-                    let served = format!("{stem}_{}", tool.name());
-                    let name = match scope {
-                        Some(_) => tool.name().to_owned(),
-                        None => served.clone(),
-                    };
-                    let source = Source::Character {
-                        character: Arc::clone(character),
-                        tool: tool.name().to_owned(),
-                    };
-                    offer(served, name, source);
-                }
-                // One character's endpoint serves its servers' tools too, as its model is
-                // offered them; at `/mcp` they are served as every server's are.
-                let (Some(_), Some(caller)) = (scope, caller) else {
-                    continue;
-                };
-                for server in caller
-                    .snapshot()
-                    .pipeline
-                    .tool_servers
-                    .declared_by(character)
-                {
-                    let Some(declared) = character.mcp_server(&server.name) else {
-                        continue;
-                    };
-                    for tool in server
-                        .offered()
-                        .iter()
-                        .filter(|tool| declared.allows(&tool.name))
-                    {
-                        let served = format!("{}_{}", server.name, tool.name);
-                        let source = Source::Server {
-                            server: Arc::clone(&server),
-                            tool: Box::new(tool.clone()),
-                        };
-                        offer(served.clone(), served, source);
-                    }
-                }
+            Some(Scope::Server(name)) => servers
+                .iter()
+                .find(|server| server.name == *name)
+                .map_or_else(Vec::new, |server| {
+                    catalog.list(catalog::Scope::Server(server), &filter)
+                }),
+        };
+        let name = |entry: &catalog::Entry| match (scope, &entry.source) {
+            (None, _) | (Some(Scope::Character(_)), Source::Server { .. }) => {
+                entry.catalog_name.clone()
             }
-        }
-        if let (Some(caller), None | Some(Scope::Server(_))) = (caller, scope) {
-            for server in caller.snapshot().pipeline.tool_servers.all() {
-                if matches!(scope, Some(Scope::Server(name)) if *name != server.name) {
-                    continue;
-                }
-                for tool in server.offered().iter() {
-                    let served = format!("{}_{}", server.name, tool.name);
-                    let name = match scope {
-                        Some(_) => tool.name.clone(),
-                        None => served.clone(),
-                    };
-                    let source = Source::Server {
-                        server: Arc::clone(server),
-                        tool: Box::new(tool.clone()),
-                    };
-                    offer(served, name, source);
-                }
-            }
-        }
+            (Some(_), source) => source.tool().to_owned(),
+        };
         // Over HTTP, names meet as served (shortened): a tool that is literally another's
         // shortened name is no less ambiguous.
         let max = caller.map(|caller| caller.snapshot().config.mcp_tool_name_max_chars);
-        apart(candidates, max)
-    }
-}
-
-/// `entries` without those whose names meet (as served within `max` characters, when
-/// known), each such name warned of.
-fn apart(entries: Vec<Entry>, max: Option<usize>) -> Vec<Entry> {
-    let served = |entry: &Entry| match max {
-        Some(max) => names::served(&entry.name, max).into_owned(),
-        None => entry.name.clone(),
-    };
-    let mut seen = HashSet::new();
-    let met: HashSet<String> = entries
-        .iter()
-        .map(served)
-        .filter(|name| !seen.insert(name.clone()))
-        .collect();
-    for name in &met {
-        let sources: Vec<String> = entries
-            .iter()
-            .filter(|entry| served(entry) == *name)
-            .map(|entry| match &entry.source {
-                Source::Character { character, tool } => {
-                    format!("character {} tool {tool:?}", character.name())
-                }
-                Source::Server { server, tool } => {
-                    format!("MCP server {} tool {:?}", server.name, tool.name)
-                }
+        let served = |entry: &catalog::Entry| match max {
+            Some(max) => names::served(&name(entry), max).into_owned(),
+            None => name(entry),
+        };
+        catalog::apart(listed, served)
+            .into_iter()
+            .map(|entry| Entry {
+                name: name(&entry),
+                source: entry.source,
             })
-            .collect();
-        tracing::warn!(tool = %name, sources = %sources.join(", "), "tools left out: their served names meet; rename one");
+            .collect()
     }
-    entries
-        .into_iter()
-        .filter(|entry| !met.contains(&served(entry)))
-        .collect()
 }
 
 /// MCP's structured results are objects; a character's result is text, so its declared
@@ -290,7 +219,7 @@ fn follow_servers(mut configurations: watch::Receiver<Arc<Snapshot>>, to: watch:
     });
 }
 
-impl ToolCatalog for CharacterTools {
+impl ToolCatalog for McpCatalog {
     fn tools(&self, request: &Extensions) -> Vec<CatalogTool> {
         self.entries(request)
             .into_iter()
@@ -437,7 +366,7 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
 pub fn routes(state: &AppState) -> Router<AppState> {
     let snapshot = state.snapshot();
     let config = &snapshot.config;
-    let tools = CharacterTools::serving(Arc::clone(&state.characters), state.configurations());
+    let tools = McpCatalog::serving(Arc::clone(&state.characters), state.configurations());
     let server = McpServer::new(
         Arc::new(tools),
         server_options(config.mcp_tool_name_max_chars),
@@ -469,7 +398,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 
 /// Answers one MCP request: a session it opens is its key's, and only its key may use it.
 async fn answer(
-    endpoint: HttpEndpoint<CharacterTools>,
+    endpoint: HttpEndpoint<McpCatalog>,
     mut request: Request,
 ) -> axum::http::Response<Body> {
     let owner = request

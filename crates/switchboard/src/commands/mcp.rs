@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use switchboard_characters::{CharacterRegistry, LoadOptions};
 use switchboard_mcp::McpServer;
-use switchboard_server::mcp::{CharacterTools, server_options};
+use switchboard_server::mcp::{McpCatalog, server_options};
 
 use super::check::CharactersDir;
 use super::telemetry::init_character_logs;
@@ -36,7 +36,7 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
         loaded.rejections.len()
     );
     let server = McpServer::new(
-        Arc::new(CharacterTools::new(Arc::clone(&registry))),
+        Arc::new(McpCatalog::new(Arc::clone(&registry))),
         server_options(usize::from(args.max_name_chars)),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
