@@ -8,6 +8,7 @@
 
 mod access;
 mod browser;
+mod catalog;
 mod characters;
 mod characters_api;
 mod common;
