@@ -72,6 +72,26 @@ pub struct GatewayRequest {
     pub tool_filter: ToolFilter,
 }
 
+impl GatewayRequest {
+    /// The request as the model is offered it: the gateway's own tools beside the client's,
+    /// as the tool loop offers them. What a prompt's count or estimate is taken of.
+    pub fn offered(&self) -> std::borrow::Cow<'_, ChatRequest> {
+        match &self.gateway {
+            Some(gateway) if !gateway.tools.is_empty() => {
+                let mut request = self.request.clone();
+                request.tools = request
+                    .tools
+                    .iter()
+                    .chain(gateway.definitions())
+                    .cloned()
+                    .collect();
+                std::borrow::Cow::Owned(request)
+            }
+            _ => std::borrow::Cow::Borrowed(&self.request),
+        }
+    }
+}
+
 /// An answer under way.
 #[derive(Debug)]
 pub struct Started {
@@ -201,11 +221,10 @@ impl Pipeline {
 impl Pipeline {
     /// Counts the prompt `request` would send.
     pub async fn count_tokens(&self, request: &GatewayRequest) -> TokenCount {
+        let offered = request.offered();
         match &request.target {
-            Target::Character(_) => estimate(&request.request),
-            Target::Route(route) => {
-                count_on(route, &request.request, self.settings.request_timeout).await
-            }
+            Target::Character(_) => estimate(&offered),
+            Target::Route(route) => count_on(route, &offered, self.settings.request_timeout).await,
         }
     }
 
@@ -222,7 +241,7 @@ impl Pipeline {
             return None;
         }
         let route = Arc::clone(route);
-        let chat = request.request.clone();
+        let chat = request.offered().into_owned();
         let timeout = self.settings.request_timeout;
         Some(Box::pin(
             async move { count_on(&route, &chat, timeout).await },
