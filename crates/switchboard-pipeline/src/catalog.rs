@@ -159,13 +159,20 @@ pub fn apart(entries: Vec<Entry>, name: impl Fn(&Entry) -> String) -> Vec<Entry>
         .collect()
 }
 
-/// A character's own tools, prefixed with its file stem (its name when it has none).
+/// The catalog name of `character`'s own tool `tool`: prefixed with its file stem (its name
+/// when it has none).
+pub fn character_tool_name(character: &Character, tool: &str) -> String {
+    match CharacterId::of(character) {
+        Some(id) => format!("{}_{tool}", id.name()),
+        None => format!("{}_{tool}", character.name()),
+    }
+}
+
+/// A character's own tools, by their catalog names.
 fn character_tools(character: &Arc<Character>, entries: &mut Vec<Entry>) {
-    let stem = CharacterId::of(character)
-        .map_or_else(|| character.name().to_owned(), |id| id.name().to_owned());
     for tool in character.tools().tools() {
         entries.push(Entry {
-            catalog_name: format!("{stem}_{}", tool.name()),
+            catalog_name: character_tool_name(character, tool.name()),
             source: Source::Character {
                 character: Arc::clone(character),
                 tool: tool.name().to_owned(),

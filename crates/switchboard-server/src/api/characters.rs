@@ -26,7 +26,7 @@ use super::log::{RequestLog, Tally};
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
 use crate::state::AppState;
-use switchboard_pipeline::{CharacterId, Target};
+use switchboard_pipeline::{CharacterId, Target, catalog};
 
 /// The characters over HTTP: listed, shown, and their tools called.
 pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
@@ -139,8 +139,7 @@ pub async fn call_tool(
     let started = Instant::now();
     // A key's `tools` globs hold here as on `/mcp` (`{file stem}_{tool}`): a tool beyond
     // them is answered as one that does not exist.
-    let refused = CharacterId::of(&character)
-        .is_some_and(|id| !caller.may_use_tool(&format!("{}_{tool}", id.name())));
+    let refused = !caller.may_use_tool(&catalog::character_tool_name(&character, &tool));
     let outcome = if refused {
         Ok(ToolResult {
             call_id: call.id.clone(),
