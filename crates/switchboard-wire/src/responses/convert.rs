@@ -8,6 +8,7 @@ use super::conversation::{McpApproval, messages};
 use super::items::{Item, MessageContent, Role};
 use super::request::{Input, ResponsesRequest};
 use super::tools::{CallKind, McpChoice, OfferedTools, model_name};
+use crate::path::{PathStyle, typed};
 use crate::{ChatRequest, ConvertError, ToolChoice};
 
 /// Top-level fields that mean the same in Chat Completions: passed on as extra fields,
@@ -112,24 +113,7 @@ fn parse_item(value: &Value, path: &str) -> Result<Item, ConvertError> {
             ),
         ));
     }
-    serde_path_to_error::deserialize::<_, Item>(value).map_err(|error| {
-        let inner = error.path().to_string();
-        let mut at = path.to_owned();
-        if inner != "." {
-            at.push('.');
-            at.push_str(&inner);
-        }
-        let message = error.into_inner().to_string();
-        // serde names a missing field only in its message: put it in the path too.
-        if let Some(field) = message
-            .strip_prefix("missing field `")
-            .and_then(|rest| rest.split('`').next())
-        {
-            at.push('.');
-            at.push_str(field);
-        }
-        ConvertError::invalid(at, message)
-    })
+    typed::<Item>(value, path, PathStyle::Brackets)
 }
 
 /// The request in our model. `history` is the stored conversation that

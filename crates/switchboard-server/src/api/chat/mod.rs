@@ -18,6 +18,7 @@ use serde_json::Value;
 use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
+use switchboard_wire::path::typed;
 
 use super::body::{PathStyle, read_typed};
 use super::front_end::RequestId;
@@ -131,7 +132,8 @@ fn take_mcp_tools(tools: &mut Option<Value>) -> Result<Vec<McpServerRequest>, Ap
         if tool.get("type").and_then(Value::as_str) != Some("mcp") {
             return true;
         }
-        match McpServerRequest::from_openai(tool, &path) {
+        let read = typed(tool.clone(), &path, PathStyle::Brackets);
+        match read.and_then(|tool| McpServerRequest::from_openai(tool, &path)) {
             Ok(server) => servers.push(server),
             Err(error) => {
                 failed.get_or_insert(error);

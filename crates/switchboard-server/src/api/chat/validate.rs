@@ -13,8 +13,9 @@ use super::request::{
     ChatBody, ClientMessage, ClientToolCall, ClientToolChoice, Role, StreamOptions,
 };
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, Sent, invalid, number, pointer_to_param, rejection};
+use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_tools;
+use switchboard_wire::path::PathStyle;
 
 /// The request in the pipeline's model, and what presenting its answer needs.
 #[derive(Debug)]
@@ -336,7 +337,7 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
             Err(found) => {
                 for problem in found.0 {
                     problems.push(invalid(
-                        format!("tools{}", pointer_to_param(&problem.path)),
+                        PathStyle::Brackets.pointer("tools", &problem.path),
                         problem.message,
                     ));
                 }

@@ -22,7 +22,6 @@ use axum::routing::post;
 use switchboard_tools::{Content, Message, ToolDefinition};
 use switchboard_wire::anthropic::parse_request;
 use switchboard_wire::ids::IdMap;
-use switchboard_wire::mcp::McpServerRequest;
 use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
 
 use super::body::{PathStyle, read_typed};
@@ -152,9 +151,6 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
     let live = caller.snapshot();
     let body = read_typed(body, live.config.max_body_bytes, PathStyle::Dots).await?;
     let checked = check_request(body, endpoint)?;
-    // The MCP connector, for the gateway to run.
-    let mcp = McpServerRequest::from_anthropic(&checked.mcp_servers, &checked.toolsets)
-        .map_err(convert_error)?;
     let target = caller::resolve(caller, &checked.request.model)?;
     let mut request = parse_request(checked.request, &IdMap::new()).map_err(convert_error)?;
     let forced = match &request.tool_choice {
@@ -180,7 +176,9 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
     }
     // Counting tokens runs nothing.
     let gateway = match endpoint {
-        Endpoint::Messages => caller::gateway_tools(caller, &target, &mcp, &request, None).await?,
+        Endpoint::Messages => {
+            caller::gateway_tools(caller, &target, &checked.mcp, &request, None).await?
+        }
         Endpoint::CountTokens => None,
     };
     let stream = request.stream && endpoint == Endpoint::Messages;
