@@ -198,21 +198,6 @@ pub(crate) fn number(
     )
 }
 
-/// `/0/function/name` → `[0].function.name`, the way OpenAI names parameters.
-pub(crate) fn pointer_to_param(pointer: &str) -> String {
-    pointer
-        .split('/')
-        .skip(1)
-        .map(|segment| {
-            if segment.parse::<usize>().is_ok() {
-                format!("[{segment}]")
-            } else {
-                format!(".{}", segment.replace("~1", "/").replace("~0", "~"))
-            }
-        })
-        .collect()
-}
-
 /// A list of objects (null: none); anything else is the error `expected an array, got …`.
 pub(crate) fn array<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
     deserializer: D,
