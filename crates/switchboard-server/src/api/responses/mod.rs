@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 use switchboard_tools::{ToolDefinition, Toolset};
 use switchboard_wire::ToolChoice;
 use switchboard_wire::responses::{
-    CallKind, Converted, EchoedTools, Encoder, Item, McpChoice, OfferedTools,
+    CallKind, Converted, EchoedTools, Encoder, Input, Item, McpChoice, OfferedTools,
     Response as ResponseObject, ResponsesRequest, Status, parse_input, to_chat,
 };
 
@@ -178,8 +178,10 @@ impl Api for Responses {
         context: &Context<'_>,
     ) -> Result<Checked<Presentation>, ApiError> {
         let (state, caller) = (context.state, context.caller);
-        let request = check_request(body)?;
-        let input = parse_input(&request.input).map_err(convert_error)?;
+        let mut request = check_request(body)?;
+        // The conversion takes the items, moved into their types, beside the request.
+        let items = std::mem::replace(&mut request.input, Input::Items(Vec::new()));
+        let input = parse_input(items).map_err(convert_error)?;
         let history = match &request.previous_response_id {
             None => Conversation::default(),
             Some(id) => {
