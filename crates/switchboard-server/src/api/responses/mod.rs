@@ -181,7 +181,7 @@ impl Api for Responses {
         let mut request = check_request(body)?;
         // The conversion takes the items, moved into their types, beside the request.
         let items = std::mem::replace(&mut request.input, Input::Items(Vec::new()));
-        let input = parse_input(items).map_err(convert_error)?;
+        let input = parse_input(items).map_err(ApiError::from)?;
         let history = match &request.previous_response_id {
             None => Conversation::default(),
             Some(id) => {
@@ -227,7 +227,7 @@ impl Api for Responses {
             input,
             approvals,
             listed,
-        } = to_chat(request, history.iter(), input).map_err(convert_error)?;
+        } = to_chat(request, history.iter(), input).map_err(ApiError::from)?;
         let tools = compile(&chat.tools, &offered)?;
         let keep = if store {
             // Told now, before the backend is asked, rather than after an answer not kept.
@@ -341,15 +341,6 @@ fn conversation_too_large(previous: &StoredResponse, body_bytes: usize, limit: u
     ApiError {
         status: StatusCode::PAYLOAD_TOO_LARGE,
         ..error
-    }
-}
-
-fn convert_error(error: switchboard_wire::ConvertError) -> ApiError {
-    match error {
-        switchboard_wire::ConvertError::Invalid { path, message } => {
-            ApiError::invalid_request(format!("{path}: {message}"), Some(path))
-        }
-        other => ApiError::invalid_request(other.to_string(), None),
     }
 }
 
