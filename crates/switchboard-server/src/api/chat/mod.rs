@@ -11,8 +11,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use serde_json::Value;
-use switchboard_wire::mcp::McpServerRequest;
 
 use super::body::PathStyle;
 use super::path::{self, Api, Checked, Context, Head};
@@ -54,18 +52,18 @@ impl Api for ChatCompletions {
     }
 
     async fn check(
-        mut body: ChatBody,
+        body: ChatBody,
         context: &Context<'_>,
     ) -> Result<Checked<Presentation>, ApiError> {
         let gateway_events = [TOOL_EVENTS_HEADER, CHARACTER_EVENTS_HEADER]
             .iter()
             .filter_map(|name| context.headers.get(*name))
             .any(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
-        let mcp = take_mcp_tools(&mut body.tools)?;
         let validate::Checked {
             request,
             include_usage,
             tools,
+            mcp,
         } = check_request(body)?;
         let presentation = Presentation {
             id: completion_id(),
@@ -99,37 +97,5 @@ impl Api for ChatCompletions {
             Some(_) => Delivery::Streamed(ChunkRenderer::new(presentation)),
             None => Delivery::Whole(CompletionBody(presentation)),
         }
-    }
-}
-
-/// Takes the `{"type": "mcp"}` entries out of `tools`: servers for the gateway to run, not
-/// functions for the model.
-fn take_mcp_tools(tools: &mut Option<Value>) -> Result<Vec<McpServerRequest>, ApiError> {
-    let Some(Value::Array(list)) = tools else {
-        return Ok(Vec::new());
-    };
-    let mut servers = Vec::new();
-    let mut index = 0;
-    let mut failed = None;
-    list.retain(|tool| {
-        let path = format!("tools[{index}]");
-        index += 1;
-        if tool.get("type").and_then(Value::as_str) != Some("mcp") {
-            return true;
-        }
-        match McpServerRequest::from_openai(tool, &path) {
-            Ok(server) => servers.push(server),
-            Err(error) => {
-                failed.get_or_insert(error);
-            }
-        }
-        false
-    });
-    if list.is_empty() {
-        *tools = None;
-    }
-    match failed {
-        Some(error) => Err(ApiError::invalid_request(error.to_string(), None)),
-        None => Ok(servers),
     }
 }
