@@ -5,7 +5,9 @@
 //! No front-end knows about another, and no backend format knows about a front-end.
 //!
 //! It owns the tool sources the gateway runs tools from (`tool_servers`: upstream MCP
-//! servers and characters' toolboxes), the tool calls' ids, and its own errors
+//! servers and characters' toolboxes) and their one catalog (`catalog`: which tools a key
+//! may use and their names, for `/mcp`, characters and requests alike), the tool calls'
+//! ids, and its own errors
 //! ([`PipelineError`]). It must not know HTTP servers, any API's error shape, or the
 //! configuration file: the server builds a [`Pipeline`] from plain settings.
 
