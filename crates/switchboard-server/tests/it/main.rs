@@ -36,4 +36,5 @@ mod responses;
 mod responses_codex;
 mod responses_sdk;
 mod sdk;
+mod tool_search_claude_code;
 mod validation;

@@ -97,6 +97,10 @@ pub enum Block {
     RedactedThinking {
         data: String,
     },
+    /// In a tool result: the named deferred tool is loaded (offered from then on).
+    ToolReference {
+        tool_name: String,
+    },
     McpToolUse {
         id: String,
         name: String,

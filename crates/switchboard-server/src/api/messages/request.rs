@@ -129,7 +129,7 @@ impl<'de> Deserialize<'de> for Content {
 
 /// A content block: its `type`, and the fields of the kinds this gateway takes (`text`;
 /// `image`; `tool_use`, `tool_result` and the MCP connector's versions of them; `thinking`,
-/// `redacted_thinking`), each where that kind has it. Other keys (`cache_control`,
+/// `redacted_thinking`; `tool_reference`), each where that kind has it. Other keys (`cache_control`,
 /// `citations`, …) are kept for the translation.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, expecting = "a content block, an object with a type")]
@@ -148,6 +148,8 @@ pub struct Block {
     pub thinking: Option<String>,
     pub signature: Option<String>,
     pub data: Option<String>,
+    /// The tool a `tool_reference` loads.
+    pub tool_name: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
