@@ -23,6 +23,7 @@ use switchboard_wire::mcp::McpServerRequest;
 
 use crate::allowed_urls;
 use crate::error::PipelineError;
+use crate::tool_search::ToolSearch;
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
 use switchboard_upstream::ToolLoopSettings;
 
@@ -65,6 +66,8 @@ pub struct GatewayTools {
     /// why (a server that was down, no such tool); otherwise the model reads that there is
     /// no such tool.
     pub strays: Runner,
+    /// The request's tool search over its deferred tools, which the loop runs itself.
+    pub search: Option<Arc<ToolSearch>>,
 }
 
 /// One tool the gateway runs.
@@ -237,7 +240,29 @@ impl GatewayTools {
             max_calls_per_round: route.max_calls_per_round,
             max_concurrent_calls: route.max_concurrent_calls,
             strays,
+            search: None,
         }
+    }
+
+    /// `tools` (the request's MCP servers' tools, if any) with a tool search: a request
+    /// that names no server runs the loop for the search alone, under its route's bounds.
+    pub fn with_search(tools: Option<Self>, route: &ToolLoopSettings, search: ToolSearch) -> Self {
+        let mut tools = tools.unwrap_or_else(|| Self {
+            tools: Vec::new(),
+            listings: Vec::new(),
+            approvals: Vec::new(),
+            max_rounds: route.max_rounds,
+            answer_at_bound: false,
+            max_calls: None,
+            max_tool_time: route.max_tool_time,
+            max_conversation_bytes: route.max_conversation_bytes,
+            max_calls_per_round: route.max_calls_per_round,
+            max_concurrent_calls: route.max_concurrent_calls,
+            strays: Runner::Unknown,
+            search: None,
+        });
+        tools.search = Some(Arc::new(search));
+        tools
     }
 
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
@@ -270,6 +295,7 @@ impl GatewayTools {
             max_calls_per_round: route.max_calls_per_round,
             max_concurrent_calls: route.max_concurrent_calls,
             strays: Runner::Unknown,
+            search: None,
         };
         let mut taken = asked.taken;
         let mut found = Vec::with_capacity(asked.servers.len());

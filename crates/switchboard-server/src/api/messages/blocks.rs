@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 use switchboard_tools::{quote, quote_value};
+use switchboard_wire::anthropic::tool_search::SERVER_ID_PREFIX;
 use switchboard_wire::anthropic::{Block as WireBlock, ContentBlock, ToolResultContent};
 
 use super::request::{Block, Content};
@@ -215,6 +216,16 @@ fn check_tool_result(
         problems,
     );
     if let Some(id) = &tool_use_id
+        && id.starts_with(SERVER_ID_PREFIX)
+    {
+        problems.push(invalid(
+            format!("{at}.tool_use_id"),
+            format!(
+                "{} is a server tool's call, which the server answered; a tool_result cannot answer it",
+                quote(id)
+            ),
+        ));
+    } else if let Some(id) = &tool_use_id
         && !offered.contains(id)
     {
         problems.push(invalid(

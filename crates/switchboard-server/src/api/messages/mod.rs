@@ -3,8 +3,10 @@
 //! front-end's own types (`request.rs`), checked, and becomes the pipeline's request through
 //! the wire crate's one Anthropic translation, and the answer
 //! is rendered as Messages events or one `message` body, errors in Anthropic's shape.
-//! Anthropic's own server tools cannot run here: they are left out and named in the
-//! `x-switchboard-dropped-tools` header (forcing one is a 400).
+//! Anthropic's tool search tools run in the gateway, over the request's deferred tools
+//! (`switchboard_pipeline::tool_search`); Anthropic's other server tools cannot run here:
+//! they are left out and named in the `x-switchboard-dropped-tools` header (forcing one is
+//! a 400).
 
 mod blocks;
 pub mod count_tokens;
@@ -34,7 +36,9 @@ use crate::api::error::ApiError;
 pub use render::error_response;
 use render::{EventRenderer, Presentation, WholeMessage};
 use switchboard_pipeline::ids::{CallIdShape, message_id};
-use switchboard_pipeline::{GatewayRequest, Started, Target, estimate_tokens};
+use switchboard_pipeline::tool_search::{DEFAULT_MAX_RESULTS, SearchMode, ToolSearch};
+use switchboard_pipeline::{GatewayRequest, GatewayTools, Started, Target, estimate_tokens};
+use switchboard_wire::anthropic::tool_search::SearchKind;
 use validate::{Endpoint, check_request};
 
 /// Names the request's server tools, which were left out.
@@ -165,6 +169,14 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
         let name = &tool.function.name;
         checked.deferred.contains(name) && forced.as_ref() != Some(name)
     };
+    let search = checked.search.as_ref().map(|(name, kind)| {
+        let mode = match kind {
+            SearchKind::Regex => SearchMode::Regex,
+            SearchKind::Bm25 => SearchMode::Bm25,
+        };
+        let hidden = request.tools.iter().filter(|tool| deferred(tool)).cloned();
+        ToolSearch::new(name, mode, DEFAULT_MAX_RESULTS, hidden.collect())
+    });
     if request.tools.iter().any(deferred) {
         request.tools = request
             .tools
@@ -178,10 +190,23 @@ async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed
     if !anthropic_backend {
         for_model_servers(&mut request);
     }
-    // Counting tokens runs nothing.
+    // Counting tokens runs nothing, but counts the search tool the model would see.
     let gateway = match endpoint {
         Endpoint::Messages => caller::gateway_tools(caller, &target, &mcp, &request, None).await?,
-        Endpoint::CountTokens => None,
+        Endpoint::CountTokens => {
+            if let Some(search) = &search {
+                let mut tools = request.tools.to_vec();
+                tools.push(search.definition());
+                request.tools = tools.into();
+            }
+            None
+        }
+    };
+    let gateway = match (search, &target, endpoint) {
+        (Some(search), Target::Route(route), Endpoint::Messages) => {
+            Some(GatewayTools::with_search(gateway, &route.tool_loop, search))
+        }
+        _ => gateway,
     };
     let stream = request.stream && endpoint == Endpoint::Messages;
     Ok(Parsed {

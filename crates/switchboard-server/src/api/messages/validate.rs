@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 use switchboard_tools::{Toolset, quote};
+use switchboard_wire::anthropic::tool_search::SearchKind;
 use switchboard_wire::anthropic::{AnthropicMessage, MessageContent, MessagesRequest, System};
 
 use super::blocks::{Place, check_blocks, not_content};
@@ -41,6 +42,8 @@ pub struct Checked {
     pub mcp_servers: Vec<Value>,
     /// The connector's `mcp_toolset` tools, each with its position in `tools`.
     pub toolsets: Vec<(usize, Value)>,
+    /// The tool search tool offered, by its name.
+    pub search: Option<(String, SearchKind)>,
 }
 
 /// Checks a request body. All problems are reported in one 400.
@@ -169,6 +172,7 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
         dropped: tools.dropped,
         mcp_servers: mcp_servers.unwrap_or_default(),
         toolsets: tools.toolsets,
+        search: tools.search,
     })
 }
 
