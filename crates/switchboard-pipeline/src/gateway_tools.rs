@@ -201,6 +201,15 @@ impl GatewayTools {
         self.tools.iter().find(|tool| tool.name == name)
     }
 
+    /// Whether the gateway answers calls to `name`: one of its tools, or the tool search.
+    pub fn runs(&self, name: &str) -> bool {
+        self.get(name).is_some()
+            || self
+                .search
+                .as_ref()
+                .is_some_and(|search| search.name == name)
+    }
+
     /// The tool a server (by the request's label) calls `tool`.
     pub fn find(&self, label: &str, tool: &str) -> Option<&GatewayTool> {
         self.tools.iter().find(|known| {

@@ -368,7 +368,7 @@ impl Taker<'_> {
         self.collector.push(&event);
         match event {
             StreamEvent::ToolCallStart { index, id, name } => {
-                if self.tools.get(&name).is_some() || !self.client_offered {
+                if self.tools.runs(&name) || !self.client_offered {
                     self.receiving.insert(index);
                     return Ok(());
                 }

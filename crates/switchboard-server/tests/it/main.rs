@@ -37,4 +37,5 @@ mod responses_codex;
 mod responses_sdk;
 mod sdk;
 mod tool_search_claude_code;
+mod tool_search_messages;
 mod validation;

@@ -235,7 +235,10 @@ impl SseEncoder {
             input: Value::Object(Map::new()),
         };
         self.begin(Open::Mcp, content_block, &mut out);
-        if !arguments.is_empty() {
+        // Input that is no JSON object (the model's mistake, which the result reports) is
+        // shown as none: clients parse the input.
+        let object = serde_json::from_str::<Value>(arguments).is_ok_and(|input| input.is_object());
+        if object {
             self.delta(
                 BlockDelta::InputJsonDelta {
                     partial_json: arguments.to_owned(),

@@ -144,7 +144,9 @@ impl MessageBuilder {
                     return;
                 };
                 if let Some(ContentBlock::Known(
-                    Block::ToolUse { input, .. } | Block::McpToolUse { input, .. },
+                    Block::ToolUse { input, .. }
+                    | Block::McpToolUse { input, .. }
+                    | Block::ServerToolUse { input, .. },
                 )) = self.message.content.get_mut(position)
                 {
                     *input = input_object(text);
