@@ -17,6 +17,7 @@ pub(crate) mod log;
 pub mod mcp;
 pub mod messages;
 pub mod ops;
+mod path;
 pub mod playground;
 pub mod responses;
 mod sse;
