@@ -254,8 +254,14 @@ impl GatewayTools {
     }
 
     /// `tools` (the request's MCP servers' tools, if any) with a tool search: a request
-    /// that names no server runs the loop for the search alone, under its route's bounds.
-    pub fn with_search(tools: Option<Self>, route: &ToolLoopSettings, search: ToolSearch) -> Self {
+    /// that names no server runs the loop for the search alone, under its route's bounds
+    /// (`tool_search_max_results` where the API sets no number of its own).
+    pub fn with_search(
+        tools: Option<Self>,
+        route: &ToolLoopSettings,
+        mut search: ToolSearch,
+    ) -> Self {
+        search.max_results.get_or_insert(route.search_max_results);
         let mut tools = tools.unwrap_or_else(|| Self {
             tools: Vec::new(),
             listings: Vec::new(),

@@ -16,7 +16,8 @@ use switchboard_tools::ToolDefinition;
 /// The longest pattern a regex search takes (Anthropic's bound).
 pub const MAX_PATTERN_CHARS: usize = 200;
 
-/// The most tools one search returns unless the route says otherwise (Anthropic's number).
+/// The most tools one search returns where neither the API nor the route says otherwise
+/// (Anthropic's number).
 pub const DEFAULT_MAX_RESULTS: usize = 5;
 
 /// The compiled size a pattern may take: a pattern of 200 characters can still ask for a
@@ -65,8 +66,8 @@ pub struct ToolSearch {
     /// The name the model calls it by.
     pub name: String,
     pub mode: SearchMode,
-    /// The most tools one search returns.
-    pub max_results: usize,
+    /// The most tools one search returns; `None`: the route's `tool_search_max_results`.
+    pub max_results: Option<usize>,
     deferred: Vec<ToolDefinition>,
     /// Each deferred tool's searchable text, lowercased for BM25's words.
     texts: Vec<String>,
@@ -78,7 +79,7 @@ impl ToolSearch {
     pub fn new(
         name: impl Into<String>,
         mode: SearchMode,
-        max_results: usize,
+        max_results: Option<usize>,
         deferred: Vec<ToolDefinition>,
     ) -> Self {
         let texts: Vec<String> = deferred.iter().map(searchable).collect();
@@ -95,7 +96,7 @@ impl ToolSearch {
         Self {
             name: name.into(),
             mode,
-            max_results: max_results.max(1),
+            max_results: max_results.map(|max| max.max(1)),
             deferred,
             texts,
             words,
@@ -154,7 +155,7 @@ impl ToolSearch {
         };
         Ok(found
             .into_iter()
-            .take(self.max_results)
+            .take(self.max_results.unwrap_or(DEFAULT_MAX_RESULTS))
             .map(|index| &self.deferred[index])
             .collect())
     }
@@ -338,20 +339,20 @@ mod tests {
 
     #[test]
     fn a_pattern_matches_names_first_then_descriptions_and_parameters() {
-        let search = ToolSearch::new("s", SearchMode::Regex, 5, tools());
+        let search = ToolSearch::new("s", SearchMode::Regex, None, tools());
         assert_eq!(
             names(search.run(r#"{"pattern": "WEATHER"}"#)),
             ["get_weather", "get_forecast"]
         );
         assert_eq!(names(search.run(r#"{"pattern": "city to look"}"#)).len(), 4);
         assert!(names(search.run(r#"{"pattern": "^nothing$"}"#)).is_empty());
-        let two = ToolSearch::new("s", SearchMode::Regex, 2, tools());
+        let two = ToolSearch::new("s", SearchMode::Regex, Some(2), tools());
         assert_eq!(names(two.run(r#"{"pattern": "."}"#)).len(), 2);
     }
 
     #[test]
     fn bad_input_is_an_error_for_the_model() {
-        let search = ToolSearch::new("s", SearchMode::Regex, 5, tools());
+        let search = ToolSearch::new("s", SearchMode::Regex, None, tools());
         assert!(matches!(
             search.run(r#"{"pattern": "(unclosed"}"#),
             Err(SearchError::InvalidPattern(_))
@@ -377,7 +378,7 @@ mod tests {
 
     #[test]
     fn words_are_ranked_by_bm25() {
-        let search = ToolSearch::new("s", SearchMode::Bm25, 5, tools());
+        let search = ToolSearch::new("s", SearchMode::Bm25, None, tools());
         let found = names(search.run(r#"{"query": "weather forecast"}"#));
         assert_eq!(found, ["get_forecast", "get_weather"]);
         assert_eq!(
@@ -393,7 +394,7 @@ mod tests {
 
     #[test]
     fn the_model_reads_names_and_descriptions() {
-        let search = ToolSearch::new("s", SearchMode::Regex, 5, tools());
+        let search = ToolSearch::new("s", SearchMode::Regex, None, tools());
         assert_eq!(
             result_text(&search.run(r#"{"pattern": "email"}"#)),
             "Tools found (callable from your next turn):\n- send_email: Send an email message"

@@ -4,6 +4,7 @@
 
 mod render;
 mod request;
+mod tool_search;
 mod validate;
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -62,11 +63,13 @@ impl Api for ChatCompletions {
             .filter_map(|name| context.headers.get(*name))
             .any(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
         let mcp = take_mcp_tools(&mut body.tools)?;
+        let asked = tool_search::take(&mut body.tools)?;
         let validate::Checked {
-            request,
+            mut request,
             include_usage,
             tools,
         } = check_request(body)?;
+        let search = asked.map(|asked| tool_search::search(asked, &mut request));
         let presentation = Presentation {
             id: completion_id(),
             model: request.model.clone(),
@@ -79,6 +82,7 @@ impl Api for ChatCompletions {
         };
         Ok(Checked {
             mcp,
+            search,
             ..Checked::new(request, tools, CallIdShape::OpenAi, presentation)
         })
     }

@@ -110,7 +110,8 @@ impl Api for Messages {
                 SearchKind::Bm25 => SearchMode::Bm25,
             };
             let hidden = request.tools.iter().filter(|tool| deferred(tool)).cloned();
-            ToolSearch::new(name, mode, DEFAULT_MAX_RESULTS, hidden.collect())
+            // Fixed, as Anthropic's.
+            ToolSearch::new(name, mode, Some(DEFAULT_MAX_RESULTS), hidden.collect())
         });
         if request.tools.iter().any(deferred) {
             request.tools = request
