@@ -71,7 +71,7 @@ pub struct ToolSearch {
     deferred: Vec<ToolDefinition>,
     /// Each deferred tool's searchable text, lowercased for BM25's words.
     texts: Vec<String>,
-    /// Each deferred tool's words with their counts, for BM25.
+    /// Each deferred tool's words with their counts, for BM25 (none for a regex search).
     words: Vec<HashMap<String, usize>>,
 }
 
@@ -83,8 +83,10 @@ impl ToolSearch {
         deferred: Vec<ToolDefinition>,
     ) -> Self {
         let texts: Vec<String> = deferred.iter().map(searchable).collect();
+        // Only BM25 reads words.
         let words = texts
             .iter()
+            .filter(|_| mode == SearchMode::Bm25)
             .map(|text| {
                 let mut counts = HashMap::new();
                 for word in tokens(text) {
