@@ -39,4 +39,5 @@ mod sdk;
 mod tool_search_chat;
 mod tool_search_claude_code;
 mod tool_search_messages;
+mod tool_search_real;
 mod validation;
