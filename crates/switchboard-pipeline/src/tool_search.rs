@@ -173,7 +173,7 @@ impl ToolSearch {
             .size_limit(MAX_COMPILED_BYTES)
             .dfa_size_limit(MAX_COMPILED_BYTES)
             .build()
-            .map_err(|error| SearchError::InvalidPattern(first_line(&error.to_string())))?;
+            .map_err(|error| SearchError::InvalidPattern(last_line(&error.to_string())))?;
         let (mut by_name, mut by_text) = (Vec::new(), Vec::new());
         for (index, text) in self.texts.iter().enumerate() {
             if regex.is_match(self.deferred[index].name()) {
@@ -280,11 +280,12 @@ fn split_camel(word: &str) -> Vec<&str> {
     parts
 }
 
-fn first_line(text: &str) -> String {
+/// The last line of regex's error, which says what is wrong (the lines before it quote the
+/// pattern).
+fn last_line(text: &str) -> String {
     text.lines()
         .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .last()
+        .rfind(|line| !line.is_empty())
         .unwrap_or_default()
         .to_owned()
 }
