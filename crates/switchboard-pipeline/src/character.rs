@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use switchboard_characters::Character;
-use switchboard_runtime::{ConversationOptions, History};
+use switchboard_runtime::History;
 use switchboard_tools::{Content, Message};
 use switchboard_wire::ChatRequest;
 
@@ -51,7 +51,7 @@ pub fn conversation(request: &mut ChatRequest) -> Result<(), PipelineError> {
             )),
         ));
     };
-    let mut history = History::new(ConversationOptions::default().max_history);
+    let mut history = History::default();
     for message in std::mem::take(&mut request.messages) {
         if !is_empty_assistant(&message) {
             history.push(message);

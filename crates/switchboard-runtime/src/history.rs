@@ -3,11 +3,22 @@
 
 use switchboard_tools::Message;
 
+/// Messages a conversation keeps by default: a character's, behind the gateway or in the
+/// terminal.
+const MAX_MESSAGES: usize = 100;
+
 /// The messages after the system prompt, oldest first.
 #[derive(Debug, Clone)]
 pub struct History {
     messages: Vec<Message>,
     max_messages: usize,
+}
+
+impl Default for History {
+    /// Empty, keeping at most 100 messages.
+    fn default() -> Self {
+        Self::new(MAX_MESSAGES)
+    }
 }
 
 impl History {

@@ -1,19 +1,14 @@
-//! Conversations between a user, a backend and a set of tools: the reply streams as it
-//! arrives, each tool call runs as soon as it is complete, results go back to the model,
-//! and history keeps every call and result.
+//! What every tool source and tool loop shares: the [`ToolExecutor`] a tool source
+//! implements, the [`ToolEvent`]s a call reports as it runs, and a conversation's
+//! [`History`], bounded by whole turns. The one tool loop is `switchboard-pipeline`'s
+//! (the gateway's and `switchboard chat`'s alike).
 //!
-//! It must not know HTTP front-ends or the gateway's configuration: a conversation takes a
-//! backend and one tool source.
+//! It must not know HTTP front-ends, backends or the gateway's configuration.
 
-mod conversation;
 mod events;
 mod executor;
 mod history;
-mod metrics;
-mod summary;
 
-pub use conversation::{Conversation, ConversationOptions, TurnError};
-pub use events::{ToolEvent, TurnEvent};
+pub use events::ToolEvent;
 pub use executor::ToolExecutor;
 pub use history::History;
-pub use summary::TurnSummary;

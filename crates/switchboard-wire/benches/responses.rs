@@ -7,7 +7,9 @@
 use divan::Bencher;
 use serde_json::json;
 use switchboard_wire::openai::ChunkEncoder;
-use switchboard_wire::responses::{Encoder, Response, ResponsesRequest, parse_input, sse, to_chat};
+use switchboard_wire::responses::{
+    Encoder, Input, Response, ResponsesRequest, parse_input, sse, to_chat,
+};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
 fn tools() -> serde_json::Value {
@@ -85,8 +87,12 @@ fn responses_request(bencher: Bencher) {
     let body = json!({"model": "native", "stream": true, "store": false, "instructions": "You are a weather assistant.",
         "input": "What is the weather in Paris?", "tools": tools()});
     bencher.bench(|| {
-        let request: ResponsesRequest = serde_json::from_value(body.clone()).unwrap();
-        let input = parse_input(&request.input).unwrap();
+        let mut request: ResponsesRequest = serde_json::from_value(body.clone()).unwrap();
+        let input = parse_input(std::mem::replace(
+            &mut request.input,
+            Input::Items(Vec::new()),
+        ))
+        .unwrap();
         to_chat(request, std::iter::empty(), input).unwrap()
     });
 }

@@ -18,6 +18,7 @@ mod lines;
 pub mod mcp;
 pub mod ollama;
 pub mod openai;
+pub mod path;
 mod request;
 mod response;
 pub mod responses;

@@ -1,12 +1,17 @@
 //! MCP servers a request names for the server side to run while the model works: OpenAI's
 //! `{"type": "mcp", …}` tool (Responses, and Chat Completions by the same fields) and
 //! Anthropic's MCP connector (`mcp_servers` with `mcp_toolset` tools, every beta shape).
-//! Both become one [`McpServerRequest`]; which servers may actually run is the gateway's
-//! decision, not this crate's.
+//! Each is read into its own typed shape ([`McpTool`], [`AnthropicMcpServer`],
+//! [`McpToolset`]; [`crate::path::typed`] names a wrong field by its path), and both
+//! vendors' become one [`McpServerRequest`]; which servers may actually run is the
+//! gateway's decision, not this crate's.
 
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
 
 use crate::ConvertError;
+use crate::path::PathStyle;
 
 /// One MCP server a request names, with what it allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +30,7 @@ pub struct McpServerRequest {
     /// Headers for a server the request itself names (`headers`, `authorization`,
     /// Anthropic's `authorization_token`). Secret: never logged or echoed.
     pub headers: Vec<(String, String)>,
-    /// Where the request named it (`tools[2]`, `mcp_servers[0]`), for errors.
+    /// Where the request named it (`tools[2]`, `mcp_servers.0`), for errors.
     pub path: String,
 }
 
@@ -44,10 +49,14 @@ pub enum Approval {
     },
 }
 
-/// A set of a server's tools: by name, or the read-only ones.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// A set of a server's tools: by name, or the read-only ones (OpenAI's
+/// `{tool_names, read_only}`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(expecting = "an object such as {\"tool_names\": [\"read\"]}")]
 pub struct ToolFilter {
+    #[serde(default, deserialize_with = "null_as_default")]
     pub tool_names: Vec<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
     pub read_only: bool,
 }
 
@@ -55,22 +64,138 @@ impl ToolFilter {
     fn matches(&self, tool: &str, read_only: bool) -> bool {
         self.tool_names.iter().any(|name| name == tool) || (self.read_only && read_only)
     }
+}
 
-    fn parse(value: &Value, path: &str) -> Result<Self, ConvertError> {
-        let object = value
-            .as_object()
-            .ok_or_else(|| ConvertError::invalid(path, "must be an object"))?;
-        Ok(Self {
-            tool_names: match object.get("tool_names") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(names) => names_list(names, &format!("{path}.tool_names"))?,
-            },
-            read_only: object
-                .get("read_only")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        })
+/// OpenAI's `{"type": "mcp"}` tool as a request sends it. Fields that must be there to
+/// make sense are optional here, so that their absence is named with why.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(expecting = "an mcp tool object")]
+pub struct McpTool {
+    #[serde(default)]
+    pub server_label: Option<String>,
+    #[serde(default)]
+    pub server_url: Option<String>,
+    /// OpenAI's own connectors: refused, named.
+    #[serde(default)]
+    pub connector_id: Option<String>,
+    #[serde(default)]
+    pub server_description: Option<String>,
+    #[serde(default)]
+    pub allowed_tools: Option<AllowedTools>,
+    #[serde(default)]
+    pub require_approval: Option<RequireApproval>,
+    /// Secret.
+    #[serde(default)]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Secret: a bearer token.
+    #[serde(default)]
+    pub authorization: Option<String>,
+}
+
+/// `allowed_tools`: the names, or a filter.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "must be a list of tool names or {tool_names, read_only}"
+)]
+pub enum AllowedTools {
+    Names(Vec<String>),
+    Filter(ToolFilter),
+}
+
+/// `require_approval`: for every call, or by filters.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "must be \"always\", \"never\" or {always, never}"
+)]
+pub enum RequireApproval {
+    Mode(ApprovalMode),
+    Filters {
+        #[serde(default, deserialize_with = "null_as_default")]
+        always: ToolFilter,
+        #[serde(default, deserialize_with = "null_as_default")]
+        never: ToolFilter,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalMode {
+    Always,
+    Never,
+}
+
+/// One of Anthropic's `mcp_servers` as a request sends it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(expecting = "an MCP server object such as {\"type\": \"url\", \"url\": …, \"name\": …}")]
+pub struct AnthropicMcpServer {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Secret: a bearer token.
+    #[serde(default)]
+    pub authorization_token: Option<String>,
+    /// The 2025-04-04 beta's own tool configuration.
+    #[serde(default)]
+    pub tool_configuration: Option<ToolConfiguration>,
+}
+
+/// A 2025-04-04 server's `tool_configuration`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ToolConfiguration {
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    #[serde(default)]
+    pub allowed_tools: Option<Vec<String>>,
+}
+
+/// An `mcp_toolset` tool (the 2025-11-20 and 2026-09-15 betas): which server's tools it
+/// offers, and which of them.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct McpToolset {
+    #[serde(default)]
+    pub mcp_server_name: Option<String>,
+    /// `enabled` for every tool not in `configs`.
+    #[serde(default)]
+    pub default_config: Option<Enabled>,
+    /// `enabled` by tool name.
+    #[serde(default)]
+    pub configs: Option<BTreeMap<String, Enabled>>,
+    /// The 2026-09-15 beta's pinned list: the tools offered, outright.
+    #[serde(default)]
+    pub tools: Option<Vec<PinnedTool>>,
+}
+
+/// `{"enabled": …}`; absent means enabled.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct Enabled {
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// A pinned tool: its name, or an object naming it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged, expecting = "names a tool")]
+pub enum PinnedTool {
+    Name(String),
+    Named { name: String },
+}
+
+impl PinnedTool {
+    fn name(self) -> String {
+        match self {
+            PinnedTool::Name(name) | PinnedTool::Named { name } => name,
+        }
     }
+}
+
+/// A field where `null` means what absence does.
+fn null_as_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 impl Approval {
@@ -98,12 +223,18 @@ impl McpServerRequest {
     }
 
     /// An OpenAI `{"type": "mcp"}` tool at `path`.
-    pub fn from_openai(tool: &Value, path: &str) -> Result<Self, ConvertError> {
-        let object = tool
-            .as_object()
-            .ok_or_else(|| ConvertError::invalid(path, "must be an object"))?;
-        let text = |field: &str| object.get(field).and_then(Value::as_str).map(str::to_owned);
-        let label = text("server_label")
+    pub fn from_openai(tool: McpTool, path: &str) -> Result<Self, ConvertError> {
+        let McpTool {
+            server_label,
+            server_url,
+            connector_id,
+            server_description,
+            allowed_tools,
+            require_approval,
+            headers,
+            authorization,
+        } = tool;
+        let label = server_label
             .filter(|label| !label.is_empty())
             .ok_or_else(|| {
                 ConvertError::invalid(
@@ -111,71 +242,37 @@ impl McpServerRequest {
                     "an mcp tool needs a server_label",
                 )
             })?;
-        let url = text("server_url");
-        if url.is_none() && object.contains_key("connector_id") {
+        if server_url.is_none() && connector_id.is_some() {
             return Err(ConvertError::invalid(
                 format!("{path}.connector_id"),
                 "connectors are OpenAI's own; name a server by server_label or server_url",
             ));
         }
-        let (allowed_tools, read_only) = match object.get("allowed_tools") {
-            None | Some(Value::Null) => (None, false),
-            Some(list @ Value::Array(_)) => (
-                Some(names_list(list, &format!("{path}.allowed_tools"))?),
-                false,
-            ),
-            Some(filter @ Value::Object(_)) => {
-                let filter = ToolFilter::parse(filter, &format!("{path}.allowed_tools"))?;
+        let (allowed_tools, read_only) = match allowed_tools {
+            None => (None, false),
+            Some(AllowedTools::Names(names)) => (Some(names), false),
+            Some(AllowedTools::Filter(filter)) => {
                 let names = filter.tool_names;
                 ((!names.is_empty()).then_some(names), filter.read_only)
             }
-            Some(_) => {
-                return Err(ConvertError::invalid(
-                    format!("{path}.allowed_tools"),
-                    "must be a list of tool names or {tool_names, read_only}",
-                ));
-            }
         };
-        let approval = match object.get("require_approval") {
-            None | Some(Value::Null) => Approval::Always,
-            Some(Value::String(mode)) if mode == "always" => Approval::Always,
-            Some(Value::String(mode)) if mode == "never" => Approval::Never,
-            Some(Value::Object(filters)) => {
-                let filter = |field: &str| match filters.get(field) {
-                    None | Some(Value::Null) => Ok(ToolFilter::default()),
-                    Some(value) => {
-                        ToolFilter::parse(value, &format!("{path}.require_approval.{field}"))
-                    }
-                };
-                Approval::Filter {
-                    always: filter("always")?,
-                    never: filter("never")?,
-                }
-            }
-            Some(_) => {
-                return Err(ConvertError::invalid(
-                    format!("{path}.require_approval"),
-                    "must be \"always\", \"never\" or {always, never}",
-                ));
-            }
+        let approval = match require_approval {
+            None | Some(RequireApproval::Mode(ApprovalMode::Always)) => Approval::Always,
+            Some(RequireApproval::Mode(ApprovalMode::Never)) => Approval::Never,
+            Some(RequireApproval::Filters { always, never }) => Approval::Filter { always, never },
         };
-        let mut headers = match object.get("headers") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Object(headers)) => string_map(headers, &format!("{path}.headers"))?,
-            Some(_) => {
-                return Err(ConvertError::invalid(
-                    format!("{path}.headers"),
-                    "must be an object of strings",
-                ));
-            }
-        };
-        if let Some(token) = text("authorization") {
+        let mut headers: Vec<(String, String)> = headers
+            .into_iter()
+            .flatten()
+            .map(|(name, value)| (name.to_ascii_lowercase(), value))
+            .collect();
+        if let Some(token) = authorization {
             headers.push(("authorization".into(), bearer(&token)));
         }
         Ok(Self {
             label,
-            url,
-            description: text("server_description"),
+            url: server_url,
+            description: server_description,
             allowed_tools,
             excluded_tools: Vec::new(),
             read_only,
@@ -186,31 +283,27 @@ impl McpServerRequest {
     }
 
     /// Anthropic's MCP connector: the `mcp_servers` entries, each with the `mcp_toolset`
-    /// tool that names it (the 2025-11-20 and 2026-09-15 betas) or its own
-    /// `tool_configuration` (the 2025-04-04 beta). The connector runs tools without asking.
+    /// tool that names it (the 2025-11-20 and 2026-09-15 betas, each with its position in
+    /// `tools`) or its own `tool_configuration` (the 2025-04-04 beta); places are written
+    /// in `style`. The connector runs tools without asking.
     pub fn from_anthropic(
-        servers: &[Value],
-        toolsets: &[(usize, Value)],
+        servers: Vec<AnthropicMcpServer>,
+        toolsets: Vec<(usize, McpToolset)>,
+        style: PathStyle,
     ) -> Result<Vec<Self>, ConvertError> {
         let mut found = Vec::new();
-        for (index, server) in servers.iter().enumerate() {
-            let path = format!("mcp_servers[{index}]");
-            let object = server
-                .as_object()
-                .ok_or_else(|| ConvertError::invalid(&path, "must be an object"))?;
-            let text = |field: &str| object.get(field).and_then(Value::as_str).map(str::to_owned);
-            let label = text("name")
-                .filter(|name| !name.is_empty())
-                .ok_or_else(|| {
-                    ConvertError::invalid(format!("{path}.name"), "each MCP server needs a name")
-                })?;
+        for (index, server) in servers.into_iter().enumerate() {
+            let path = style.item("mcp_servers", index);
+            let label = server.name.filter(|name| !name.is_empty()).ok_or_else(|| {
+                ConvertError::invalid(format!("{path}.name"), "each MCP server needs a name")
+            })?;
             if found.iter().any(|known: &Self| known.label == label) {
                 return Err(ConvertError::invalid(
                     format!("{path}.name"),
                     format!("\"{label}\" names two MCP servers"),
                 ));
             }
-            let url = text("url").ok_or_else(|| {
+            let url = server.url.ok_or_else(|| {
                 ConvertError::invalid(format!("{path}.url"), "each MCP server needs a url")
             })?;
             let mut request = Self {
@@ -221,39 +314,31 @@ impl McpServerRequest {
                 excluded_tools: Vec::new(),
                 read_only: false,
                 approval: Approval::Never,
-                headers: text("authorization_token")
+                headers: server
+                    .authorization_token
                     .map(|token| vec![("authorization".to_owned(), bearer(&token))])
                     .unwrap_or_default(),
-                path: path.clone(),
+                path,
             };
             // 2025-04-04: the server carries its own tool configuration.
-            if let Some(configuration) = object.get("tool_configuration") {
-                if configuration.get("enabled").and_then(Value::as_bool) == Some(false) {
+            if let Some(configuration) = server.tool_configuration {
+                if configuration.enabled == Some(false) {
                     continue;
                 }
-                if let Some(allowed) = configuration.get("allowed_tools")
-                    && !allowed.is_null()
-                {
-                    request.allowed_tools = Some(names_list(
-                        allowed,
-                        &format!("{path}.tool_configuration.allowed_tools"),
-                    )?);
-                }
+                request.allowed_tools = configuration.allowed_tools;
             }
             found.push(request);
         }
         let mut configured = vec![false; found.len()];
+        let offers_toolsets = !toolsets.is_empty();
         for (index, toolset) in toolsets {
-            let path = format!("tools[{index}]");
-            let name = toolset
-                .get("mcp_server_name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    ConvertError::invalid(
-                        format!("{path}.mcp_server_name"),
-                        "an mcp_toolset names its server",
-                    )
-                })?;
+            let path = style.item("tools", index);
+            let name = toolset.mcp_server_name.as_deref().ok_or_else(|| {
+                ConvertError::invalid(
+                    format!("{path}.mcp_server_name"),
+                    "an mcp_toolset names its server",
+                )
+            })?;
             let Some(position) = found.iter().position(|server| server.label == name) else {
                 return Err(ConvertError::invalid(
                     format!("{path}.mcp_server_name"),
@@ -266,12 +351,12 @@ impl McpServerRequest {
                     format!("\"{name}\" has two mcp_toolset tools"),
                 ));
             }
-            let (allowed, excluded) = toolset_tools(toolset, &path)?;
+            let (allowed, excluded) = toolset.offered();
             found[position].allowed_tools = allowed;
             found[position].excluded_tools = excluded;
         }
         // Since 2025-11-20 a server's tools are offered only through its toolset.
-        if toolsets.is_empty() {
+        if !offers_toolsets {
             return Ok(found);
         }
         Ok(found
@@ -282,51 +367,33 @@ impl McpServerRequest {
     }
 }
 
-/// A toolset's tools: `default_config.enabled` for every tool, `configs.NAME.enabled` for
-/// one; the 2026-09-15 beta's pinned `tools` list names them outright. The tools allowed
-/// (`None`: all) and those excluded.
-type Allowed = (Option<Vec<String>>, Vec<String>);
-
-fn toolset_tools(toolset: &Value, path: &str) -> Result<Allowed, ConvertError> {
-    if let Some(pinned) = toolset.get("tools").filter(|tools| !tools.is_null()) {
-        let list = pinned.as_array().ok_or_else(|| {
-            ConvertError::invalid(format!("{path}.tools"), "must be a list of tools")
-        })?;
-        let mut names = Vec::new();
-        for (index, tool) in list.iter().enumerate() {
-            let name = tool
-                .as_str()
-                .or_else(|| tool.get("name").and_then(Value::as_str))
-                .ok_or_else(|| {
-                    ConvertError::invalid(format!("{path}.tools[{index}]"), "names a tool")
-                })?;
-            names.push(name.to_owned());
+impl McpToolset {
+    /// The tools allowed (`None`: all) and those excluded: the pinned `tools` outright;
+    /// else `default_config.enabled` for every tool, `configs.NAME.enabled` for one.
+    fn offered(self) -> (Option<Vec<String>>, Vec<String>) {
+        if let Some(pinned) = self.tools {
+            return (
+                Some(pinned.into_iter().map(PinnedTool::name).collect()),
+                Vec::new(),
+            );
         }
-        return Ok((Some(names), Vec::new()));
+        let enabled_by_default = self
+            .default_config
+            .and_then(|config| config.enabled)
+            .unwrap_or(true);
+        let named = |enabled: bool| -> Vec<String> {
+            self.configs
+                .iter()
+                .flatten()
+                .filter(|(_, config)| config.enabled.unwrap_or(true) == enabled)
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        if enabled_by_default {
+            return (None, named(false));
+        }
+        (Some(named(true)), Vec::new())
     }
-    let enabled_by_default = toolset
-        .pointer("/default_config/enabled")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let configs = toolset.get("configs").and_then(Value::as_object);
-    let named = |enabled: bool| -> Vec<String> {
-        configs
-            .into_iter()
-            .flatten()
-            .filter(|(_, config)| {
-                config
-                    .get("enabled")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true)
-                    == enabled
-            })
-            .map(|(name, _)| name.clone())
-            .collect()
-    };
-    if enabled_by_default {
-        return Ok((None, named(false)));
-    }
-    Ok((Some(named(true)), Vec::new()))
 }
 
 fn bearer(token: &str) -> String {
@@ -337,34 +404,43 @@ fn bearer(token: &str) -> String {
     }
 }
 
-fn names_list(value: &Value, path: &str) -> Result<Vec<String>, ConvertError> {
-    value
-        .as_array()
-        .and_then(|names| {
-            names
-                .iter()
-                .map(|name| name.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-        })
-        .ok_or_else(|| ConvertError::invalid(path, "must be a list of tool names"))
-}
-
-fn string_map(map: &Map<String, Value>, path: &str) -> Result<Vec<(String, String)>, ConvertError> {
-    map.iter()
-        .map(|(name, value)| {
-            value
-                .as_str()
-                .map(|value| (name.to_ascii_lowercase(), value.to_owned()))
-                .ok_or_else(|| ConvertError::invalid(format!("{path}.{name}"), "must be a string"))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
+    use crate::path::typed;
+
+    fn openai(tool: Value, path: &str) -> Result<McpServerRequest, ConvertError> {
+        McpServerRequest::from_openai(typed(tool, path, PathStyle::Brackets)?, path)
+    }
+
+    fn anthropic(
+        servers: &[Value],
+        toolsets: &[(usize, Value)],
+    ) -> Result<Vec<McpServerRequest>, ConvertError> {
+        let servers = servers
+            .iter()
+            .enumerate()
+            .map(|(index, server)| {
+                typed(
+                    server.clone(),
+                    &format!("mcp_servers.{index}"),
+                    PathStyle::Dots,
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        let toolsets = toolsets
+            .iter()
+            .map(|(index, toolset)| {
+                Ok((
+                    *index,
+                    typed(toolset.clone(), &format!("tools.{index}"), PathStyle::Dots)?,
+                ))
+            })
+            .collect::<Result<_, ConvertError>>()?;
+        McpServerRequest::from_anthropic(servers, toolsets, PathStyle::Dots)
+    }
 
     #[test]
     fn an_openai_mcp_tool_with_filters() {
@@ -372,7 +448,7 @@ mod tests {
             "allowed_tools": {"tool_names": ["read"], "read_only": false},
             "require_approval": {"never": {"tool_names": ["read"]}},
             "authorization": "secret"});
-        let server = McpServerRequest::from_openai(&tool, "tools[0]").unwrap();
+        let server = openai(tool, "tools[0]").unwrap();
         assert_eq!(server.label, "fs");
         assert_eq!(
             server.allowed_tools.as_deref(),
@@ -386,11 +462,42 @@ mod tests {
             [("authorization".into(), "Bearer secret".into())]
         );
         assert_eq!(
-            McpServerRequest::from_openai(&json!({"type": "mcp"}), "tools[1]").unwrap_err(),
+            openai(json!({"type": "mcp"}), "tools[1]").unwrap_err(),
             ConvertError::invalid("tools[1].server_label", "an mcp tool needs a server_label")
         );
-        let default = McpServerRequest::from_openai(&json!({"server_label": "x"}), "t").unwrap();
+        let default = openai(json!({"server_label": "x"}), "t").unwrap();
         assert!(default.approval.required("anything", true));
+    }
+
+    #[test]
+    fn a_wrong_openai_field_is_named_by_its_path() {
+        for (tool, path, words) in [
+            (
+                json!({"server_label": "x", "allowed_tools": 5}),
+                "tools[2].allowed_tools",
+                "must be a list of tool names or {tool_names, read_only}",
+            ),
+            (
+                json!({"server_label": "x", "require_approval": "sometimes"}),
+                "tools[2].require_approval",
+                "must be \"always\", \"never\" or {always, never}",
+            ),
+            (
+                json!({"server_label": "x", "headers": {"x-key": 5}}),
+                "tools[2].headers.x-key",
+                "invalid type: integer `5`, expected a string",
+            ),
+            (
+                json!({"server_label": 7}),
+                "tools[2].server_label",
+                "invalid type: integer `7`, expected a string",
+            ),
+        ] {
+            assert_eq!(
+                openai(tool, "tools[2]").unwrap_err(),
+                ConvertError::invalid(path, words)
+            );
+        }
     }
 
     #[test]
@@ -404,7 +511,7 @@ mod tests {
             json!({"type": "mcp_toolset", "mcp_server_name": "a",
                 "default_config": {"enabled": false}, "configs": {"echo": {"enabled": true}}}),
         )];
-        let found = McpServerRequest::from_anthropic(&servers, &toolsets).unwrap();
+        let found = anthropic(&servers, &toolsets).unwrap();
         assert_eq!(found.len(), 1, "a server without a toolset offers nothing");
         assert_eq!(
             found[0].allowed_tools.as_deref(),
@@ -413,21 +520,34 @@ mod tests {
         assert!(!found[0].approval.required("echo", false));
         let older = [json!({"type": "url", "url": "http://h/a", "name": "a",
             "tool_configuration": {"enabled": true, "allowed_tools": ["x"]}})];
-        let found = McpServerRequest::from_anthropic(&older, &[]).unwrap();
+        let found = anthropic(&older, &[]).unwrap();
         assert_eq!(
             found[0].allowed_tools.as_deref(),
             Some(&["x".to_owned()][..])
         );
         let pinned = [(
             0,
-            json!({"type": "mcp_toolset", "mcp_server_name": "a", "tools": [{"name": "y"}]}),
+            json!({"type": "mcp_toolset", "mcp_server_name": "a", "tools": [{"name": "y"}, "z"]}),
         )];
-        let found = McpServerRequest::from_anthropic(&older[..1], &pinned).unwrap();
+        let found = anthropic(&older[..1], &pinned).unwrap();
         assert_eq!(
             found[0].allowed_tools.as_deref(),
-            Some(&["y".to_owned()][..])
+            Some(&["y".to_owned(), "z".to_owned()][..])
         );
         let unknown = [(0, json!({"type": "mcp_toolset", "mcp_server_name": "z"}))];
-        assert!(McpServerRequest::from_anthropic(&servers, &unknown).is_err());
+        assert_eq!(
+            anthropic(&servers, &unknown).unwrap_err(),
+            ConvertError::invalid(
+                "tools.0.mcp_server_name",
+                "\"z\" is not one of the request's mcp_servers"
+            )
+        );
+        assert_eq!(
+            anthropic(&[json!({"name": "a", "url": ["x"]})], &[]).unwrap_err(),
+            ConvertError::invalid(
+                "mcp_servers.0.url",
+                "invalid type: sequence, expected a string"
+            )
+        );
     }
 }

@@ -4,12 +4,14 @@
 use axum::body::{Body, Bytes, HttpBody};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use serde_path_to_error::Segment;
 use switchboard_tools::truncate_message;
 
 use crate::api::error::ApiError;
 use crate::api::fields;
 use crate::connections::BodyTimedOut;
+
+/// How an API writes the path of a field; the wire crate formats every path alike.
+pub use switchboard_wire::path::PathStyle;
 
 /// The body as JSON, or the error to answer with: 413 past the limit (at once when the
 /// declared `Content-Length` is past it, without reading), 408 when the body does not
@@ -19,35 +21,6 @@ pub async fn read_json(body: Body, limit: usize) -> Result<Value, ApiError> {
     serde_json::from_slice(&bytes).map_err(not_json)
 }
 
-/// How an API writes the path of a field: OpenAI's `messages[3].content`, Anthropic's
-/// `messages.3.content`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PathStyle {
-    Brackets,
-    Dots,
-}
-
-impl PathStyle {
-    /// The path as a parameter name; `None` at the top (the body itself).
-    fn param(self, path: &serde_path_to_error::Path) -> Option<String> {
-        let mut param = String::new();
-        for segment in path.iter() {
-            match (segment, self) {
-                (Segment::Seq { index }, PathStyle::Brackets) => {
-                    param.push_str(&format!("[{index}]"))
-                }
-                (Segment::Seq { index }, PathStyle::Dots) => param.push_str(&format!(".{index}")),
-                (Segment::Map { key }, _) => param.push_str(&format!(".{key}")),
-                (Segment::Enum { .. } | Segment::Unknown, _) => {}
-            }
-        }
-        let param = param.strip_prefix('.').unwrap_or(&param);
-        (!param.is_empty()).then(|| truncate_message(param.to_owned(), MAX_PARAM_CHARS))
-    }
-}
-
-/// Characters of a named path (object keys come from the client).
-const MAX_PARAM_CHARS: usize = 200;
 /// Characters of serde's own words for a shape problem, which may quote a whole string.
 const MAX_SHAPE_MESSAGE_CHARS: usize = 300;
 
@@ -63,7 +36,7 @@ pub(crate) fn parse_typed<T: DeserializeOwned>(
         Ok(typed) => return json.end().map(|()| typed).map_err(not_json),
         Err(error) => error,
     };
-    let param = style.param(error.path());
+    let path = error.path().clone();
     let error = error.into_inner();
     if !error.is_data() {
         return Err(not_json(error));
@@ -75,10 +48,12 @@ pub(crate) fn parse_typed<T: DeserializeOwned>(
         words.strip_suffix(&place).unwrap_or(&words).to_owned(),
         MAX_SHAPE_MESSAGE_CHARS,
     );
-    Err(match param {
-        Some(param) => fields::rejection(&[fields::invalid(param, words)]),
+    let param = style.place("", &path, &words);
+    Err(if param.is_empty() {
         // The body itself: not an object, or an object naming a field twice.
-        None => ApiError::invalid_request(format!("the request body: {words}"), None),
+        ApiError::invalid_request(format!("the request body: {words}"), None)
+    } else {
+        fields::rejection(&[fields::invalid(param, words)])
     })
 }
 

@@ -27,6 +27,18 @@ pub struct ApiError {
 }
 
 /// Each way the pipeline fails, with the status, type and code its clients are answered with.
+/// A request the wire crate could not convert: a 400 naming the field where it can.
+impl From<switchboard_wire::ConvertError> for ApiError {
+    fn from(error: switchboard_wire::ConvertError) -> Self {
+        match error {
+            switchboard_wire::ConvertError::Invalid { path, message } => {
+                Self::invalid_request(format!("{path}: {message}"), Some(path))
+            }
+            other => Self::invalid_request(other.to_string(), None),
+        }
+    }
+}
+
 impl From<PipelineError> for ApiError {
     fn from(error: PipelineError) -> Self {
         match error {

@@ -11,6 +11,7 @@ use serde::de::{DeserializeOwned, Deserializer, Error, MapAccess, SeqAccess, Vis
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::quote_value;
+use switchboard_wire::ConvertError;
 
 use crate::api::error::ApiError;
 
@@ -28,6 +29,15 @@ pub(crate) fn invalid(param: impl Into<String>, message: impl Into<String>) -> I
     Invalid {
         param: param.into(),
         message: message.into(),
+    }
+}
+
+/// A problem the wire crate found reading a part of the request, at the place it names.
+pub(crate) fn converted(error: ConvertError) -> Invalid {
+    match error {
+        ConvertError::Invalid { path, message } => invalid(path, message),
+        // Reading a part of a request refuses nothing as unsupported; named whole if it did.
+        ConvertError::Unsupported { .. } => invalid("request", error.to_string()),
     }
 }
 
@@ -186,21 +196,6 @@ pub(crate) fn number(
         |value| (min..=max).contains(value),
         problems,
     )
-}
-
-/// `/0/function/name` → `[0].function.name`, the way OpenAI names parameters.
-pub(crate) fn pointer_to_param(pointer: &str) -> String {
-    pointer
-        .split('/')
-        .skip(1)
-        .map(|segment| {
-            if segment.parse::<usize>().is_ok() {
-                format!("[{segment}]")
-            } else {
-                format!(".{}", segment.replace("~1", "/").replace("~0", "~"))
-            }
-        })
-        .collect()
 }
 
 /// A list of objects (null: none); anything else is the error `expected an array, got …`.

@@ -23,6 +23,7 @@ mod hardening_upstream_tools;
 mod mcp;
 mod mcp_codex;
 mod mcp_conformance;
+mod mcp_entries;
 mod mcp_sessions;
 mod mcp_upstreams;
 mod messages;

@@ -8,6 +8,7 @@ use super::conversation::{McpApproval, messages};
 use super::items::{Item, MessageContent, Role};
 use super::request::{Input, ResponsesRequest};
 use super::tools::{CallKind, McpChoice, OfferedTools, model_name};
+use crate::path::{PathStyle, typed};
 use crate::{ChatRequest, ConvertError, ToolChoice};
 
 /// Top-level fields that mean the same in Chat Completions: passed on as extra fields,
@@ -36,17 +37,17 @@ pub struct Converted {
     pub listed: Vec<String>,
 }
 
-/// The request's `input` as items, each parsed with its own path.
-pub fn parse_input(input: &Input) -> Result<Vec<Item>, ConvertError> {
+/// The request's `input` as items, each moved into its type and named by its own path.
+pub fn parse_input(input: Input) -> Result<Vec<Item>, ConvertError> {
     match input {
         Input::Text(text) => Ok(vec![Item::Message {
             id: None,
             role: Role::User,
-            content: MessageContent::Text(text.clone()),
+            content: MessageContent::Text(text),
             status: None,
         }]),
         Input::Items(values) => values
-            .iter()
+            .into_iter()
             .enumerate()
             .map(|(index, value)| parse_item(value, &format!("input[{index}]")))
             .collect(),
@@ -76,8 +77,7 @@ const ITEM_TYPES: &[&str] = &[
 const ROLES: &[&str] = &["user", "assistant", "system", "developer"];
 
 /// One item; a message may leave out its `type`.
-fn parse_item(value: &Value, path: &str) -> Result<Item, ConvertError> {
-    let mut value = value.clone();
+fn parse_item(mut value: Value, path: &str) -> Result<Item, ConvertError> {
     let Value::Object(object) = &mut value else {
         return Err(ConvertError::invalid(path, "each item must be an object"));
     };
@@ -112,24 +112,7 @@ fn parse_item(value: &Value, path: &str) -> Result<Item, ConvertError> {
             ),
         ));
     }
-    serde_path_to_error::deserialize::<_, Item>(value).map_err(|error| {
-        let inner = error.path().to_string();
-        let mut at = path.to_owned();
-        if inner != "." {
-            at.push('.');
-            at.push_str(&inner);
-        }
-        let message = error.into_inner().to_string();
-        // serde names a missing field only in its message: put it in the path too.
-        if let Some(field) = message
-            .strip_prefix("missing field `")
-            .and_then(|rest| rest.split('`').next())
-        {
-            at.push('.');
-            at.push_str(field);
-        }
-        ConvertError::invalid(at, message)
-    })
+    typed::<Item>(value, path, PathStyle::Brackets)
 }
 
 /// The request in our model. `history` is the stored conversation that
@@ -418,7 +401,7 @@ mod tests {
 
     fn convert(body: Value) -> Result<Converted, ConvertError> {
         let request = request(body);
-        let input = parse_input(&request.input)?;
+        let input = parse_input(request.input.clone())?;
         to_chat(request, std::iter::empty(), input)
     }
 
@@ -497,7 +480,7 @@ mod tests {
             arguments: "{}".into(),
             status: None,
         }];
-        let input = parse_input(&request.input).unwrap();
+        let input = parse_input(request.input.clone()).unwrap();
         assert!(to_chat(request, &history, input).is_ok());
     }
 

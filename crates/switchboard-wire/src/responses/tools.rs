@@ -20,6 +20,7 @@ use switchboard_tools::{FunctionDefinition, ToolDefinition, ToolKind};
 
 use crate::ConvertError;
 use crate::mcp::McpServerRequest;
+use crate::path::{PathStyle, typed};
 
 /// The namespace whose tools a model calls by their bare name (OpenAI's own default).
 pub const DEFAULT_NAMESPACE: &str = "functions";
@@ -211,7 +212,8 @@ impl OfferedTools {
                 self.offer(definition, path, CallKind::LocalShell)
             }
             "mcp" => {
-                self.mcp.push(McpServerRequest::from_openai(&tool, path)?);
+                let tool = typed(tool, path, PathStyle::Brackets)?;
+                self.mcp.push(McpServerRequest::from_openai(tool, path)?);
                 Ok(())
             }
             hosted => {

@@ -1,18 +1,11 @@
 //! Choosing the model's backend from flags or the usual environment, for commands that
-//! talk to a model: a route of one replica, so that a command retries a busy or
-//! unreachable backend as the gateway does.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! talk to a model: a route of one replica with the gateway's defaults, so that a command
+//! retries a busy or unreachable backend, and runs its tool rounds, as the gateway does.
 
 use anyhow::{Context, bail};
-use switchboard_providers::{Backend, config_from_env};
-use switchboard_upstream::{ClientHooks, PoolBackend, Route, RouteConfig};
+use switchboard_providers::config_from_env;
+use switchboard_upstream::RouteConfig;
 use switchboard_wire::Format;
-
-/// How long one request to the model may take, retries included: the gateway's default
-/// request deadline.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Which LLM server to talk to.
 #[derive(Debug, clap::Args)]
@@ -30,19 +23,16 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
-    /// The backend client and the model name.
-    pub fn connect(&self) -> anyhow::Result<(Arc<dyn Backend>, String)> {
-        self.connect_with(|name| {
+    /// The route to the backend, named after its provider, every setting at its default.
+    pub fn route(&self) -> anyhow::Result<RouteConfig> {
+        self.route_with(|name| {
             std::env::var(name)
                 .ok()
                 .filter(|value| !value.trim().is_empty())
         })
     }
 
-    fn connect_with(
-        &self,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> anyhow::Result<(Arc<dyn Backend>, String)> {
+    fn route_with(&self, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<RouteConfig> {
         let provider = match (&self.provider, &self.url) {
             (Some(name), _) => {
                 Format::from_name(name).with_context(|| format!("unknown provider {name}"))?
@@ -66,15 +56,7 @@ impl BackendArgs {
             )
         };
         // The key is the provider's usual variable's, as the provider's client reads it.
-        let config = RouteConfig::new(provider.name(), provider, url, model.clone(), "");
-        let route = Route::from_config(&config, REQUEST_TIMEOUT, &env, &ClientHooks::default())
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("cannot set up the {} client", provider.name()))?;
-        let backend = PoolBackend {
-            pool: Arc::clone(&route.pool),
-            timeout: REQUEST_TIMEOUT,
-        };
-        Ok((Arc::new(backend), model))
+        Ok(RouteConfig::new(provider.name(), provider, url, model, ""))
     }
 }
 
@@ -93,7 +75,7 @@ mod tests {
     #[test]
     fn a_missing_backend_says_how_to_set_one() {
         let error = args(None, None, Some("m"))
-            .connect_with(|_| None)
+            .route_with(|_| None)
             .err()
             .unwrap()
             .to_string();
@@ -106,7 +88,7 @@ mod tests {
     #[test]
     fn a_missing_model_says_how_to_name_one() {
         let error = args(Some("http://127.0.0.1:1/v1"), None, None)
-            .connect_with(|_| None)
+            .route_with(|_| None)
             .err()
             .unwrap()
             .to_string();
@@ -117,13 +99,13 @@ mod tests {
     fn flags_or_environment_pick_the_provider() {
         assert!(
             args(Some("http://127.0.0.1:1/v1"), None, Some("m"))
-                .connect_with(|_| None)
+                .route_with(|_| None)
                 .is_ok()
         );
         let ollama = |name: &str| (name == "OLLAMA_HOST").then(|| "127.0.0.1:11434".to_owned());
         assert!(
             args(None, None, Some("llama3.2"))
-                .connect_with(ollama)
+                .route_with(ollama)
                 .is_ok()
         );
     }

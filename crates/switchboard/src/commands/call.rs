@@ -39,12 +39,12 @@ pub fn run(args: Args, characters: &CharactersDir) -> anyhow::Result<ExitCode> {
     };
     let result = runtime()?.block_on(async {
         let servers = start_declared(&args.config, &character).await?;
-        if servers.is_empty() {
+        if servers.all().is_empty() {
             return anyhow::Ok(character.run_tool(&call).await?);
         }
         // A tool of the character's MCP servers, or its own, as its conversation runs them.
         let session = character.start_conversation().await?;
-        let toolbox = CharacterToolbox::new(session, &servers, &ToolFilter::all());
+        let toolbox = CharacterToolbox::new(session, servers.all(), &ToolFilter::all());
         anyhow::Ok(toolbox.call(&call).await)
     })?;
     println!("{}", result.content);

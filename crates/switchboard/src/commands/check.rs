@@ -133,6 +133,11 @@ pub fn find_character(
             dir.display()
         );
     }
+    pick_character(&loaded, dir, query)
+}
+
+/// The character `query` names among those loaded from `dir`, or an error listing them.
+pub fn pick_character(loaded: &Loaded, dir: &Path, query: &str) -> anyhow::Result<Arc<Character>> {
     if let Some(character) = loaded.get(query) {
         return Ok(Arc::clone(character));
     }

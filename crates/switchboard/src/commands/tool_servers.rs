@@ -4,12 +4,11 @@
 //! declaring `MCP_SERVERS` is checked and runs as the gateway would run it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use switchboard_characters::{Character, LoadOptions};
-use switchboard_server::{Config, McpServerConfig, ToolServer, ToolServers};
+use switchboard_server::{Config, McpServerConfig, ToolServers};
 
 /// How long a command waits for the servers a character uses to connect.
 const CONNECT_WAIT: Duration = Duration::from_secs(60);
@@ -24,9 +23,8 @@ pub struct ConfigFile {
 }
 
 impl ConfigFile {
-    /// The `[[mcp_server]]` entries, or `None` without a configuration file (then
-    /// characters' `MCP_SERVERS` names are not checked against a list).
-    pub fn mcp_servers(&self) -> anyhow::Result<Option<Vec<McpServerConfig>>> {
+    /// The configuration, or `None` without a file.
+    pub fn load(&self) -> anyhow::Result<Option<Config>> {
         let default_file = Path::new("switchboard.toml");
         let file = self
             .config
@@ -35,8 +33,13 @@ impl ConfigFile {
         let Some(file) = file else {
             return Ok(None);
         };
-        let config = Config::from_file(&file)?;
-        Ok(Some(config.mcp_servers))
+        Ok(Some(Config::from_file(&file)?))
+    }
+
+    /// The `[[mcp_server]]` entries, or `None` without a configuration file (then
+    /// characters' `MCP_SERVERS` names are not checked against a list).
+    pub fn mcp_servers(&self) -> anyhow::Result<Option<Vec<McpServerConfig>>> {
+        Ok(self.load()?.map(|config| config.mcp_servers))
     }
 
     /// The loading options that check characters' `MCP_SERVERS` against the configuration.
@@ -50,26 +53,23 @@ impl ConfigFile {
     }
 }
 
-/// Starts the servers `character` declares (within a Tokio runtime) and waits for each to
-/// connect; one that cannot is reported and left to fail its calls with that reason.
+/// Starts the servers `character` declares (within a Tokio runtime), and only those, and
+/// waits for each to connect; one that cannot is reported and left to fail its calls with
+/// that reason.
 pub async fn start_declared(
     config: &ConfigFile,
     character: &Character,
-) -> anyhow::Result<Vec<Arc<ToolServer>>> {
+) -> anyhow::Result<ToolServers> {
     let declared: Vec<McpServerConfig> = config
         .mcp_servers()?
         .unwrap_or_default()
         .into_iter()
         .filter(|server| character.mcp_server(&server.name).is_some())
         .collect();
-    if declared.is_empty() {
-        return Ok(Vec::new());
-    }
     let servers = ToolServers::build(&declared, &|name| std::env::var(name).ok(), None)
         .map_err(|problems| anyhow::anyhow!("{}", problems.join("\n")))
         .context("starting the character's MCP servers")?;
-    let servers = servers.declared_by(character);
-    for server in &servers {
+    for server in servers.all() {
         match tokio::time::timeout(CONNECT_WAIT, server.ready()).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => eprintln!("warning: {error}"),

@@ -8,14 +8,14 @@ use std::process::{Command, Output, Stdio};
 
 use switchboard_testkit::{OpenAiScript, ScriptedServer};
 
-fn characters() -> String {
+pub(crate) fn characters() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../characters")
         .display()
         .to_string()
 }
 
-async fn chat(args: &[&str], input: &str) -> Output {
+pub(crate) async fn chat(args: &[&str], input: &str) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
     command
         .arg("chat")

@@ -6,6 +6,7 @@
 mod cli_access;
 mod cli_characters;
 mod cli_chat;
+mod cli_chat_rounds;
 mod cli_config;
 mod cli_decode;
 mod cli_mcp;

@@ -12,8 +12,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use serde_json::Value;
-use switchboard_wire::mcp::McpServerRequest;
 
 use super::body::PathStyle;
 use super::path::{self, Api, Checked, Context, Head};
@@ -62,12 +60,12 @@ impl Api for ChatCompletions {
             .iter()
             .filter_map(|name| context.headers.get(*name))
             .any(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
-        let mcp = take_mcp_tools(&mut body.tools)?;
         let asked = tool_search::take(&mut body.tools)?;
         let validate::Checked {
             mut request,
             include_usage,
             tools,
+            mcp,
         } = check_request(body)?;
         let search = asked.map(|asked| tool_search::search(asked, &mut request));
         let presentation = Presentation {
@@ -103,37 +101,5 @@ impl Api for ChatCompletions {
             Some(_) => Delivery::Streamed(ChunkRenderer::new(presentation)),
             None => Delivery::Whole(CompletionBody(presentation)),
         }
-    }
-}
-
-/// Takes the `{"type": "mcp"}` entries out of `tools`: servers for the gateway to run, not
-/// functions for the model.
-fn take_mcp_tools(tools: &mut Option<Value>) -> Result<Vec<McpServerRequest>, ApiError> {
-    let Some(Value::Array(list)) = tools else {
-        return Ok(Vec::new());
-    };
-    let mut servers = Vec::new();
-    let mut index = 0;
-    let mut failed = None;
-    list.retain(|tool| {
-        let path = format!("tools[{index}]");
-        index += 1;
-        if tool.get("type").and_then(Value::as_str) != Some("mcp") {
-            return true;
-        }
-        match McpServerRequest::from_openai(tool, &path) {
-            Ok(server) => servers.push(server),
-            Err(error) => {
-                failed.get_or_insert(error);
-            }
-        }
-        false
-    });
-    if list.is_empty() {
-        *tools = None;
-    }
-    match failed {
-        Some(error) => Err(ApiError::invalid_request(error.to_string(), None)),
-        None => Ok(servers),
     }
 }

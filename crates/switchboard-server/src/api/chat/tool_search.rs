@@ -22,7 +22,8 @@ pub struct Asked {
     deferred: Vec<String>,
 }
 
-/// Takes the `{"type": "tool_search"}` entry out of `tools` and the `defer_loading` marks
+/// Reads the `{"type": "tool_search"}` entry of `tools` (the check leaves it out of the
+/// functions, where its place still names the others) and takes the `defer_loading` marks
 /// off its functions; `None` when the request asks for no search.
 pub fn take(tools: &mut Option<Value>) -> Result<Option<Asked>, ApiError> {
     let Some(Value::Array(list)) = tools else {
@@ -31,10 +32,8 @@ pub fn take(tools: &mut Option<Value>) -> Result<Option<Asked>, ApiError> {
     let mut problems: Vec<Invalid> = Vec::new();
     let mut mode = None;
     let mut deferred = Vec::new();
-    let mut index = 0;
-    list.retain_mut(|tool| {
+    for (index, tool) in list.iter_mut().enumerate() {
         let at = format!("tools[{index}]");
-        index += 1;
         if tool.get("type").and_then(Value::as_str) == Some(NAME) {
             let asked = match tool.get("mode") {
                 None => Some(SearchMode::Bm25),
@@ -52,7 +51,7 @@ pub fn take(tools: &mut Option<Value>) -> Result<Option<Asked>, ApiError> {
                 problems.push(invalid(at, "a request may offer one tool_search tool"));
             }
             mode = mode.or(asked);
-            return false;
+            continue;
         }
         if let Some(object) = tool.as_object_mut()
             && let Some(defer) = object.remove("defer_loading")
@@ -69,8 +68,7 @@ pub fn take(tools: &mut Option<Value>) -> Result<Option<Asked>, ApiError> {
                 _ => problems.push(invalid(format!("{at}.defer_loading"), "expected a boolean")),
             }
         }
-        true
-    });
+    }
     if mode.is_none() && !deferred.is_empty() {
         problems.push(invalid(
             "tools",
@@ -79,9 +77,6 @@ pub fn take(tools: &mut Option<Value>) -> Result<Option<Asked>, ApiError> {
     }
     if !problems.is_empty() {
         return Err(rejection(&problems));
-    }
-    if list.is_empty() {
-        *tools = None;
     }
     Ok(mode.map(|mode| Asked { mode, deferred }))
 }

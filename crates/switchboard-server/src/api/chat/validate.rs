@@ -13,8 +13,10 @@ use super::request::{
     ChatBody, ClientMessage, ClientToolCall, ClientToolChoice, Role, StreamOptions,
 };
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, Sent, invalid, number, pointer_to_param, rejection};
+use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_tools;
+use switchboard_wire::mcp::McpServerRequest;
+use switchboard_wire::path::{PathStyle, typed};
 
 /// The request in the pipeline's model, and what presenting its answer needs.
 #[derive(Debug)]
@@ -23,6 +25,8 @@ pub struct Checked {
     pub include_usage: bool,
     /// The request's tools compiled under the `api` profile, to check the model's calls.
     pub tools: Toolset,
+    /// The `{"type": "mcp"}` servers of `tools`, for the gateway to run.
+    pub mcp: Vec<McpServerRequest>,
 }
 
 /// Checks a request read into its types. All problems are reported in one 400.
@@ -30,7 +34,7 @@ pub fn check_request(body: ChatBody) -> Result<Checked, ApiError> {
     let ChatBody {
         model,
         messages,
-        tools,
+        mut tools,
         tool_choice,
         parallel_tool_calls,
         temperature,
@@ -49,7 +53,8 @@ pub fn check_request(body: ChatBody) -> Result<Checked, ApiError> {
     let mut problems = Vec::new();
     let model = fields::model(model, &mut problems);
     let messages = check_messages(messages, &mut problems);
-    let toolset = check_tools(tools.as_ref(), &mut problems);
+    let (mcp, positions) = take_mcp_tools(&mut tools, &mut problems);
+    let toolset = check_tools(tools.as_ref(), &positions, &mut problems);
     let has_tools = tools
         .as_ref()
         .and_then(Value::as_array)
@@ -142,6 +147,7 @@ pub fn check_request(body: ChatBody) -> Result<Checked, ApiError> {
         },
         include_usage,
         tools,
+        mcp,
     })
 }
 
@@ -328,7 +334,50 @@ fn check_assistant_calls(
     checked
 }
 
-fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Toolset> {
+/// Takes the `{"type": "mcp"}` entries out of `tools`, each read into its type: servers
+/// for the gateway to run, not functions for the model. Returns them, and the position in
+/// `tools` of each entry left, by which its problems are named.
+fn take_mcp_tools(
+    tools: &mut Option<Value>,
+    problems: &mut Vec<Invalid>,
+) -> (Vec<McpServerRequest>, Vec<usize>) {
+    let Some(Value::Array(list)) = tools else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut servers = Vec::new();
+    let mut positions = Vec::new();
+    for (index, tool) in std::mem::take(list).into_iter().enumerate() {
+        match tool.get("type").and_then(Value::as_str) {
+            Some("mcp") => {}
+            // The gateway's tool search, read in `tool_search.rs`: no function.
+            Some("tool_search") => continue,
+            _ => {
+                positions.push(index);
+                list.push(tool);
+                continue;
+            }
+        }
+        let path = PathStyle::Brackets.item("tools", index);
+        let read = typed(tool, &path, PathStyle::Brackets)
+            .and_then(|tool| McpServerRequest::from_openai(tool, &path));
+        match read {
+            Ok(server) => servers.push(server),
+            Err(error) => problems.push(fields::converted(error)),
+        }
+    }
+    if list.is_empty() {
+        *tools = None;
+    }
+    (servers, positions)
+}
+
+/// The function tools compiled; a problem is named at the tool's place in the request
+/// (`positions`: where each tool of the list stood).
+fn check_tools(
+    tools: Option<&Value>,
+    positions: &[usize],
+    problems: &mut Vec<Invalid>,
+) -> Option<Toolset> {
     match tools {
         None | Some(Value::Null) => None,
         Some(list) => match compile_tools(list) {
@@ -336,13 +385,30 @@ fn check_tools(tools: Option<&Value>, problems: &mut Vec<Invalid>) -> Option<Too
             Err(found) => {
                 for problem in found.0 {
                     problems.push(invalid(
-                        format!("tools{}", pointer_to_param(&problem.path)),
+                        tool_place(&problem.path, positions),
                         problem.message,
                     ));
                 }
                 None
             }
         },
+    }
+}
+
+/// A pointer into the compiled list (`/1/function/name`) as a place in `tools`.
+fn tool_place(pointer: &str, positions: &[usize]) -> String {
+    let mut segments = pointer.trim_start_matches('/').splitn(2, '/');
+    let index = segments
+        .next()
+        .and_then(|index| index.parse::<usize>().ok());
+    match index.and_then(|index| positions.get(index)) {
+        Some(&position) => {
+            let rest = segments
+                .next()
+                .map_or(String::new(), |rest| format!("/{rest}"));
+            PathStyle::Brackets.pointer(&PathStyle::Brackets.item("tools", position), &rest)
+        }
+        None => PathStyle::Brackets.pointer("tools", pointer),
     }
 }
 

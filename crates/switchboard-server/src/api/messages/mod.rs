@@ -22,8 +22,7 @@ use axum::routing::post;
 use switchboard_tools::{Content, Message, ToolDefinition};
 use switchboard_wire::anthropic::parse_request;
 use switchboard_wire::ids::IdMap;
-use switchboard_wire::mcp::McpServerRequest;
-use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
+use switchboard_wire::{ChatRequest, Format, ToolChoice};
 
 use super::body::PathStyle;
 use super::path::{self, Api, Checked, Context, Head};
@@ -92,10 +91,7 @@ impl Api for Messages {
             .flat_map(|value| value.split(','))
             .any(|beta| beta.trim() == LISTING_BETA);
         let checked = check_request(body, endpoint)?;
-        // The MCP connector, for the gateway to run.
-        let mcp = McpServerRequest::from_anthropic(&checked.mcp_servers, &checked.toolsets)
-            .map_err(convert_error)?;
-        let mut request = parse_request(checked.request, &IdMap::new()).map_err(convert_error)?;
+        let mut request = parse_request(checked.request, &IdMap::new()).map_err(ApiError::from)?;
         let forced = match &request.tool_choice {
             Some(ToolChoice::Function(name)) => Some(name.clone()),
             _ => None,
@@ -137,7 +133,7 @@ impl Api for Messages {
         }
         let stream = request.stream && endpoint == Endpoint::Messages;
         Ok(Checked {
-            mcp,
+            mcp: checked.mcp,
             search,
             stream,
             // Counting tokens runs nothing.
@@ -184,15 +180,6 @@ impl Api for Messages {
 
 /// The MCP connector beta whose answers carry `mcp_tool_listing` blocks.
 const LISTING_BETA: &str = "mcp-client-2026-09-15";
-
-fn convert_error(error: ConvertError) -> ApiError {
-    match error {
-        ConvertError::Invalid { path, message } => {
-            ApiError::invalid_request(format!("{path}: {message}"), Some(path))
-        }
-        other => ApiError::invalid_request(other.to_string(), None),
-    }
-}
 
 /// A Messages request's system prompt as model servers take it best: Claude Code's
 /// per-release billing stamp left out (it would defeat the server's prompt cache), and the

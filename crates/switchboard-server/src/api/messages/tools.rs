@@ -1,16 +1,18 @@
 //! A Messages request's tools and `tool_choice`: custom tools compiled under the `api`
 //! profile, Anthropic's tool search tool kept for the gateway to run, Anthropic's other
-//! tools set aside (they cannot run here), the MCP connector's toolsets kept for the wire
-//! crate, and a choice that must name an offered tool.
+//! tools set aside (they cannot run here), the MCP connector's toolsets read into their
+//! type, and a choice that must name an offered tool.
 
 use serde_json::{Value, json};
 use switchboard_tools::{Toolset, quote, quote_value, truncate_message};
 use switchboard_wire::anthropic::tool_search::{SearchKind, search_kind};
 use switchboard_wire::anthropic::{AnthropicTool, AnthropicToolChoice};
+use switchboard_wire::mcp::McpToolset;
+use switchboard_wire::path::{PathStyle, typed};
 
 use super::blocks::needed;
 use super::request::{ChoiceKind, Tool, ToolChoice};
-use crate::api::fields::{Invalid, Sent, invalid};
+use crate::api::fields::{self, Invalid, Sent, invalid};
 use switchboard_pipeline::compile_converted;
 
 /// Characters of the list of server tools a problem names (the names are the client's).
@@ -24,7 +26,7 @@ pub(super) struct Tools {
     pub(super) deferred: Vec<String>,
     pub(super) dropped: Vec<String>,
     /// The MCP connector's toolsets, each with its position in `tools`.
-    pub(super) toolsets: Vec<(usize, Value)>,
+    pub(super) toolsets: Vec<(usize, McpToolset)>,
     /// The tool search tool, by its name, which the gateway runs over the deferred tools.
     pub(super) search: Option<(String, SearchKind)>,
 }
@@ -37,8 +39,11 @@ pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools
     for (index, tool) in list.into_iter().enumerate() {
         let at = format!("tools.{index}");
         if matches!(&tool.kind, Sent::Given(kind) if kind == "mcp_toolset") {
-            // Its fields are the connector's, which the wire crate reads.
-            tools.toolsets.push((index, Value::Object(tool.extra)));
+            // Its fields are the connector's.
+            match typed(Value::Object(tool.extra), &at, PathStyle::Dots) {
+                Ok(toolset) => tools.toolsets.push((index, toolset)),
+                Err(error) => problems.push(fields::converted(error)),
+            }
             continue;
         }
         let Some(name) = tool.name else {

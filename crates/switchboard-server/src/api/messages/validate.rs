@@ -11,6 +11,8 @@ use serde_json::Value;
 use switchboard_tools::{Toolset, quote};
 use switchboard_wire::anthropic::tool_search::SearchKind;
 use switchboard_wire::anthropic::{AnthropicMessage, MessageContent, MessagesRequest, System};
+use switchboard_wire::mcp::{AnthropicMcpServer, McpServerRequest, McpToolset};
+use switchboard_wire::path::{PathStyle, typed};
 
 use super::blocks::{Place, check_blocks, not_content};
 use super::request::{Content, Message, MessagesBody, Role, connector_blocks_as_tool_blocks};
@@ -38,10 +40,9 @@ pub struct Checked {
     pub deferred: Vec<String>,
     /// Anthropic's own tools (web search, code execution, …), which cannot run here.
     pub dropped: Vec<String>,
-    /// The MCP connector's servers, for the wire crate to read.
-    pub mcp_servers: Vec<Value>,
-    /// The connector's `mcp_toolset` tools, each with its position in `tools`.
-    pub toolsets: Vec<(usize, Value)>,
+    /// The MCP connector's servers, each with what its toolset offers, for the gateway to
+    /// run.
+    pub mcp: Vec<McpServerRequest>,
     /// The tool search tool offered, by its name.
     pub search: Option<(String, SearchKind)>,
 }
@@ -103,6 +104,11 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
     );
     let mut tools = check_tools(tools.unwrap_or_default(), &mut problems);
     load_referenced(&mut tools, &references, &mut problems);
+    let mcp = connector(
+        mcp_servers.unwrap_or_default(),
+        std::mem::take(&mut tools.toolsets),
+        &mut problems,
+    );
     let tool_choice = check_tool_choice(tool_choice, &tools, &mut problems);
     let stream = fields::boolean(stream, "stream", &mut problems);
     let temperature = number(temperature, "temperature", 0.0, 1.0, &mut problems);
@@ -170,9 +176,38 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
         tools: tools.compiled,
         deferred: tools.deferred,
         dropped: tools.dropped,
-        mcp_servers: mcp_servers.unwrap_or_default(),
-        toolsets: tools.toolsets,
+        mcp,
         search: tools.search,
+    })
+}
+
+/// The MCP connector: the `mcp_servers` entries read into their type and joined with the
+/// toolsets that name them. Nothing when any part is wrong (the problems say why).
+fn connector(
+    servers: Vec<Value>,
+    toolsets: Vec<(usize, McpToolset)>,
+    problems: &mut Vec<Invalid>,
+) -> Vec<McpServerRequest> {
+    let before = problems.len();
+    let servers: Vec<AnthropicMcpServer> = servers
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, server)| {
+            typed(
+                server,
+                &PathStyle::Dots.item("mcp_servers", index),
+                PathStyle::Dots,
+            )
+            .map_err(|error| problems.push(fields::converted(error)))
+            .ok()
+        })
+        .collect();
+    if problems.len() > before {
+        return Vec::new();
+    }
+    McpServerRequest::from_anthropic(servers, toolsets, PathStyle::Dots).unwrap_or_else(|error| {
+        problems.push(fields::converted(error));
+        Vec::new()
     })
 }
 
@@ -610,8 +645,11 @@ mod tests {
         let mut body = with("tools", json!([toolset, tool("f")]));
         body["mcp_servers"] = json!([{"type": "url", "url": "http://h/mcp", "name": "ev"}]);
         let checked = check(&body, Endpoint::Messages).unwrap();
-        assert_eq!(checked.toolsets, [(0, json!({"mcp_server_name": "ev"}))]);
-        assert_eq!(checked.mcp_servers.len(), 1);
+        assert_eq!(checked.mcp.len(), 1);
+        assert_eq!(
+            (checked.mcp[0].label.as_str(), checked.mcp[0].path.as_str()),
+            ("ev", "mcp_servers.0")
+        );
         assert_eq!(checked.request.tools.unwrap().len(), 1);
         body["tools"][1] = json!({"name": "f"});
         assert!(problems(body).starts_with("tools.1.input_schema:"));

@@ -21,12 +21,11 @@ use serde_json::{Map, Value, json};
 use switchboard_tools::{ToolDefinition, Toolset};
 use switchboard_wire::ToolChoice;
 use switchboard_wire::responses::{
-    CallKind, Converted, EchoedTools, Encoder, Item, McpChoice, OfferedTools,
+    CallKind, Converted, EchoedTools, Encoder, Input, Item, McpChoice, OfferedTools,
     Response as ResponseObject, ResponsesRequest, Status, parse_input, to_chat,
 };
 
 use super::body::PathStyle;
-use super::fields::pointer_to_param;
 use super::path::{self, Api, Checked, Context, Head};
 use super::sse::Delivery;
 use crate::api::caller::Caller;
@@ -179,8 +178,10 @@ impl Api for Responses {
         context: &Context<'_>,
     ) -> Result<Checked<Presentation>, ApiError> {
         let (state, caller) = (context.state, context.caller);
-        let request = check_request(body)?;
-        let input = parse_input(&request.input).map_err(convert_error)?;
+        let mut request = check_request(body)?;
+        // The conversion takes the items, moved into their types, beside the request.
+        let items = std::mem::replace(&mut request.input, Input::Items(Vec::new()));
+        let input = parse_input(items).map_err(ApiError::from)?;
         let history = match &request.previous_response_id {
             None => Conversation::default(),
             Some(id) => {
@@ -226,7 +227,7 @@ impl Api for Responses {
             input,
             approvals,
             listed,
-        } = to_chat(request, history.iter(), input).map_err(convert_error)?;
+        } = to_chat(request, history.iter(), input).map_err(ApiError::from)?;
         let tools = compile(&chat.tools, &offered)?;
         let keep = if store {
             // Told now, before the backend is asked, rather than after an answer not kept.
@@ -343,15 +344,6 @@ fn conversation_too_large(previous: &StoredResponse, body_bytes: usize, limit: u
     }
 }
 
-fn convert_error(error: switchboard_wire::ConvertError) -> ApiError {
-    match error {
-        switchboard_wire::ConvertError::Invalid { path, message } => {
-            ApiError::invalid_request(format!("{path}: {message}"), Some(path))
-        }
-        other => ApiError::invalid_request(other.to_string(), None),
-    }
-}
-
 /// The offered tools compiled, to check the model's calls; a problem names the tool where
 /// the client wrote it (`tools[2].tools[0].parameters…`).
 fn compile(definitions: &[ToolDefinition], offered: &OfferedTools) -> Result<Toolset, ApiError> {
@@ -388,9 +380,9 @@ fn place(offered: &OfferedTools, pointer: &str) -> String {
     match index.and_then(|index| offered.sources.get(index)) {
         Some(source) => {
             let rest = rest.strip_prefix("function").unwrap_or(rest);
-            format!("{source}{}", pointer_to_param(rest))
+            PathStyle::Brackets.pointer(source, rest)
         }
-        None => format!("tools{}", pointer_to_param(pointer)),
+        None => PathStyle::Brackets.pointer("tools", pointer),
     }
 }
 
