@@ -142,3 +142,26 @@ async fn a_deferred_tool_needs_the_search_tool() {
     assert!(backend.requests().is_empty());
     gateway.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_problem_names_its_tool_where_it_stands_beside_the_search_tool() {
+    let backend = ScriptedServer::responding(model).await;
+    let gateway = common::one_route("openai", &format!("{}/v1", backend.base), "").await;
+    let request = json!({"model": "qwen", "messages": [{"role": "user", "content": "hi"}], "tools": [
+        {"type": "tool_search", "mode": "regex"},
+        {"type": "function", "defer_loading": true, "function": {"name": "bad name", "parameters": {"type": "object"}}}]});
+    let answer = post_with(&gateway, "/v1/chat/completions", &request, &[]).await;
+    assert_eq!(answer.status, 400, "{}", answer.text);
+    assert!(
+        answer.text.contains("tools[1].function.name"),
+        "{}",
+        answer.text
+    );
+    let mut request = request;
+    request["tools"][0]["mode"] = json!("fuzzy");
+    let answer = post_with(&gateway, "/v1/chat/completions", &request, &[]).await;
+    assert_eq!(answer.status, 400, "{}", answer.text);
+    assert!(answer.text.contains("tools[0].mode"), "{}", answer.text);
+    assert!(backend.requests().is_empty());
+    gateway.stop().await.unwrap();
+}
