@@ -23,6 +23,7 @@ use crate::allowed_urls;
 use crate::catalog::{Catalog, Scope, Source};
 use crate::error::PipelineError;
 use crate::output::{ListedTool, Listing, ToolSource};
+use crate::tool_search::ToolSearch;
 use crate::tool_servers::{CharacterToolbox, ToolServer, ToolServers};
 use switchboard_upstream::ToolLoopSettings;
 
@@ -62,6 +63,8 @@ pub struct GatewayTools {
     /// why (a server that was down, no such tool); otherwise the model reads that there is
     /// no such tool.
     pub strays: Runner,
+    /// The request's tool search over its deferred tools, which the loop runs itself.
+    pub search: Option<Arc<ToolSearch>>,
 }
 
 /// One tool the gateway runs.
@@ -170,6 +173,15 @@ impl GatewayTools {
         self.tools.iter().find(|tool| tool.name == name)
     }
 
+    /// Whether the gateway answers calls to `name`: one of its tools, or the tool search.
+    pub fn runs(&self, name: &str) -> bool {
+        self.get(name).is_some()
+            || self
+                .search
+                .as_ref()
+                .is_some_and(|search| search.name == name)
+    }
+
     /// The tool a server (by the request's label) calls `tool`.
     pub fn find(&self, label: &str, tool: &str) -> Option<&GatewayTool> {
         self.tools.iter().find(|known| {
@@ -209,7 +221,35 @@ impl GatewayTools {
             max_calls_per_round: route.max_calls_per_round,
             max_concurrent_calls: route.max_concurrent_calls,
             strays,
+            search: None,
         }
+    }
+
+    /// `tools` (the request's MCP servers' tools, if any) with a tool search: a request
+    /// that names no server runs the loop for the search alone, under its route's bounds
+    /// (`tool_search_max_results` where the API sets no number of its own).
+    pub fn with_search(
+        tools: Option<Self>,
+        route: &ToolLoopSettings,
+        mut search: ToolSearch,
+    ) -> Self {
+        search.max_results.get_or_insert(route.search_max_results);
+        let mut tools = tools.unwrap_or_else(|| Self {
+            tools: Vec::new(),
+            listings: Vec::new(),
+            approvals: Vec::new(),
+            max_rounds: route.max_rounds,
+            answer_at_bound: false,
+            max_calls: None,
+            max_tool_time: route.max_tool_time,
+            max_conversation_bytes: route.max_conversation_bytes,
+            max_calls_per_round: route.max_calls_per_round,
+            max_concurrent_calls: route.max_concurrent_calls,
+            strays: Runner::Unknown,
+            search: None,
+        });
+        tools.search = Some(Arc::new(search));
+        tools
     }
 
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
@@ -242,6 +282,7 @@ impl GatewayTools {
             max_calls_per_round: route.max_calls_per_round,
             max_concurrent_calls: route.max_concurrent_calls,
             strays: Runner::Unknown,
+            search: None,
         };
         let mut taken = asked.taken;
         let mut found = Vec::with_capacity(asked.servers.len());

@@ -28,6 +28,7 @@ mod repair;
 mod target;
 pub mod tool_checks;
 mod tool_loop;
+pub mod tool_search;
 pub mod tool_servers;
 mod tools;
 pub mod trace_context;

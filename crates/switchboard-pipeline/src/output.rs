@@ -104,10 +104,18 @@ pub enum GatewayEvent {
         source: ToolSource,
         arguments: String,
     },
+    /// A tool search the gateway ran (`tool_search.rs`): the model's call (by the search
+    /// tool's name) and the names of the tools found, best first, or why it did not run.
+    ToolSearch {
+        id: String,
+        name: String,
+        arguments: String,
+        found: Result<Vec<String>, String>,
+    },
 }
 
 /// Each event as one object with its `type` (`system_prompt`, `tool_started`,
-/// `tool_finished`, `tool_list`, `approval_request`); a server's tool names its `server`
+/// `tool_finished`, `tool_list`, `approval_request`, `tool_search`); a server's tool names its `server`
 /// and `tool` beside the name the model called.
 impl Serialize for GatewayEvent {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -130,6 +138,17 @@ impl Serialize for GatewayEvent {
                 arguments,
             } => json!({"type": "approval_request", "id": id, "server": source.server,
                 "tool": source.tool, "arguments": arguments}),
+            Self::ToolSearch {
+                id,
+                name,
+                arguments,
+                found,
+            } => match found {
+                Ok(found) => json!({"type": "tool_search", "id": id, "name": name,
+                    "arguments": arguments, "found": found}),
+                Err(error) => json!({"type": "tool_search", "id": id, "name": name,
+                    "arguments": arguments, "error": error}),
+            },
         };
         value.serialize(serializer)
     }

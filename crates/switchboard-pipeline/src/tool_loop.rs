@@ -32,6 +32,7 @@ use crate::completion::{self, Completion, answer_or_fall_back};
 use crate::error::PipelineError;
 use crate::gateway_tools::{GatewayTool, GatewayTools, Runner};
 use crate::output::{self, GatewayEvent, Output, Outputs, Sender, ToolSource, send};
+use crate::tool_search;
 use crate::tools::compile_converted;
 
 /// Starts the answer: the request's rounds on a task of their own.
@@ -44,17 +45,25 @@ pub fn start(mut completion: Completion, tools: GatewayTools) -> Result<Outputs,
 }
 
 /// Offers the model the client's tools and the gateway's alike; the finisher checks calls
-/// to the client's, and leaves the gateway's to what runs them.
+/// to the client's, and leaves the gateway's to what runs them. Deferred tools are checked
+/// against from the start but offered only once a search has found them.
 pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), PipelineError> {
     let request = &mut completion.request;
+    let search = tools.search.as_ref().map(|search| search.definition());
     let offered: Vec<_> = request
         .tools
         .iter()
         .chain(tools.definitions())
+        .chain(search.as_ref())
         .cloned()
         .collect();
-    completion.tools = compile_converted("openai", &offered, || {
-        serde_json::to_value(&offered).unwrap_or_default()
+    let checked: Vec<_> = offered
+        .iter()
+        .chain(tools.search.iter().flat_map(|search| search.deferred()))
+        .cloned()
+        .collect();
+    completion.tools = compile_converted("openai", &checked, || {
+        serde_json::to_value(&checked).unwrap_or_default()
     })
     .map_err(|problems| {
         PipelineError::invalid(
@@ -63,7 +72,12 @@ pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), Pi
         )
     })?;
     request.tools = offered.into();
-    completion.gateway_run = tools.tools.iter().map(|tool| tool.name.clone()).collect();
+    completion.gateway_run = tools
+        .tools
+        .iter()
+        .map(|tool| tool.name.clone())
+        .chain(search.map(|search| search.function.name))
+        .collect();
     Ok(())
 }
 
@@ -100,8 +114,13 @@ pub async fn run(
     let answered = answer_approvals(&tools, &calls_under).await;
     calls += answered.len();
     completion.request.messages.extend(answered);
-    // Where the client offered no tools, every call is the gateway's to answer.
-    let client_offered = completion.request.tools.len() > completion.gateway_run.len();
+    // Where the client offered no tools (deferred or not), every call is the gateway's to
+    // answer.
+    let client_offered = completion.request.tools.len() > completion.gateway_run.len()
+        || tools
+            .search
+            .as_ref()
+            .is_some_and(|search| !search.deferred().is_empty());
     let mut rounds = 0;
     let reason = loop {
         let spent = usage.map_or(0, |usage| usage.completion_tokens);
@@ -162,6 +181,7 @@ pub async fn run(
                 .into_iter()
                 .map(|result| Message::tool(result.call_id, result.content)),
         );
+        load_found(completion, &tools, &round.found);
         // A forced call is asked for once: later rounds let the model answer in words.
         if completion.request.tool_choice.is_some() {
             completion.request.tool_choice = Some(ToolChoice::Auto);
@@ -171,6 +191,30 @@ pub async fn run(
     let mut end = vec![Output::Event(StreamEvent::Finish(reason))];
     end.extend(usage.map(|usage| Output::Event(StreamEvent::Usage(usage))));
     send(sender, end).await
+}
+
+/// Offers the tools a search found from the next round on, each once.
+fn load_found(completion: &mut Completion, tools: &GatewayTools, found: &[String]) {
+    let Some(search) = &tools.search else {
+        return;
+    };
+    let request = &mut completion.request;
+    let new: Vec<_> = found
+        .iter()
+        .filter(|name| {
+            !request
+                .tools
+                .iter()
+                .any(|tool| tool.name() == name.as_str())
+        })
+        .filter_map(|name| search.get(name))
+        .cloned()
+        .collect();
+    if !new.is_empty() {
+        let mut offered = request.tools.to_vec();
+        offered.extend(new);
+        request.tools = offered.into();
+    }
 }
 
 /// Runs the calls the client approved (and answers those it refused) before the model's
@@ -229,6 +273,8 @@ struct Round {
     awaiting_approval: bool,
     /// Calls past `max_tool_calls` were left out.
     limited: bool,
+    /// The tools the round's searches found.
+    found: Vec<String>,
 }
 
 /// One answer of the route, its gateway-run calls taken out of the stream and run.
@@ -255,6 +301,7 @@ async fn one_round(
         budget,
         limited: false,
         awaiting_approval: false,
+        found: Vec::new(),
     };
     let answering = async move {
         let answered = answer_or_fall_back(completion, &round_sender).await;
@@ -294,6 +341,8 @@ struct Taker<'a> {
     budget: Option<usize>,
     limited: bool,
     awaiting_approval: bool,
+    /// The tools the round's searches found.
+    found: Vec<String>,
 }
 
 impl Taker<'_> {
@@ -319,7 +368,7 @@ impl Taker<'_> {
         self.collector.push(&event);
         match event {
             StreamEvent::ToolCallStart { index, id, name } => {
-                if self.tools.get(&name).is_some() || !self.client_offered {
+                if self.tools.runs(&name) || !self.client_offered {
                     self.receiving.insert(index);
                     return Ok(());
                 }
@@ -395,6 +444,38 @@ impl Taker<'_> {
             );
             return;
         }
+        if let Some(search) = self
+            .tools
+            .search
+            .as_ref()
+            .filter(|search| search.name == call.name)
+        {
+            // A search runs at once, in the gateway: it is quick and reads only the request.
+            let found = search.run(&call.arguments);
+            let content = tool_search::result_text(&found);
+            let found = found
+                .map(|found| {
+                    found
+                        .iter()
+                        .map(|tool| tool.name().to_owned())
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|error| error.to_string());
+            if let Ok(names) = &found {
+                self.found.extend(names.iter().cloned());
+            }
+            let _ = pass(
+                self.sender,
+                Output::Gateway(GatewayEvent::ToolSearch {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    found,
+                }),
+            );
+            self.running.answer(call, content);
+            return;
+        }
         if let Some(GatewayTool {
             needs_approval: true,
             source: Some(source),
@@ -435,6 +516,7 @@ impl Taker<'_> {
             client_calls: !self.client_indices.is_empty(),
             awaiting_approval: self.awaiting_approval,
             limited: self.limited,
+            found: self.found,
         })
     }
 }
@@ -579,6 +661,19 @@ impl<'a> Running<'a> {
         };
         let task = self.tasks.spawn(running.instrument(self.span.clone()));
         self.spawned.insert(task.id(), (order, call_id));
+    }
+
+    /// A call the gateway answered itself at once (a tool search), reported as a call of
+    /// its own tool.
+    fn answer(&mut self, call: ToolCall, content: String) {
+        let order = self.next(&call, None);
+        let result = ToolResult {
+            call_id: call.id.clone(),
+            is_error: content.starts_with("Error"),
+            content,
+        };
+        report_finished(self.sender, call, &result, None, Duration::ZERO);
+        self.known.push((order, result));
     }
 
     /// A call answered without running it.

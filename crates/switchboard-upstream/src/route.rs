@@ -72,6 +72,8 @@ pub struct ToolLoopSettings {
     pub max_calls_per_round: usize,
     /// Calls of one request running at once.
     pub max_concurrent_calls: usize,
+    /// Tools one tool search returns at most.
+    pub search_max_results: usize,
 }
 
 impl std::fmt::Debug for Route {
@@ -163,6 +165,7 @@ impl Route {
                 max_conversation_bytes: config.max_tool_conversation_bytes,
                 max_calls_per_round: config.max_tool_calls_per_round,
                 max_concurrent_calls: config.max_concurrent_tool_calls,
+                search_max_results: config.tool_search_max_results,
             },
         })
     }

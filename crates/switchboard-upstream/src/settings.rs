@@ -97,6 +97,10 @@ pub struct RouteConfig {
     /// Gateway-run calls of one request running at once; the rest wait their turn.
     #[serde(default = "default_max_concurrent_tool_calls")]
     pub max_concurrent_tool_calls: usize,
+    /// The most tools one tool search the gateway runs returns (Chat Completions and
+    /// Responses; Messages returns at most 5, as Anthropic does).
+    #[serde(default = "default_tool_search_max_results")]
+    pub tool_search_max_results: usize,
 }
 
 fn default_max_tool_rounds() -> usize {
@@ -118,6 +122,10 @@ fn default_max_tool_calls_per_round() -> usize {
 
 fn default_max_concurrent_tool_calls() -> usize {
     8
+}
+
+fn default_tool_search_max_results() -> usize {
+    5
 }
 
 /// How a route spreads requests over its replicas.
@@ -220,6 +228,11 @@ pub fn check_routes(routes: &[RouteConfig], request_timeout_secs: u64) -> Vec<St
         if !(1..=1000).contains(&route.max_tool_calls_per_round) {
             problems.push(format!(
                 "{place}.max_tool_calls_per_round must be from 1 to 1000"
+            ));
+        }
+        if !(1..=50).contains(&route.tool_search_max_results) {
+            problems.push(format!(
+                "{place}.tool_search_max_results must be from 1 to 50"
             ));
         }
         if !(1..=256).contains(&route.max_concurrent_tool_calls) {
@@ -368,6 +381,7 @@ impl RouteConfig {
             max_tool_conversation_bytes: default_max_tool_conversation_bytes(),
             max_tool_calls_per_round: default_max_tool_calls_per_round(),
             max_concurrent_tool_calls: default_max_concurrent_tool_calls(),
+            tool_search_max_results: default_tool_search_max_results(),
         }
     }
 }

@@ -30,7 +30,10 @@ use axum::response::Response;
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use switchboard_pipeline::ids::CallIdShape;
-use switchboard_pipeline::{GatewayRequest, Started, Target, TokenCount, estimate_tokens};
+use switchboard_pipeline::tool_search::ToolSearch;
+use switchboard_pipeline::{
+    GatewayRequest, GatewayTools, Started, Target, TokenCount, estimate_tokens,
+};
 use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
@@ -121,6 +124,8 @@ pub struct Checked<P> {
     pub call_ids: CallIdShape,
     /// The MCP servers the request names, for the gateway to run.
     pub mcp: Vec<McpServerRequest>,
+    /// The tool search the gateway runs over the request's deferred tools.
+    pub search: Option<ToolSearch>,
     /// Calls the gateway's tools may take in all (OpenAI's `max_tool_calls`).
     pub max_tool_calls: Option<usize>,
     /// Whether the gateway resolves tools for it at all (a token count runs nothing).
@@ -146,6 +151,7 @@ impl<P> Checked<P> {
             tools,
             call_ids,
             mcp: Vec::new(),
+            search: None,
             max_tool_calls: None,
             runs_tools: true,
             dropped: Vec::new(),
@@ -217,6 +223,7 @@ async fn start<A: Api>(
         tools,
         call_ids,
         mcp,
+        search,
         max_tool_calls,
         runs_tools,
         stream,
@@ -228,6 +235,13 @@ async fn start<A: Api>(
         caller::gateway_tools(caller, &target, &mcp, &request, max_tool_calls).await?
     } else {
         None
+    };
+    // A tool search runs in the tool loop, beside the MCP servers' tools.
+    let gateway = match (search, &target) {
+        (Some(search), Target::Route(route)) if runs_tools => {
+            Some(GatewayTools::with_search(gateway, &route.tool_loop, search))
+        }
+        _ => gateway,
     };
     let mut request = GatewayRequest {
         target,

@@ -38,4 +38,8 @@ mod responses;
 mod responses_codex;
 mod responses_sdk;
 mod sdk;
+mod tool_search_chat;
+mod tool_search_claude_code;
+mod tool_search_messages;
+mod tool_search_real;
 mod validation;

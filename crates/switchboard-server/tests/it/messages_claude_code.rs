@@ -38,7 +38,7 @@ const TIMEOUT_SECS: &str = "180";
 
 /// The `claude` executable, installing it first if needed; `Err` says why it cannot be had
 /// (npm is missing).
-fn claude() -> Result<&'static Path, String> {
+pub(crate) fn claude() -> Result<&'static Path, String> {
     static CLAUDE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     CLAUDE
         .get_or_init(|| {
@@ -118,10 +118,10 @@ fn model(calls: Calls) -> impl Fn(&Captured) -> Reply + Send + Sync + 'static {
 }
 
 /// A scratch directory for one run, removed when dropped.
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Scratch {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let path = std::env::temp_dir().join(format!(
             "switchboard-claude-code-{name}-{}",
             std::process::id()

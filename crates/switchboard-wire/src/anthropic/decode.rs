@@ -122,10 +122,13 @@ impl State {
                         }
                         OpenBlock::Tool(call)
                     }
-                    // A backend that ran MCP tools itself: what it did is not ours to redo.
+                    // A backend that ran MCP tools or a search itself: what it did is not
+                    // ours to redo.
                     StartBlock::McpToolUse { .. }
                     | StartBlock::McpToolResult { .. }
                     | StartBlock::McpToolListing { .. }
+                    | StartBlock::ServerToolUse { .. }
+                    | StartBlock::ToolSearchToolResult { .. }
                     | StartBlock::Unknown => OpenBlock::Other,
                 };
                 self.blocks.insert(index, block);

@@ -33,6 +33,16 @@ enum Open {
     Mcp,
 }
 
+/// A server tool call's id as Anthropic spells it (`srvtoolu_…`), from the gateway's
+/// `toolu_…` or the model's own.
+fn server_tool_id(id: &str) -> String {
+    if id.starts_with(super::tool_search::SERVER_ID_PREFIX) {
+        return id.to_owned();
+    }
+    let rest = id.strip_prefix("toolu_").unwrap_or(id);
+    format!("{}{rest}", super::tool_search::SERVER_ID_PREFIX)
+}
+
 /// Turns events into Anthropic stream payloads for one message.
 #[derive(Debug)]
 pub struct SseEncoder {
@@ -201,6 +211,47 @@ impl SseEncoder {
                 &mut out,
             );
         }
+        self.close(&mut out);
+        out
+    }
+
+    /// A tool search the gateway ran, as Anthropic's server-side search answers it: a
+    /// `server_tool_use` block (its input whole) and the `tool_search_tool_result` block,
+    /// `found` being the tools' names or, when the input was unusable, an error.
+    pub fn tool_search(
+        &mut self,
+        id: &str,
+        name: &str,
+        arguments: &str,
+        found: Result<&[String], ()>,
+    ) -> Vec<StreamPayload> {
+        let mut out = Vec::new();
+        self.begin_message(&mut out);
+        self.close(&mut out);
+        let id = server_tool_id(id);
+        let content_block = StartBlock::ServerToolUse {
+            id: id.clone(),
+            name: name.to_owned(),
+            input: Value::Object(Map::new()),
+        };
+        self.begin(Open::Mcp, content_block, &mut out);
+        // Input that is no JSON object (the model's mistake, which the result reports) is
+        // shown as none: clients parse the input.
+        let object = serde_json::from_str::<Value>(arguments).is_ok_and(|input| input.is_object());
+        if object {
+            self.delta(
+                BlockDelta::InputJsonDelta {
+                    partial_json: arguments.to_owned(),
+                },
+                &mut out,
+            );
+        }
+        self.close(&mut out);
+        let content_block = StartBlock::ToolSearchToolResult {
+            tool_use_id: id,
+            content: super::tool_search::result_content(found),
+        };
+        self.begin(Open::Mcp, content_block, &mut out);
         self.close(&mut out);
         out
     }

@@ -81,6 +81,18 @@ impl MessageBuilder {
                             input,
                         }
                     }
+                    StartBlock::ServerToolUse { id, name, input } => {
+                        self.inputs
+                            .push((self.message.content.len(), String::new()));
+                        Block::ServerToolUse { id, name, input }
+                    }
+                    StartBlock::ToolSearchToolResult {
+                        tool_use_id,
+                        content,
+                    } => Block::ToolSearchToolResult {
+                        tool_use_id,
+                        content,
+                    },
                     StartBlock::McpToolResult {
                         tool_use_id,
                         is_error,
@@ -132,7 +144,9 @@ impl MessageBuilder {
                     return;
                 };
                 if let Some(ContentBlock::Known(
-                    Block::ToolUse { input, .. } | Block::McpToolUse { input, .. },
+                    Block::ToolUse { input, .. }
+                    | Block::McpToolUse { input, .. }
+                    | Block::ServerToolUse { input, .. },
                 )) = self.message.content.get_mut(position)
                 {
                     *input = input_object(text);

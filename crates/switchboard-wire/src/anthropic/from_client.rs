@@ -15,6 +15,10 @@ use super::types::{
 use crate::ids::IdMap;
 use crate::{ChatRequest, ConvertError, ToolChoice};
 
+/// How a `tool_reference` in a tool result reads to a model: the tool is offered from then
+/// on.
+const LOADED: &str = "Tool loaded: ";
+
 /// An Anthropic image block as an OpenAI `image_url` part.
 fn image_part(source: &Value) -> Value {
     let url = match source.get("type").and_then(Value::as_str) {
@@ -71,6 +75,15 @@ fn tool_result(
                     ContentBlock::Known(Block::Text { text: part, .. }) => text.push_str(&part),
                     ContentBlock::Known(Block::Image { source, .. }) => {
                         images.push(image_part(&source))
+                    }
+                    // The tool itself is offered beside the others; the model reads that it
+                    // was found.
+                    ContentBlock::Known(Block::ToolReference { tool_name }) => {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(LOADED);
+                        text.push_str(&tool_name);
                     }
                     other => {
                         return Err(ConvertError::Unsupported {

@@ -5,6 +5,7 @@ mod encode;
 mod fold;
 mod from_client;
 mod to_backend;
+pub mod tool_search;
 mod types;
 
 pub use decode::{Decoder, body_events};

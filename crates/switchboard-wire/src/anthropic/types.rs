@@ -97,6 +97,22 @@ pub enum Block {
     RedactedThinking {
         data: String,
     },
+    /// In a tool result: the named deferred tool is loaded (offered from then on).
+    ToolReference {
+        tool_name: String,
+    },
+    /// A call of a tool the server side runs (here: a tool search), id `srvtoolu_…`.
+    ServerToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// A tool search's result: `tool_search_tool_search_result` with its
+    /// `tool_references`, or `tool_search_tool_result_error`.
+    ToolSearchToolResult {
+        tool_use_id: String,
+        content: Value,
+    },
     McpToolUse {
         id: String,
         name: String,
@@ -305,6 +321,16 @@ pub enum StartBlock {
         #[serde(default)]
         input: Value,
     },
+    /// A call of a tool the server side runs (a tool search).
+    ServerToolUse {
+        id: String,
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    /// A tool search's result, whole.
+    ToolSearchToolResult { tool_use_id: String, content: Value },
     /// Its result.
     McpToolResult {
         tool_use_id: String,
@@ -405,7 +431,7 @@ mod tests {
         let payload: StreamPayload = serde_json::from_str(r#"{"type":"brand_new","x":1}"#).unwrap();
         assert_eq!(payload, StreamPayload::Unknown);
         let payload: StreamPayload =
-            serde_json::from_str(r#"{"type":"content_block_start","index":2,"content_block":{"type":"server_tool_use","id":"s"}}"#)
+            serde_json::from_str(r#"{"type":"content_block_start","index":2,"content_block":{"type":"web_search_tool_result","id":"s"}}"#)
                 .unwrap();
         assert_eq!(
             payload,

@@ -4,6 +4,7 @@
 
 mod render;
 mod request;
+mod tool_search;
 mod validate;
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -52,19 +53,21 @@ impl Api for ChatCompletions {
     }
 
     async fn check(
-        body: ChatBody,
+        mut body: ChatBody,
         context: &Context<'_>,
     ) -> Result<Checked<Presentation>, ApiError> {
         let gateway_events = [TOOL_EVENTS_HEADER, CHARACTER_EVENTS_HEADER]
             .iter()
             .filter_map(|name| context.headers.get(*name))
             .any(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+        let asked = tool_search::take(&mut body.tools)?;
         let validate::Checked {
-            request,
+            mut request,
             include_usage,
             tools,
             mcp,
         } = check_request(body)?;
+        let search = asked.map(|asked| tool_search::search(asked, &mut request));
         let presentation = Presentation {
             id: completion_id(),
             model: request.model.clone(),
@@ -77,6 +80,7 @@ impl Api for ChatCompletions {
         };
         Ok(Checked {
             mcp,
+            search,
             ..Checked::new(request, tools, CallIdShape::OpenAi, presentation)
         })
     }

@@ -347,10 +347,15 @@ fn take_mcp_tools(
     let mut servers = Vec::new();
     let mut positions = Vec::new();
     for (index, tool) in std::mem::take(list).into_iter().enumerate() {
-        if tool.get("type").and_then(Value::as_str) != Some("mcp") {
-            positions.push(index);
-            list.push(tool);
-            continue;
+        match tool.get("type").and_then(Value::as_str) {
+            Some("mcp") => {}
+            // The gateway's tool search, read in `tool_search.rs`: no function.
+            Some("tool_search") => continue,
+            _ => {
+                positions.push(index);
+                list.push(tool);
+                continue;
+            }
         }
         let path = PathStyle::Brackets.item("tools", index);
         let read = typed(tool, &path, PathStyle::Brackets)

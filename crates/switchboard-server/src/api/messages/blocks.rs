@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 use switchboard_tools::{quote, quote_value};
+use switchboard_wire::anthropic::tool_search::SERVER_ID_PREFIX;
 use switchboard_wire::anthropic::{Block as WireBlock, ContentBlock, ToolResultContent};
 
 use super::request::{Block, Content};
@@ -16,10 +17,11 @@ pub(super) enum Place<'a> {
     SystemMessage,
     /// An assistant message, with the ids of its tool_use blocks so far.
     Assistant(&'a mut Vec<String>),
-    /// A user message, with the tool_use ids of the previous assistant turn.
-    User(&'a [String]),
-    /// A tool_result's content.
-    ToolResult,
+    /// A user message, with the tool_use ids of the previous assistant turn and the
+    /// `tool_reference`s found so far (each with its path), which load deferred tools.
+    User(&'a [String], &'a mut Vec<(String, String)>),
+    /// A tool_result's content, with the `tool_reference`s found so far.
+    ToolResult(&'a mut Vec<(String, String)>),
 }
 
 impl Place<'_> {
@@ -30,8 +32,8 @@ impl Place<'_> {
             Place::Prompt => return invalid(at, "system blocks must be text blocks"),
             Place::SystemMessage => return invalid(at, "a system message holds text blocks only"),
             Place::Assistant(_) => "an assistant message",
-            Place::User(_) => "a user message",
-            Place::ToolResult => "a tool_result",
+            Place::User(..) => "a user message",
+            Place::ToolResult(_) => "a tool_result",
         };
         match kind {
             None => invalid(at, "each content block needs a type"),
@@ -84,15 +86,28 @@ fn check_block(
                 extra: block.extra,
             })
         }
-        (Some("image"), Place::User(_) | Place::ToolResult) => {
+        (Some("image"), Place::User(..) | Place::ToolResult(_)) => {
             check_image(block.source.as_ref(), at, problems);
             Some(WireBlock::Image {
                 source: block.source?,
                 extra: block.extra,
             })
         }
-        (Some("tool_result"), Place::User(offered)) => {
-            check_tool_result(block, at, offered, problems)
+        (Some("tool_result"), Place::User(offered, references)) => {
+            check_tool_result(block, at, offered, references, problems)
+        }
+        // What a client-side tool search (Claude Code's ToolSearch) answers: the named
+        // deferred tool is offered from now on.
+        (Some("tool_reference"), Place::ToolResult(references)) => {
+            let tool_name = needed(
+                block.tool_name,
+                at,
+                "tool_name",
+                "a tool_reference block needs the tool_name it loads",
+                problems,
+            )?;
+            references.push((format!("{at}.tool_name"), tool_name.clone()));
+            Some(WireBlock::ToolReference { tool_name })
         }
         (Some("tool_use"), Place::Assistant(ids)) => check_tool_use(block, at, ids, problems),
         (Some("thinking"), Place::Assistant(_)) => {
@@ -190,6 +205,7 @@ fn check_tool_result(
     block: Block,
     at: &str,
     offered: &[String],
+    references: &mut Vec<(String, String)>,
     problems: &mut Vec<Invalid>,
 ) -> Option<WireBlock> {
     let tool_use_id = needed(
@@ -200,6 +216,16 @@ fn check_tool_result(
         problems,
     );
     if let Some(id) = &tool_use_id
+        && id.starts_with(SERVER_ID_PREFIX)
+    {
+        problems.push(invalid(
+            format!("{at}.tool_use_id"),
+            format!(
+                "{} is a server tool's call, which the server answered; a tool_result cannot answer it",
+                quote(id)
+            ),
+        ));
+    } else if let Some(id) = &tool_use_id
         && !offered.contains(id)
     {
         problems.push(invalid(
@@ -215,7 +241,7 @@ fn check_tool_result(
         Content::Blocks(parts) => Some(ToolResultContent::Blocks(check_blocks(
             parts,
             &format!("{at}.content"),
-            &mut Place::ToolResult,
+            &mut Place::ToolResult(references),
             problems,
         ))),
         Content::Other(other) => {

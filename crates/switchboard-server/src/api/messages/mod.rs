@@ -3,8 +3,10 @@
 //! front-end's own types (`request.rs`), checked, and becomes the pipeline's request through
 //! the wire crate's one Anthropic translation, and the answer
 //! is rendered as Messages events or one `message` body, errors in Anthropic's shape.
-//! Anthropic's own server tools cannot run here: they are left out and named in the
-//! `x-switchboard-dropped-tools` header (forcing one is a 400).
+//! Anthropic's tool search tools run in the gateway, over the request's deferred tools
+//! (`switchboard_pipeline::tool_search`); Anthropic's other server tools cannot run here:
+//! they are left out and named in the `x-switchboard-dropped-tools` header (forcing one is
+//! a 400).
 
 mod blocks;
 mod count_tokens;
@@ -31,6 +33,8 @@ use render::{EventRenderer, Presentation, WholeMessage};
 use request::MessagesBody;
 use switchboard_pipeline::Target;
 use switchboard_pipeline::ids::{CallIdShape, message_id};
+use switchboard_pipeline::tool_search::{DEFAULT_MAX_RESULTS, SearchMode, ToolSearch};
+use switchboard_wire::anthropic::tool_search::SearchKind;
 use validate::{Endpoint, check_request};
 
 /// What Claude Code puts first in its system prompt: a version stamp that changes with
@@ -96,6 +100,15 @@ impl Api for Messages {
             let name = &tool.function.name;
             checked.deferred.contains(name) && forced.as_ref() != Some(name)
         };
+        let search = checked.search.as_ref().map(|(name, kind)| {
+            let mode = match kind {
+                SearchKind::Regex => SearchMode::Regex,
+                SearchKind::Bm25 => SearchMode::Bm25,
+            };
+            let hidden = request.tools.iter().filter(|tool| deferred(tool)).cloned();
+            // Fixed, as Anthropic's.
+            ToolSearch::new(name, mode, Some(DEFAULT_MAX_RESULTS), hidden.collect())
+        });
         if request.tools.iter().any(deferred) {
             request.tools = request
                 .tools
@@ -110,9 +123,18 @@ impl Api for Messages {
             input_estimate: 0,
             tool_listing,
         };
+        // A count runs nothing, but counts the search tool the model would see.
+        if let Some(search) = &search
+            && endpoint == Endpoint::CountTokens
+        {
+            let mut tools = request.tools.to_vec();
+            tools.push(search.definition());
+            request.tools = tools.into();
+        }
         let stream = request.stream && endpoint == Endpoint::Messages;
         Ok(Checked {
             mcp: checked.mcp,
+            search,
             stream,
             // Counting tokens runs nothing.
             runs_tools: endpoint == Endpoint::Messages,

@@ -174,6 +174,12 @@ fn connector_blocks(
                 },
             source: Some(_),
         } => encoder.mcp_tool_result(id, content, *is_error),
+        GatewayEvent::ToolSearch {
+            id,
+            name,
+            arguments,
+            found,
+        } => encoder.tool_search(id, name, arguments, found.as_deref().map_err(|_| ())),
         _ => Vec::new(),
     }
 }

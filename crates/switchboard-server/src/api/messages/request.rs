@@ -14,6 +14,8 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use switchboard_wire::anthropic::tool_search::{SERVER_ID_PREFIX, referenced};
+
 use crate::api::fields::{self, Sent};
 
 /// The request body.
@@ -129,7 +131,7 @@ impl<'de> Deserialize<'de> for Content {
 
 /// A content block: its `type`, and the fields of the kinds this gateway takes (`text`;
 /// `image`; `tool_use`, `tool_result` and the MCP connector's versions of them; `thinking`,
-/// `redacted_thinking`), each where that kind has it. Other keys (`cache_control`,
+/// `redacted_thinking`; `tool_reference`), each where that kind has it. Other keys (`cache_control`,
 /// `citations`, …) are kept for the translation.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, expecting = "a content block, an object with a type")]
@@ -148,6 +150,8 @@ pub struct Block {
     pub thinking: Option<String>,
     pub signature: Option<String>,
     pub data: Option<String>,
+    /// The tool a `tool_reference` loads.
+    pub tool_name: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -190,8 +194,10 @@ pub enum ChoiceKind {
 /// every backend understands: each assistant message's `mcp_tool_use` becomes a `tool_use`,
 /// and each `mcp_tool_result` a `tool_result` in a user message of its own (the results of
 /// one turn's calls share one), the assistant's later blocks in another message after it;
-/// `mcp_tool_listing` blocks are left out. The paths of later problems are those of the
-/// conversation rewritten.
+/// `mcp_tool_listing` blocks are left out. A tool search the gateway ran
+/// (`server_tool_use`, `tool_search_tool_result`) is rewritten the same way, its references
+/// as `tool_reference` blocks. The paths of later problems are those of the conversation
+/// rewritten.
 pub fn connector_blocks_as_tool_blocks(messages: Vec<Message>) -> Vec<Message> {
     let has_connector_blocks = |message: &Message| {
         message.role == Sent::Given(Role::Assistant)
@@ -227,10 +233,13 @@ pub fn connector_blocks_as_tool_blocks(messages: Vec<Message>) -> Vec<Message> {
                     block.extra.remove("server_name");
                     assistant.push(block);
                 }
-                Some("mcp_tool_result") => {
+                Some("mcp_tool_result" | "tool_search_tool_result") => {
                     if !assistant.is_empty() {
                         rewritten.push(turn(Role::Assistant, std::mem::take(&mut assistant)));
                         results_open = false;
+                    }
+                    if block.kind.as_deref() == Some("tool_search_tool_result") {
+                        block = search_result(block);
                     }
                     block.kind = Some("tool_result".into());
                     match rewritten.last_mut() {
@@ -246,6 +255,14 @@ pub fn connector_blocks_as_tool_blocks(messages: Vec<Message>) -> Vec<Message> {
                 }
                 // A listing is for the client to pin in a toolset, not for the model.
                 Some("mcp_tool_listing") => {}
+                // A search the gateway ran: the model's call of the search tool, and its
+                // result, whose references load the tools found.
+                Some("server_tool_use") => {
+                    block.kind = Some("tool_use".into());
+                    block.id = block.id.map(|id| client_id(&id));
+                    assistant.push(block);
+                }
+
                 _ => assistant.push(block),
             }
         }
@@ -260,6 +277,58 @@ pub fn connector_blocks_as_tool_blocks(messages: Vec<Message>) -> Vec<Message> {
 fn is_connector_block(block: &Block) -> bool {
     matches!(
         block.kind.as_deref(),
-        Some("mcp_tool_use" | "mcp_tool_result" | "mcp_tool_listing")
+        Some(
+            "mcp_tool_use"
+                | "mcp_tool_result"
+                | "mcp_tool_listing"
+                | "server_tool_use"
+                | "tool_search_tool_result"
+        )
     )
+}
+
+/// A search's call id as an ordinary call's: a `tool_result` may not answer `srvtoolu_…`.
+fn client_id(id: &str) -> String {
+    match id.strip_prefix(SERVER_ID_PREFIX) {
+        Some(rest) => format!("toolu_{rest}"),
+        None => id.to_owned(),
+    }
+}
+
+/// A `tool_search_tool_result` as a `tool_result` of `tool_reference` blocks (or the
+/// error's text), which load the tools found.
+fn search_result(block: Block) -> Block {
+    let content = match &block.content {
+        Some(Content::Other(content)) => referenced(content),
+        _ => None,
+    };
+    let (content, is_error) = match content {
+        Some(names) if names.is_empty() => {
+            (Content::Text("No deferred tools matched.".into()), None)
+        }
+        Some(names) => (
+            Content::Blocks(
+                names
+                    .into_iter()
+                    .map(|name| Block {
+                        kind: Some("tool_reference".into()),
+                        tool_name: Some(name),
+                        ..Block::default()
+                    })
+                    .collect(),
+            ),
+            None,
+        ),
+        None => (
+            Content::Text("Error: invalid_tool_input".into()),
+            Some(true),
+        ),
+    };
+    Block {
+        kind: Some("tool_result".into()),
+        tool_use_id: block.tool_use_id.map(|id| client_id(&id)),
+        content: Some(content),
+        is_error,
+        ..Block::default()
+    }
 }

@@ -1,9 +1,11 @@
 //! A Messages request's tools and `tool_choice`: custom tools compiled under the `api`
-//! profile, Anthropic's own tools set aside (they cannot run here), the MCP connector's
-//! toolsets read into their type, and a choice that must name an offered tool.
+//! profile, Anthropic's tool search tool kept for the gateway to run, Anthropic's other
+//! tools set aside (they cannot run here), the MCP connector's toolsets read into their
+//! type, and a choice that must name an offered tool.
 
 use serde_json::{Value, json};
 use switchboard_tools::{Toolset, quote, quote_value, truncate_message};
+use switchboard_wire::anthropic::tool_search::{SearchKind, search_kind};
 use switchboard_wire::anthropic::{AnthropicTool, AnthropicToolChoice};
 use switchboard_wire::mcp::McpToolset;
 use switchboard_wire::path::{PathStyle, typed};
@@ -25,6 +27,8 @@ pub(super) struct Tools {
     pub(super) dropped: Vec<String>,
     /// The MCP connector's toolsets, each with its position in `tools`.
     pub(super) toolsets: Vec<(usize, McpToolset)>,
+    /// The tool search tool, by its name, which the gateway runs over the deferred tools.
+    pub(super) search: Option<(String, SearchKind)>,
 }
 
 pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools {
@@ -49,6 +53,16 @@ pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools
         match tool.kind {
             Sent::Absent => {}
             Sent::Given(kind) if kind == "custom" => {}
+            Sent::Given(kind) if search_kind(&kind).is_some() => {
+                if tools.search.is_some() {
+                    problems.push(invalid(
+                        format!("{at}.type"),
+                        "a request may offer one tool search tool",
+                    ));
+                }
+                tools.search = search_kind(&kind).map(|kind| (name, kind));
+                continue;
+            }
             Sent::Given(_) => {
                 tools.dropped.push(name);
                 continue;
@@ -69,6 +83,13 @@ pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools
             continue;
         };
         if tool.defer_loading == Some(true) {
+            // Anthropic caches the prompt up to a marked tool; a deferred one is not in it.
+            if tool.extra.contains_key("cache_control") {
+                problems.push(invalid(
+                    format!("{at}.cache_control"),
+                    "a tool with defer_loading cannot have cache_control",
+                ));
+            }
             tools.deferred.push(name.clone());
         }
         positions.push(index);
@@ -78,6 +99,15 @@ pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools
             input_schema,
             extra: tool.extra,
         });
+    }
+    if tools.search.is_none()
+        && !tools.custom.is_empty()
+        && tools.deferred.len() == tools.custom.len()
+    {
+        problems.push(invalid(
+            "tools",
+            "every tool has defer_loading: offer a tool search tool (tool_search_tool_regex_20251119 or tool_search_tool_bm25_20251119) or at least one tool without it",
+        ));
     }
     if problems.len() > before || tools.custom.is_empty() {
         return tools;

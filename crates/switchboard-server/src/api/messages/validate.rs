@@ -8,14 +8,15 @@
 //! keep or drop.
 
 use serde_json::Value;
-use switchboard_tools::Toolset;
+use switchboard_tools::{Toolset, quote};
+use switchboard_wire::anthropic::tool_search::SearchKind;
 use switchboard_wire::anthropic::{AnthropicMessage, MessageContent, MessagesRequest, System};
 use switchboard_wire::mcp::{AnthropicMcpServer, McpServerRequest, McpToolset};
 use switchboard_wire::path::{PathStyle, typed};
 
 use super::blocks::{Place, check_blocks, not_content};
 use super::request::{Content, Message, MessagesBody, Role, connector_blocks_as_tool_blocks};
-use super::tools::{check_tool_choice, check_tools};
+use super::tools::{Tools, check_tool_choice, check_tools};
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 
@@ -34,13 +35,16 @@ pub struct Checked {
     /// Every custom tool compiled under the `api` profile, to check the model's calls
     /// (deferred ones too: the model may call them once a tool search has shown them).
     pub tools: Toolset,
-    /// Custom tools with `defer_loading`: checked against, but not shown to the model.
+    /// Custom tools with `defer_loading` that no `tool_reference` of the conversation has
+    /// loaded: checked against, but not shown to the model.
     pub deferred: Vec<String>,
     /// Anthropic's own tools (web search, code execution, …), which cannot run here.
     pub dropped: Vec<String>,
     /// The MCP connector's servers, each with what its toolset offers, for the gateway to
     /// run.
     pub mcp: Vec<McpServerRequest>,
+    /// The tool search tool offered, by its name.
+    pub search: Option<(String, SearchKind)>,
 }
 
 /// Checks a request body. All problems are reported in one 400.
@@ -92,8 +96,14 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
             None
         }
     });
-    let messages = check_messages(messages.map(connector_blocks_as_tool_blocks), &mut problems);
+    let mut references = Vec::new();
+    let messages = check_messages(
+        messages.map(connector_blocks_as_tool_blocks),
+        &mut references,
+        &mut problems,
+    );
     let mut tools = check_tools(tools.unwrap_or_default(), &mut problems);
+    load_referenced(&mut tools, &references, &mut problems);
     let mcp = connector(
         mcp_servers.unwrap_or_default(),
         std::mem::take(&mut tools.toolsets),
@@ -167,6 +177,7 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
         deferred: tools.deferred,
         dropped: tools.dropped,
         mcp,
+        search: tools.search,
     })
 }
 
@@ -200,8 +211,30 @@ fn connector(
     })
 }
 
+/// Deferred tools named by a `tool_reference` (each with its path) are loaded: offered to
+/// the model like any other. A reference to a tool the request does not define is refused,
+/// as Anthropic refuses it.
+fn load_referenced(
+    tools: &mut Tools,
+    references: &[(String, String)],
+    problems: &mut Vec<Invalid>,
+) {
+    for (at, name) in references {
+        if !tools.custom.iter().any(|tool| tool.name == *name) {
+            problems.push(invalid(
+                at.clone(),
+                format!("{} is not one of the request's tools", quote(name)),
+            ));
+        }
+    }
+    tools
+        .deferred
+        .retain(|name| !references.iter().any(|(_, referenced)| referenced == name));
+}
+
 fn check_messages(
     messages: Option<Vec<Message>>,
+    references: &mut Vec<(String, String)>,
     problems: &mut Vec<Invalid>,
 ) -> Vec<AnthropicMessage> {
     let Some(messages) = messages.filter(|messages| !messages.is_empty()) else {
@@ -258,7 +291,12 @@ fn check_messages(
                         offered = ids;
                         blocks
                     }
-                    Role::User => check_blocks(blocks, &at, &mut Place::User(&offered), problems),
+                    Role::User => check_blocks(
+                        blocks,
+                        &at,
+                        &mut Place::User(&offered, references),
+                        problems,
+                    ),
                     Role::System => check_blocks(blocks, &at, &mut Place::SystemMessage, problems),
                 })
             }
@@ -418,6 +456,56 @@ mod tests {
         .unwrap();
         assert_eq!(checked.deferred, ["later"]);
         assert!(checked.tools.get("later").is_some());
+    }
+
+    #[test]
+    fn a_tool_reference_loads_its_deferred_tool_and_must_name_one_of_the_tools() {
+        let deferred = |name| {
+            let mut deferred = tool(name);
+            deferred["defer_loading"] = json!(true);
+            deferred
+        };
+        let searched = |found: &str| {
+            let mut body = with(
+                "messages",
+                json!([
+                    {"role": "user", "content": "archive it"},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {"query": "archive"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                        {"type": "tool_reference", "tool_name": found}]}]}
+                ]),
+            );
+            body["tools"] = json!([tool("ToolSearch"), deferred("archive"), deferred("list")]);
+            body
+        };
+        let checked = check(&searched("archive"), Endpoint::Messages).unwrap();
+        assert_eq!(checked.deferred, ["list"]);
+        let read = parse_request_text(checked.request);
+        assert_eq!(read, "Tool loaded: archive");
+        assert_eq!(
+            problems(searched("delete")),
+            "messages.2.content.0.content.0.tool_name: \"delete\" is not one of the request's tools"
+        );
+        let mut nameless = searched("archive");
+        nameless["messages"][2]["content"][0]["content"][0] = json!({"type": "tool_reference"});
+        assert!(
+            problems(nameless).starts_with(
+                "messages.2.content.0.content.0.tool_name: a tool_reference block needs"
+            )
+        );
+    }
+
+    /// What the model reads of the last message, a tool result.
+    fn parse_request_text(request: MessagesRequest) -> String {
+        let read = switchboard_wire::anthropic::parse_request(
+            request,
+            &switchboard_wire::ids::IdMap::new(),
+        )
+        .unwrap();
+        match read.messages.last() {
+            Some(switchboard_tools::Message::Tool { content, .. }) => content.text(),
+            other => panic!("not a tool result: {other:?}"),
+        }
     }
 
     #[test]

@@ -104,9 +104,9 @@ impl ResponseRenderer {
             } => self
                 .encoder
                 .mcp_approval_request(&id, &source.server, &source.tool, &arguments),
-            GatewayEvent::Tool { source: None, .. } | GatewayEvent::SystemPrompt { .. } => {
-                Vec::new()
-            }
+            GatewayEvent::Tool { source: None, .. }
+            | GatewayEvent::SystemPrompt { .. }
+            | GatewayEvent::ToolSearch { .. } => Vec::new(),
         }
     }
 
