@@ -143,10 +143,10 @@ async fn stream(
     let mut response = Body::from_stream(body).into_response();
     let headers = response.headers_mut();
     headers.extend(response_headers);
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
+    // A renderer may frame its stream otherwise (Gemini's JSON array).
+    headers
+        .entry(header::CONTENT_TYPE)
+        .or_insert(HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     super::front_end::upstream_headers(&mut response, &upstreams);
     response
