@@ -15,6 +15,7 @@ mod connections;
 mod errors;
 mod gateway_tools;
 mod gateway_tools_sdk;
+mod gemini;
 mod hardening_credentials;
 mod hardening_names;
 mod hardening_stdio_exit;

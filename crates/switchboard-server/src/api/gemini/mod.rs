@@ -14,7 +14,7 @@ mod validate;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Extension, Path, RawQuery, Request, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, http::header::HeaderName};
@@ -67,9 +67,11 @@ fn owns(path: &str) -> bool {
 }
 
 /// Google's clients may send the key as `?key=`: for the gate, which reads keys from
-/// headers, it becomes the `x-goog-api-key` header where that header does not name one.
+/// headers, it becomes the `x-goog-api-key` header where that header does not name one
+/// (on Gemini's paths, and the model list they share with OpenAI's).
 pub fn key_from_query(request: &mut Request) {
-    if !owns(request.uri().path())
+    let path = request.uri().path();
+    if !(owns(path) || path == "/v1/models")
         || request
             .headers()
             .get(KEY_HEADER)
@@ -92,6 +94,13 @@ fn query_param<'q>(query: Option<&'q str>, name: &str) -> Option<&'q str> {
         .filter_map(|pair| pair.split_once('='))
         .find(|(key, _)| *key == name)
         .map(|(_, value)| value)
+}
+
+/// Whether a request to a path both APIs share (`GET /v1/models`) comes from Google's
+/// clients: they send their key as `x-goog-api-key` (Gemini CLI sends it even empty) or
+/// `?key=`. The SDKs ask `/v1/` when given a base URL.
+pub(super) fn asks_as_google(headers: &HeaderMap, query: Option<&str>) -> bool {
+    headers.contains_key(KEY_HEADER) || query_param(query, "key").is_some()
 }
 
 /// The model and method of `{model}:{method}`; the SDKs' `models/` prefix is left out.
@@ -264,7 +273,7 @@ fn model_entry(id: &str) -> Value {
 
 /// `GET /v1beta/models`: the routes, then the listed characters, that the caller may use,
 /// paged as Google pages (`pageSize`, `pageToken`, `nextPageToken`).
-async fn list_models(
+pub(super) async fn list_models(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     RawQuery(query): RawQuery,
