@@ -631,3 +631,66 @@ async fn a_stream_that_fails_after_its_start_ends_with_an_error() {
     assert!(last["error"]["status"].is_string(), "{last}");
     gateway.stop().await.unwrap();
 }
+
+/// On the real llama.cpp server (SmolLM2, see `real_backend.rs`): one Gemini request with
+/// a function declaration and a few-shot history in Gemini's parts yields a
+/// `functionCall` part, whole and streamed alike.
+#[tokio::test]
+async fn the_real_model_answers_a_gemini_request_with_a_function_call() {
+    let Some(server) = switchboard_testkit::LlamaServer::shared() else {
+        return;
+    };
+    let gateway = common::start(
+        "",
+        &[route(
+            "native",
+            "openai",
+            &format!("{}/v1", server.base_url()),
+            "",
+        )],
+    )
+    .await;
+    let mut contents = Vec::new();
+    for city in ["Paris", "Berlin", "Rome", "Oslo"] {
+        contents.push(json!({"role": "user", "parts": [{"text": format!("Weather in {city}?")}]}));
+        contents.push(json!({"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": city}}}]}));
+        contents.push(json!({"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"output": "18 C"}}}]}));
+    }
+    contents.push(json!({"role": "user", "parts": [{"text": "Weather in Lisbon?"}]}));
+    let body = json!({"contents": contents,
+        "tools": [{"functionDeclarations": [{"name": "get_weather", "description": "Current weather in a city",
+            "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}}, "required": ["city"]}}]}],
+        "generationConfig": {"temperature": 0, "maxOutputTokens": 60}});
+    let whole = post(
+        &gateway,
+        "/v1beta/models/native:generateContent",
+        body.to_string(),
+        &[],
+    )
+    .await;
+    assert_eq!(whole.status, 200, "{}", whole.text);
+    let whole = fold(&[whole.json()]);
+    let calls = whole["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{whole}");
+    assert_eq!(calls[0]["name"], "get_weather", "{whole}");
+    assert!(
+        calls[0]["args"]["city"]
+            .as_str()
+            .is_some_and(|city| !city.is_empty()),
+        "{whole}"
+    );
+    let streamed = post(
+        &gateway,
+        "/v1beta/models/native:streamGenerateContent?alt=sse",
+        body.to_string(),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        fold(&sse_responses(&streamed.text)),
+        whole,
+        "{}",
+        streamed.text
+    );
+    gateway.stop().await.unwrap();
+}
