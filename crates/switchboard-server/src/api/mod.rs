@@ -18,6 +18,7 @@ pub(crate) mod log;
 pub mod mcp;
 pub mod messages;
 pub mod ops;
+mod path;
 pub mod playground;
 pub mod responses;
 mod sse;

@@ -24,8 +24,14 @@ pub trait Renderer: Send + 'static {
     fn before_start(&mut self) -> impl Future<Output = ()> + Send {
         std::future::ready(())
     }
-    /// Headers the response carries besides the SSE ones, known once the head is rendered.
+    /// Headers the response carries besides the stream's own, known once the head is
+    /// rendered.
     fn headers(&self, _headers: &mut HeaderMap) {}
+    /// The stream's content type: server-sent events unless the API streams otherwise
+    /// (newline-delimited JSON, one JSON array).
+    fn content_type(&self) -> &'static str {
+        "text/event-stream"
+    }
     /// SSE text for one output; empty when it completes nothing yet.
     fn output(&mut self, output: Output) -> String;
     /// Work that must be done before the end of a complete answer is sent (keeping the
@@ -128,6 +134,7 @@ async fn stream(
     };
     let mut response_headers = HeaderMap::new();
     renderer.headers(&mut response_headers);
+    let content_type = renderer.content_type();
     let state = Streaming {
         first: first.is_none().then_some(None),
         pending: first,
@@ -143,10 +150,7 @@ async fn stream(
     let mut response = Body::from_stream(body).into_response();
     let headers = response.headers_mut();
     headers.extend(response_headers);
-    // A renderer may frame its stream otherwise (Gemini's JSON array).
-    headers
-        .entry(header::CONTENT_TYPE)
-        .or_insert(HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     super::front_end::upstream_headers(&mut response, &upstreams);
     response

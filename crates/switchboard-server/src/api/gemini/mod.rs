@@ -14,30 +14,25 @@ mod validate;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Extension, Path, RawQuery, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, http::header::HeaderName};
+use axum::{Json, routing::get};
 use serde_json::{Value, json};
 
-use super::body::{PathStyle, read_typed};
+use super::body::PathStyle;
 use super::front_end::RequestId;
-use super::log::{RequestLog, Tally};
-use super::sse::{self, Delivery};
+use super::log::RequestLog;
+use super::path::{self, Api, Context, Head};
+use super::sse::Delivery;
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
 use crate::state::AppState;
 pub use render::error_response;
 use render::{ChunkRenderer, Framing, Presentation, WholeResponse};
-use request::{CountBody, GenerateBody};
+use request::GenerateBody;
+use switchboard_pipeline::TokenCount;
 use switchboard_pipeline::ids::{CallIdShape, completion_id};
-use switchboard_pipeline::{GatewayRequest, Started};
 use validate::{Checked, check_request};
-
-/// Names the request's settings that no backend here honours.
-const DROPPED_FIELDS: &str = "x-switchboard-dropped-fields";
-/// Names Google's built-in tools, which were left out.
-const DROPPED_TOOLS: &str = "x-switchboard-dropped-tools";
 
 /// The header Google's clients send their key in.
 const KEY_HEADER: &str = "x-goog-api-key";
@@ -110,158 +105,165 @@ fn model_and_method(rest: &str) -> Option<(&str, &str)> {
     (!model.is_empty()).then_some((model, method))
 }
 
-/// `POST …/models/{model}:generateContent`, `:streamGenerateContent`, `:countTokens`.
+/// `POST …/models/{model}:generateContent`, `:streamGenerateContent` (on the one
+/// front-end path) and `:countTokens`.
 pub async fn handle(
+    State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
     Extension(caller): Extension<Caller>,
-    Path(rest): Path<String>,
-    RawQuery(query): RawQuery,
+    uri: Uri,
+    headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let method = model_and_method(&rest);
-    let (model, stream) = match method {
-        Some((model, "generateContent")) => (model, None),
-        Some((model, "streamGenerateContent")) => {
-            let framing = match query_param(query.as_deref(), "alt") {
-                Some("sse") => Framing::Sse,
-                _ => Framing::JsonArray,
-            };
-            (model, Some(framing))
+    match Call::of(&uri) {
+        Ok(call) if call.method == Method::CountTokens => {
+            path::count::<Gemini>(&state, request_id, &caller, &uri, &headers, body, counted).await
         }
-        Some((model, "countTokens")) => {
-            return count_tokens(request_id, &caller, model, body).await;
+        Ok(_) => {
+            path::serve::<Gemini>(
+                State(state),
+                Extension(RequestId(request_id)),
+                Extension(caller),
+                uri,
+                headers,
+                body,
+            )
+            .await
         }
-        _ => {
-            let log = RequestLog::new(request_id, "generate_content").with_caller(&caller);
-            let error = ApiError {
+        Err(error) => RequestLog::new(request_id, Gemini::ENDPOINT)
+            .with_caller(&caller)
+            .fail("-", error, FRONT_END.error),
+    }
+}
+
+/// A model's methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Generate,
+    /// Streamed, framed so.
+    Stream(Framing),
+    CountTokens,
+}
+
+/// What the path asks: `{model}:{method}`, and for a stream `?alt=sse` or not.
+#[derive(Debug)]
+struct Call {
+    model: String,
+    method: Method,
+}
+
+impl Call {
+    fn of(uri: &Uri) -> Result<Self, ApiError> {
+        let path = uri.path();
+        let rest = path
+            .strip_prefix("/v1beta/models/")
+            .or_else(|| path.strip_prefix("/v1/models/"))
+            .unwrap_or(path);
+        let method = match model_and_method(rest) {
+            Some((model, "generateContent")) => Some((model, Method::Generate)),
+            Some((model, "streamGenerateContent")) => {
+                let framing = match query_param(uri.query(), "alt") {
+                    Some("sse") => Framing::Sse,
+                    _ => Framing::JsonArray,
+                };
+                Some((model, Method::Stream(framing)))
+            }
+            Some((model, "countTokens")) => Some((model, Method::CountTokens)),
+            _ => None,
+        };
+        let Some((model, method)) = method else {
+            return Err(ApiError {
                 status: StatusCode::NOT_FOUND,
                 message: format!(
-                    "no method at {rest}: a model's methods are :generateContent, :streamGenerateContent and :countTokens"
+                    "no method at {rest}: a model's methods here are :generateContent, :streamGenerateContent and :countTokens"
                 ),
                 kind: "invalid_request_error",
                 param: None,
                 code: Some("unknown_method".into()),
-            };
-            return log.fail("-", error, FRONT_END.error);
-        }
-    };
-    let log = RequestLog::new(request_id, "generate_content").with_caller(&caller);
-    match start(&caller, &log, model, body, stream).await {
-        Ok((started, delivery, dropped)) => {
-            let response = sse::answer(started, delivery, FRONT_END.error, log).await;
-            with_dropped(response, &dropped)
-        }
-        Err(error) => log.fail("-", error, FRONT_END.error),
+            });
+        };
+        Ok(Self {
+            model: model.to_owned(),
+            method,
+        })
     }
 }
 
-/// What a request named that was left out: its settings, and its tools.
-type Dropped = (Vec<String>, Vec<String>);
+/// Gemini's model methods on the one front-end path.
+pub struct Gemini;
 
-/// The request read, resolved, admitted and started, and how its answer goes out.
-async fn start(
-    caller: &Caller,
-    log: &RequestLog,
-    model: &str,
-    body: Body,
-    stream: Option<Framing>,
-) -> Result<(Started, Delivery<ChunkRenderer, WholeResponse>, Dropped), ApiError> {
-    let snapshot = caller.snapshot();
-    let body: GenerateBody =
-        read_typed(body, snapshot.config.max_body_bytes, PathStyle::Brackets).await?;
-    let checked = check_request(body, model.to_owned(), stream.is_some())?;
-    log.requested(&checked.request.model);
-    let presentation = Presentation {
-        id: completion_id(),
-        model: checked.request.model.clone(),
-        include_thoughts: checked.include_thoughts,
-    };
-    let (request, dropped) = gateway_request(caller, checked, true).await?;
-    caller::reserve(caller, &request)?;
-    let started = snapshot.pipeline.start(request)?;
-    let delivery = match stream {
-        Some(framing) => Delivery::Streamed(ChunkRenderer::new(presentation, framing)),
-        None => Delivery::Whole(WholeResponse(presentation)),
-    };
-    Ok((started, delivery, dropped))
-}
+impl Api for Gemini {
+    type Body = GenerateBody;
+    type Presentation = Presentation;
+    type Streamed = ChunkRenderer;
+    type Whole = WholeResponse;
 
-/// The checked request resolved: its route or character and, when it is to be answered
-/// (`run_tools`), the tools the gateway runs for it.
-async fn gateway_request(
-    caller: &Caller,
-    checked: Checked,
-    run_tools: bool,
-) -> Result<(GatewayRequest, Dropped), ApiError> {
-    let Checked {
-        request,
-        tools,
-        dropped_fields,
-        dropped_tools,
-        ..
-    } = checked;
-    let target = caller::resolve(caller, &request.model)?;
-    let gateway = if run_tools {
-        caller::gateway_tools(caller, &target, &[], &request, None).await?
-    } else {
-        None
-    };
-    let request = GatewayRequest {
-        target,
-        request,
-        tools,
-        call_ids: CallIdShape::OpenAi,
-        gateway,
-        tool_filter: caller.tool_filter(),
-    };
-    Ok((request, (dropped_fields, dropped_tools)))
-}
+    const ENDPOINT: &'static str = "generate_content";
+    const PATH_STYLE: PathStyle = PathStyle::Brackets;
 
-fn with_dropped(mut response: Response, (fields, tools): &Dropped) -> Response {
-    for (name, dropped) in [(DROPPED_FIELDS, fields), (DROPPED_TOOLS, tools)] {
-        if !dropped.is_empty()
-            && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
-        {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static(name), value);
+    fn error(error: ApiError) -> Response {
+        error_response(error)
+    }
+
+    async fn check(
+        mut body: GenerateBody,
+        context: &Context<'_>,
+    ) -> Result<path::Checked<Presentation>, ApiError> {
+        let Call { model, method } = Call::of(context.uri)?;
+        let counting = method == Method::CountTokens;
+        // `countTokens` may wrap a whole request; only it.
+        let body = match body.generate_content_request.take() {
+            Some(inner) if counting => *inner,
+            Some(_) => {
+                return Err(ApiError::invalid_request(
+                    "generateContentRequest: only :countTokens takes a wrapped request",
+                    Some("generateContentRequest".into()),
+                ));
+            }
+            None => body,
+        };
+        let framing = match method {
+            Method::Stream(framing) => Some(framing),
+            _ => None,
+        };
+        let Checked {
+            request,
+            tools,
+            include_thoughts,
+            dropped_fields,
+            dropped_tools,
+        } = check_request(body, model, framing.is_some())?;
+        let presentation = Presentation {
+            id: completion_id(),
+            model: request.model.clone(),
+            include_thoughts,
+            framing: framing.unwrap_or(Framing::Sse),
+            dropped_fields,
+        };
+        Ok(path::Checked {
+            runs_tools: !counting,
+            dropped: dropped_tools,
+            ..path::Checked::new(request, tools, CallIdShape::OpenAi, presentation)
+        })
+    }
+
+    fn delivery(
+        presentation: Presentation,
+        streamed: Option<Head>,
+    ) -> Delivery<ChunkRenderer, WholeResponse> {
+        match streamed {
+            Some(_) => Delivery::Streamed(ChunkRenderer::new(presentation)),
+            None => Delivery::Whole(WholeResponse(presentation)),
         }
     }
+}
+
+/// `:countTokens`' answer, `{"totalTokens": N}`: counted by the tokenizer of the backend
+/// that would answer where it offers one, estimated otherwise.
+fn counted(count: TokenCount, presentation: &Presentation) -> Response {
+    let mut response = Json(json!({"totalTokens": count.tokens})).into_response();
+    render::name_dropped(&presentation.dropped_fields, response.headers_mut());
     response
-}
-
-/// `POST …/models/{model}:countTokens`: `{"totalTokens": N}`, counted by the tokenizer of
-/// the backend that would answer where it offers one, estimated otherwise.
-async fn count_tokens(request_id: String, caller: &Caller, model: &str, body: Body) -> Response {
-    let log = RequestLog::new(request_id, "count_tokens").with_caller(caller);
-    let counted = async {
-        let body: CountBody = read_typed(
-            body,
-            caller.snapshot().config.max_body_bytes,
-            PathStyle::Brackets,
-        )
-        .await?;
-        let body = body.generate_content_request.unwrap_or(body.rest);
-        let checked = check_request(body, model.to_owned(), false)?;
-        log.requested(&checked.request.model);
-        gateway_request(caller, checked, false).await
-    };
-    let (request, dropped) = match counted.await {
-        Ok(counted) => counted,
-        Err(error) => return log.fail("-", error, FRONT_END.error),
-    };
-    let count = caller.snapshot().pipeline.count_tokens(&request).await;
-    // A count consumes nothing: no tokens are tallied.
-    log.finish(
-        &request.target.label(),
-        StatusCode::OK,
-        Tally::default(),
-        false,
-    );
-    with_dropped(
-        Json(json!({"totalTokens": count.tokens})).into_response(),
-        &dropped,
-    )
 }
 
 /// A model as Google lists it.

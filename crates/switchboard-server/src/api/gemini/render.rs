@@ -9,7 +9,7 @@
 //! One text part is held back each time, so that the last one carries the finish.
 
 use axum::Json;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
@@ -27,6 +27,22 @@ pub struct Presentation {
     pub model: String,
     /// Whether the model's reasoning is shown, as `thought` parts.
     pub include_thoughts: bool,
+    /// How a stream is framed.
+    pub framing: Framing,
+    /// The request's settings no backend here honours, named in [`DROPPED_FIELDS`].
+    pub dropped_fields: Vec<String>,
+}
+
+/// Names the request's settings that no backend here honours.
+pub const DROPPED_FIELDS: &str = "x-switchboard-dropped-fields";
+
+/// Names `dropped` in [`DROPPED_FIELDS`], if any.
+pub fn name_dropped(dropped: &[String], headers: &mut HeaderMap) {
+    if !dropped.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
+    {
+        headers.insert(DROPPED_FIELDS, value);
+    }
 }
 
 /// How a stream is framed.
@@ -139,7 +155,9 @@ pub struct WholeResponse(pub Presentation);
 
 impl WholeBody for WholeResponse {
     async fn respond(self, answer: Answer) -> Response {
-        Json(whole_body(&answer, &self.0)).into_response()
+        let mut response = Json(whole_body(&answer, &self.0)).into_response();
+        name_dropped(&self.0.dropped_fields, response.headers_mut());
+        response
     }
 }
 
@@ -174,7 +192,6 @@ fn whole_body(answer: &Answer, presentation: &Presentation) -> Value {
 #[derive(Debug)]
 pub struct ChunkRenderer {
     presentation: Presentation,
-    framing: Framing,
     /// Calls being assembled, by index: id, name, arguments so far.
     calls: Vec<(usize, String, String, String)>,
     /// The part rendered last, held so that the end can go with it.
@@ -190,10 +207,9 @@ pub struct ChunkRenderer {
 }
 
 impl ChunkRenderer {
-    pub fn new(presentation: Presentation, framing: Framing) -> Self {
+    pub fn new(presentation: Presentation) -> Self {
         Self {
             presentation,
-            framing,
             calls: Vec::new(),
             held: None,
             finish: None,
@@ -207,7 +223,7 @@ impl ChunkRenderer {
     /// One element or event of the stream.
     fn frame(&mut self, body: &Value) -> String {
         self.written += 1;
-        match self.framing {
+        match self.presentation.framing {
             Framing::Sse => format!("data: {body}\n\n"),
             Framing::JsonArray if self.written == 1 => format!("[{body}"),
             Framing::JsonArray => format!(",\r\n{body}"),
@@ -226,7 +242,7 @@ impl ChunkRenderer {
     }
 
     fn close(&self) -> &'static str {
-        match self.framing {
+        match self.presentation.framing {
             Framing::Sse => "",
             Framing::JsonArray => "]",
         }
@@ -235,11 +251,13 @@ impl ChunkRenderer {
 
 impl Renderer for ChunkRenderer {
     fn headers(&self, headers: &mut HeaderMap) {
-        if self.framing == Framing::JsonArray {
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json; charset=UTF-8"),
-            );
+        name_dropped(&self.presentation.dropped_fields, headers);
+    }
+
+    fn content_type(&self) -> &'static str {
+        match self.presentation.framing {
+            Framing::Sse => "text/event-stream",
+            Framing::JsonArray => "application/json; charset=UTF-8",
         }
     }
 
@@ -327,16 +345,18 @@ impl Renderer for ChunkRenderer {
 mod tests {
     use super::*;
 
-    fn presentation() -> Presentation {
+    fn presentation(framing: Framing) -> Presentation {
         Presentation {
             id: "r1".into(),
             model: "m".into(),
             include_thoughts: false,
+            framing,
+            dropped_fields: Vec::new(),
         }
     }
 
     fn streamed(framing: Framing, events: Vec<StreamEvent>) -> String {
-        let mut renderer = ChunkRenderer::new(presentation(), framing);
+        let mut renderer = ChunkRenderer::new(presentation(framing));
         let mut text: String = events
             .into_iter()
             .map(|event| renderer.output(Output::Event(event)))
@@ -390,7 +410,7 @@ mod tests {
     fn sse_events_carry_one_response_each_and_an_error_ends_the_stream() {
         let text = streamed(Framing::Sse, events());
         assert_eq!(text.matches("data: ").count(), 3);
-        let mut renderer = ChunkRenderer::new(presentation(), Framing::JsonArray);
+        let mut renderer = ChunkRenderer::new(presentation(Framing::JsonArray));
         let mut text = renderer.output(Output::Event(StreamEvent::TextDelta("a".into())));
         text.push_str(
             &renderer.error(&ApiError::request_timeout(std::time::Duration::from_secs(

@@ -1,5 +1,5 @@
 //! What a client may send to `POST /v1beta/models/{model}:generateContent` (and its stream
-//! and `:countTokens`), as types shaped for naming its problems: the body is read once into
+//! and `:countTokens`, which may wrap it as `generateContentRequest`), as types shaped for naming its problems: the body is read once into
 //! these (a shape problem is a 400 naming its path, `contents[1].parts[0].text`), and
 //! `validate` checks their values and turns them into the pipeline's request.
 //!
@@ -34,18 +34,11 @@ pub struct GenerateBody {
     /// A context cached on Google's side: nothing here holds it.
     #[serde(default, alias = "cached_content")]
     pub cached_content: Option<Value>,
+    /// `:countTokens` takes the contents alone, or a whole request wrapped in this.
+    #[serde(default, alias = "generate_content_request")]
+    pub generate_content_request: Option<Box<GenerateBody>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
-}
-
-/// The body of `:countTokens`: the contents alone, or a whole `generateContentRequest`.
-#[derive(Debug, Deserialize)]
-#[serde(expecting = "a JSON object", rename_all = "camelCase")]
-pub struct CountBody {
-    #[serde(default, alias = "generate_content_request")]
-    pub generate_content_request: Option<GenerateBody>,
-    #[serde(flatten)]
-    pub rest: GenerateBody,
 }
 
 /// One turn of the conversation, or the system instruction.

@@ -60,6 +60,7 @@ pub fn check_request(body: GenerateBody, model: String, stream: bool) -> Result<
         generation_config,
         safety_settings,
         cached_content,
+        generate_content_request: _,
         extra,
     } = body;
     let mut problems = Vec::new();
