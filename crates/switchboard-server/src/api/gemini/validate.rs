@@ -438,7 +438,7 @@ fn standard_base64(data: &str) -> Option<String> {
     if standard.len() % 4 == 1 || data.len() - body.len() > 2 {
         return None;
     }
-    while standard.len() % 4 != 0 {
+    while !standard.len().is_multiple_of(4) {
         standard.push('=');
     }
     Some(standard)
@@ -663,18 +663,17 @@ fn check_generation_config(
             request.extra.insert(name.to_owned(), json!(penalty));
         }
     }
-    let json_answer = match response_mime_type
-        .check(
-            &at("responseMimeType"),
-            "must be \"text/plain\" or \"application/json\"",
-            |mime| matches!(mime.as_str(), "text/plain" | "application/json"),
-            problems,
-        )
-        .as_deref()
-    {
-        Some("application/json") => true,
-        _ => false,
-    };
+    let json_answer = matches!(
+        response_mime_type
+            .check(
+                &at("responseMimeType"),
+                "must be \"text/plain\" or \"application/json\"",
+                |mime| matches!(mime.as_str(), "text/plain" | "application/json"),
+                problems,
+            )
+            .as_deref(),
+        Some("application/json")
+    );
     let schema = match (response_schema, response_json_schema) {
         (Some(_), Some(_)) => {
             problems.push(invalid(
