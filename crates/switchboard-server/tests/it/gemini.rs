@@ -385,7 +385,7 @@ fn hello() -> Value {
 #[tokio::test]
 async fn every_key_form_works_and_bad_input_never_reaches_the_backend() {
     let script = OpenAiScript::new().text("ok").finish("stop", 1, 1);
-    let backend = ScriptedServer::start(vec![script.reply(); 5]).await;
+    let backend = ScriptedServer::start(vec![script.reply(); 6]).await;
     let gateway = gateway(&backend).await;
     let path = "/v1beta/models/native:generateContent";
     let bearer = format!("Bearer {KEY}");
@@ -692,5 +692,45 @@ async fn the_real_model_answers_a_gemini_request_with_a_function_call() {
         "{}",
         streamed.text
     );
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn limits_answer_resource_exhausted_and_openai_clients_keep_their_model_shape() {
+    let script = OpenAiScript::new().text("ok").finish("stop", 1, 1);
+    let backend = ScriptedServer::start(vec![script.reply()]).await;
+    let digest: String = Sha256::digest(KEY.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncharacters = \"{CHARACTERS}\"\n[[key]]\nname = \"gemini\"\nsha256 = \"{digest}\"\nrequests_per_minute = 1\n{}",
+        route("native", "openai", &format!("{}/v1", backend.base), "")
+    );
+    let gateway = RunningGateway::start(&Config::from_toml(&text).unwrap(), &|_| None)
+        .await
+        .unwrap();
+    let key = [("x-goog-api-key", KEY)];
+    let path = "/v1beta/models/native:generateContent";
+    let first = post(&gateway, path, hello().to_string(), &key).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let second = post(&gateway, path, hello().to_string(), &key).await;
+    google_error(&second, 429, "RESOURCE_EXHAUSTED");
+    let get = |path: &'static str, google: bool| {
+        let mut request = common::client().get(format!("{}{path}", gateway.base_url()));
+        request = if google {
+            request.header("x-goog-api-key", KEY)
+        } else {
+            request.bearer_auth(KEY)
+        };
+        async move { read_answer(request.send().await.unwrap()).await }
+    };
+    let google = get("/v1/models/native", true).await.json();
+    assert_eq!(google["name"], "models/native");
+    let openai = get("/v1/models/native", false).await.json();
+    assert_eq!(openai["id"], "native");
+    assert_eq!(openai["object"], "model");
+    let missing = get("/v1beta/models/nope", true).await;
+    google_error(&missing, 404, "NOT_FOUND");
     gateway.stop().await.unwrap();
 }

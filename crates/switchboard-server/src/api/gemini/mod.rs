@@ -322,12 +322,24 @@ pub(super) async fn list_models(
 }
 
 /// `GET …/models/{model}`: a route, an alias of one, or `character/NAME`, as the caller may
-/// use it; 404 otherwise.
-async fn get_model(Extension(caller): Extension<Caller>, Path(rest): Path<String>) -> Response {
+/// use it; 404 otherwise. Under `/v1/`, a client that is not Google's (OpenAI's SDK
+/// retrieving a model) gets OpenAI's shapes.
+async fn get_model(
+    Extension(caller): Extension<Caller>,
+    Path(rest): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     let model = rest.strip_prefix("models/").unwrap_or(&rest);
-    match caller::resolve(&caller, model) {
-        Ok(_) => Json(model_entry(model)).into_response(),
-        Err(error) => error_response(error),
+    let google = uri.path().starts_with("/v1beta/") || asks_as_google(&headers, uri.query());
+    match (caller::resolve(&caller, model), google) {
+        (Ok(_), true) => Json(model_entry(model)).into_response(),
+        (Ok(_), false) => {
+            Json(json!({"id": model, "object": "model", "created": 0, "owned_by": "switchboard"}))
+                .into_response()
+        }
+        (Err(error), true) => error_response(error),
+        (Err(error), false) => error.into_response(),
     }
 }
 
