@@ -423,6 +423,23 @@ mod tests {
     }
 
     #[test]
+    fn a_call_the_finisher_gave_up_on_is_a_malformed_function_call() {
+        let mut renderer = ChunkRenderer::new(presentation(Framing::Sse));
+        let problem = switchboard_pipeline::tool_checks::ToolCallProblem {
+            index: 0,
+            code: "invalid_arguments",
+            message: "city: required".into(),
+        };
+        renderer.output(Output::CallProblems(vec![problem]));
+        renderer.output(Output::Event(StreamEvent::Finish(FinishReason::Stop)));
+        let text = renderer.end();
+        assert!(
+            text.contains(r#""finishReason":"MALFORMED_FUNCTION_CALL""#),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn errors_take_googles_shape() {
         let body = error_body(&ApiError::invalid_request(
             "contents[0].role: bad",
