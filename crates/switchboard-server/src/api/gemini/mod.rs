@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::body::PathStyle;
 use super::front_end::RequestId;
 use super::log::RequestLog;
-use super::path::{self, Api, Context, Head};
+use super::path::{self, Api, Context, Counts, Head};
 use super::sse::Delivery;
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
@@ -117,7 +117,15 @@ pub async fn handle(
 ) -> Response {
     match Call::of(&uri) {
         Ok(call) if call.method == Method::CountTokens => {
-            path::count::<Gemini>(&state, request_id, &caller, &uri, &headers, body, counted).await
+            path::count::<Gemini>(
+                State(state),
+                Extension(RequestId(request_id)),
+                Extension(caller),
+                uri,
+                headers,
+                body,
+            )
+            .await
         }
         Ok(_) => {
             path::serve::<Gemini>(
@@ -258,12 +266,14 @@ impl Api for Gemini {
     }
 }
 
-/// `:countTokens`' answer, `{"totalTokens": N}`: counted by the tokenizer of the backend
-/// that would answer where it offers one, estimated otherwise.
-fn counted(count: TokenCount, presentation: &Presentation) -> Response {
-    let mut response = Json(json!({"totalTokens": count.tokens})).into_response();
-    render::name_dropped(&presentation.dropped_fields, response.headers_mut());
-    response
+impl Counts for Gemini {
+    /// `:countTokens`' answer, `{"totalTokens": N}`: counted by the tokenizer of the
+    /// backend that would answer where it offers one, estimated otherwise.
+    fn counted(count: TokenCount, presentation: &Presentation) -> Response {
+        let mut response = Json(json!({"totalTokens": count.tokens})).into_response();
+        render::name_dropped(&presentation.dropped_fields, response.headers_mut());
+        response
+    }
 }
 
 /// A model as Google lists it.
