@@ -508,15 +508,15 @@ impl Target {
             }
             // Gemini's last event carries the finish reason. Found from the end, as above.
             None if self.api == Api::Gemini && self.url.contains("alt=sse") => {
-                body.ends_with(b"\n\n")
-                    && body[..body.len() - 2]
+                body.ends_with(b"\n\n") && {
+                    let last = body[..body.len() - 2]
                         .windows(2)
                         .rposition(|pair| pair == b"\n\n")
-                        .is_some_and(|end| {
-                            body[end..]
-                                .windows(FINISH_REASON.len())
-                                .any(|window| window == FINISH_REASON)
-                        })
+                        .unwrap_or(0);
+                    body[last..]
+                        .windows(FINISH_REASON.len())
+                        .any(|window| window == FINISH_REASON)
+                }
             }
             None => true,
         };
