@@ -225,8 +225,8 @@ impl Keyring {
         &self.keys
     }
 
-    /// The key the request's `Authorization: Bearer …` or `x-api-key` header carries (the
-    /// first of the two that names a key).
+    /// The key the request's `Authorization: Bearer …`, `x-api-key` or `x-goog-api-key`
+    /// (Google's) header carries (the first of them that names a key).
     pub fn identify(&self, headers: &HeaderMap) -> Presented<'_> {
         let candidates = presented(headers);
         if candidates.is_empty() {
@@ -291,9 +291,9 @@ fn presented(headers: &HeaderMap) -> Vec<&[u8]> {
                 .eq_ignore_ascii_case(b"bearer ")
                 .then(|| rest.trim_ascii())
         });
-    let api_key = headers
-        .get_all("x-api-key")
-        .iter()
+    let api_key = ["x-api-key", "x-goog-api-key"]
+        .into_iter()
+        .flat_map(|name| headers.get_all(name).iter())
         .map(|value| value.as_bytes().trim_ascii());
     bearer
         .chain(api_key)

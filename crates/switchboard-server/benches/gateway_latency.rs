@@ -13,8 +13,9 @@
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
 //! native route and on a prompted (hermes markup) route. The streamed native case also asks
 //! through the Messages API (to `message_stop`) and the Responses API (to
-//! `response.completed`), interleaved in the same run, so the three APIs' added latency is
-//! compared under the same noise. Then access control: the native cases through a gateway
+//! `response.completed`) and Gemini's API (`?alt=sse`, to its last event), interleaved in
+//! the same run, so the four APIs' added latency is compared under the same noise; the whole
+//! native case asks through Gemini's `:generateContent` too. Then access control: the native cases through a gateway
 //! with a key whose request and token limits are checked on every request, counted in
 //! process and in Redis (a real `redis-server` on loopback, when one is installed), each
 //! against the gateway without keys in the same interleaved run, beside a second gateway
@@ -50,6 +51,7 @@ const ARGUMENTS: &str = r#"{"city": "Paris", "unit": "celsius"}"#;
 const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
 const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 const RESPONSE_COMPLETED: &str = "event: response.completed\n";
+const FINISH_REASON: &[u8] = b"\"finishReason\"";
 const BENCH_KEY: &str = "sk-sb-BenchKey0000000000000000000000000000000";
 
 /// The allocator the `switchboard` binary uses, so that the gateway measured here allocates
@@ -106,6 +108,10 @@ fn main() -> Result<(), Failure> {
                 Api::Messages => (
                     "through the gateway, Messages API",
                     "added by the gateway, Messages API",
+                ),
+                Api::Gemini => (
+                    "through the gateway, Gemini API",
+                    "added by the gateway, Gemini API",
                 ),
                 Api::Responses | Api::ChatCompletions => (
                     "through the gateway, Responses API",
@@ -290,6 +296,7 @@ enum Api {
     ChatCompletions,
     Messages,
     Responses,
+    Gemini,
 }
 
 impl Api {
@@ -299,6 +306,7 @@ impl Api {
             Api::ChatCompletions => "chat_completions",
             Api::Messages => "messages",
             Api::Responses => "responses",
+            Api::Gemini => "generate_content",
         }
     }
 }
@@ -315,18 +323,18 @@ impl Case {
 
     const ALL: [Case; 4] = [
         Case {
-            name: "native route, tool call, whole",
+            name: "native route, tool call, whole (Chat Completions; Gemini)",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: false,
-            also: &[],
+            also: &[Api::Gemini],
         },
         Case {
-            name: "native route, tool call, streamed (to [DONE]; Messages, Responses: to their last event)",
+            name: "native route, tool call, streamed (to [DONE]; Messages, Responses, Gemini: to their last event)",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: true,
-            also: &[Api::Messages, Api::Responses],
+            also: &[Api::Messages, Api::Responses, Api::Gemini],
         },
         Case {
             name: "prompted hermes route, tool call, whole",
@@ -386,6 +394,31 @@ impl Target {
             return Self {
                 client: client.clone(),
                 url: format!("{base}/v1/responses"),
+                body: Bytes::from(body.to_string()),
+                api,
+                end: None,
+                key: None,
+            };
+        }
+        if api == Api::Gemini {
+            // Google's OpenAPI subset, as the google-genai SDKs send a typed schema.
+            let city = json!({"type": "OBJECT", "properties": {"city": {"type": "STRING"}, "unit": {"type": "STRING", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]});
+            let body = json!({
+                "systemInstruction": {"parts": [{"text": "You are a weather assistant."}]},
+                "contents": [{"role": "user", "parts": [{"text": "What is the weather in Paris?"}]}],
+                "tools": [{"functionDeclarations": [
+                    {"name": "get_weather", "description": "Current weather in a city", "parameters": city},
+                    {"name": "get_time", "description": "Local time in a city", "parameters": city}
+                ]}]
+            });
+            let method = if case.stream {
+                "streamGenerateContent?alt=sse"
+            } else {
+                "generateContent"
+            };
+            return Self {
+                client: client.clone(),
+                url: format!("{base}/v1beta/models/{model}:{method}"),
                 body: Bytes::from(body.to_string()),
                 api,
                 end: None,
@@ -473,6 +506,18 @@ impl Target {
                             body[end + 2..].starts_with(RESPONSE_COMPLETED.as_bytes())
                         })
             }
+            // Gemini's last event carries the finish reason. Found from the end, as above.
+            None if self.api == Api::Gemini && self.url.contains("alt=sse") => {
+                body.ends_with(b"\n\n") && {
+                    let last = body[..body.len() - 2]
+                        .windows(2)
+                        .rposition(|pair| pair == b"\n\n")
+                        .unwrap_or(0);
+                    body[last..]
+                        .windows(FINISH_REASON.len())
+                        .any(|window| window == FINISH_REASON)
+                }
+            }
             None => true,
         };
         if !complete {
@@ -509,6 +554,37 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
         } else {
             Err(format!(
                 "{}: the gateway's Responses answer is not a get_weather function call:\n{text}",
+                case.name
+            ))
+        };
+    }
+    if through.api == Api::Gemini {
+        let responses: Vec<Value> = if case.stream {
+            text.split("\n\n")
+                .filter_map(|event| event.strip_prefix("data: "))
+                .filter_map(|data| serde_json::from_str(data).ok())
+                .collect()
+        } else {
+            serde_json::from_str(&text).into_iter().collect()
+        };
+        let parts = |response: &Value| {
+            response["candidates"][0]["content"]["parts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
+        let called = responses.iter().flat_map(parts).any(|part| {
+            part["functionCall"]["name"] == "get_weather"
+                && part["functionCall"]["args"]["city"] == "Paris"
+        });
+        let finished = responses
+            .last()
+            .is_some_and(|last| last["candidates"][0]["finishReason"] == "STOP");
+        return if called && finished {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: the gateway's Gemini answer is not a get_weather function call:\n{text}",
                 case.name
             ))
         };

@@ -26,6 +26,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     // The one snapshot of the configuration this request sees, here and in its endpoint.
     let live = state.snapshot();
     let access = &live.access;
+    super::gemini::key_from_query(&mut request);
     let path = request.uri().path();
     // The playground's page and its static files hold nothing secret; what it asks of the
     // API goes through here with the key the user gives it.

@@ -13,6 +13,7 @@ pub mod error;
 mod fields;
 mod front_end;
 pub mod gate;
+pub mod gemini;
 pub(crate) mod log;
 pub mod mcp;
 pub mod messages;
@@ -33,6 +34,7 @@ pub const FRONT_ENDS: &[FrontEnd] = &[
     chat::FRONT_END,
     messages::FRONT_END,
     responses::FRONT_END,
+    gemini::FRONT_END,
     characters::FRONT_END,
     mcp::FRONT_END,
     ops::FRONT_END,

@@ -1,6 +1,6 @@
 //! The operational endpoints: `/v1/models`, `/healthz`, `/readyz` and `/metrics`.
 
-use axum::extract::{Extension, State};
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -28,13 +28,26 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
 
 /// `GET /v1/models`: the routes, then the listed characters, that the caller may use; in
 /// Anthropic's list shape when the request carries `anthropic-version` (Anthropic's clients
-/// always send it), OpenAI's otherwise.
+/// always send it), Google's when it carries a Google key (see [`super::gemini::asks_as_google`]),
+/// OpenAI's otherwise.
 pub async fn models(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    if super::gemini::asks_as_google(&headers, query.as_deref()) {
+        return super::gemini::list_models(State(state), Extension(caller), RawQuery(query)).await;
+    }
+    openai_or_anthropic_models(&state, &caller, &headers).into_response()
+}
+
+fn openai_or_anthropic_models(
+    state: &AppState,
+    caller: &Caller,
+    headers: &HeaderMap,
 ) -> Json<Value> {
-    let ids: Vec<String> = model_ids(&state, caller.snapshot())
+    let ids: Vec<String> = model_ids(state, caller.snapshot())
         .into_iter()
         .filter(|id| caller.may_use(id))
         .collect();

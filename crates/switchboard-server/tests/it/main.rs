@@ -16,6 +16,8 @@ mod connections;
 mod errors;
 mod gateway_tools;
 mod gateway_tools_sdk;
+mod gemini;
+mod gemini_cli;
 mod hardening_credentials;
 mod hardening_names;
 mod hardening_stdio_exit;
