@@ -16,6 +16,7 @@ pub mod gate;
 pub(crate) mod log;
 pub mod mcp;
 pub mod messages;
+pub mod ollama;
 pub mod ops;
 pub mod playground;
 pub mod responses;
@@ -32,6 +33,7 @@ pub const FRONT_ENDS: &[FrontEnd] = &[
     chat::FRONT_END,
     messages::FRONT_END,
     responses::FRONT_END,
+    ollama::FRONT_END,
     characters::FRONT_END,
     mcp::FRONT_END,
     ops::FRONT_END,
