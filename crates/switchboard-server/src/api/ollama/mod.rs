@@ -337,13 +337,14 @@ fn not_implemented(message: &str) -> ApiError {
     }
 }
 
-/// `GET /` for an API client: Ollama's clients (and scripts) check that the server is up
-/// by this text; a browser asking for a page gets the playground.
+/// `GET /` for an API client: Ollama's clients check that the server is up by this text,
+/// and they ask for a type (`application/json`); a browser asks for `text/html`, and a
+/// client that takes anything (`*/*`, or no `Accept`) gets the page as it always has.
 pub fn wants_ollama(headers: &HeaderMap) -> bool {
     headers
         .get(header::ACCEPT)
         .and_then(|accept| accept.to_str().ok())
-        .is_some_and(|accept| !accept.contains("text/html"))
+        .is_some_and(|accept| !accept.contains("text/html") && !accept.contains("*/*"))
 }
 
 /// What Ollama answers at `/`.
