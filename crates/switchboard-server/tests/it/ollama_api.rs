@@ -557,3 +557,36 @@ async fn a_failure_after_the_stream_began_ends_it_with_an_error_line() {
     assert!(chunks.iter().all(|chunk| chunk["done"] != true));
     gateway.stop().await.unwrap();
 }
+
+/// The npm `ollama` client's version the test installs.
+const OLLAMA_JS: &str = "0.6.4";
+
+#[tokio::test]
+async fn the_javascript_client_streams_a_chat_with_a_tool_call() {
+    let Some(package) = switchboard_testkit::peers::peer("the ollama JavaScript client", || {
+        switchboard_testkit::npm_package("ollama", OLLAMA_JS)
+    }) else {
+        return;
+    };
+    let (_backend, gateway) = setup(vec![Reply::sse(weather_call().body(), Chunking::Bytes)]).await;
+    let base = gateway.base_url();
+    let output = tokio::process::Command::new("node")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/ollama/client.mjs"
+        ))
+        .args([base.as_str(), KEY, "qwen:latest"])
+        .env("OLLAMA_JS", package)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "client.mjs failed: {stderr}");
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        result,
+        json!({"content": "", "calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            "done": true, "done_reason": "stop"})
+    );
+    gateway.stop().await.unwrap();
+}
