@@ -590,3 +590,68 @@ async fn the_javascript_client_streams_a_chat_with_a_tool_call() {
     );
     gateway.stop().await.unwrap();
 }
+
+/// A history in Ollama's shape in which the assistant answered each weather question with
+/// a call (SmolLM2 calls a tool only after such turns; see real_backend.rs `few_shot`),
+/// then the question for `ask`.
+fn ollama_few_shot(ask: &str) -> Vec<Value> {
+    let mut messages = Vec::new();
+    for city in ["Paris", "Berlin", "Rome", "Oslo"] {
+        messages.push(json!({"role": "user", "content": format!("Weather in {city}?")}));
+        messages.push(json!({"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "get_weather", "arguments": {"city": city}}}]}));
+        messages.push(json!({"role": "tool", "tool_name": "get_weather", "content": "18 C"}));
+    }
+    messages.push(json!({"role": "user", "content": format!("Weather in {ask}?")}));
+    messages
+}
+
+#[tokio::test]
+async fn on_the_real_llama_server_a_chat_with_a_tool_yields_tool_calls_streamed_as_whole() {
+    let Some(server) = switchboard_testkit::LlamaServer::shared() else {
+        return;
+    };
+    let gateway = start(
+        "",
+        &[route(
+            "qwen",
+            "openai",
+            &format!("{}/v1", server.base_url()),
+            "",
+        )],
+    )
+    .await;
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "description": "Current weather in a city", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    let body = json!({"model": "qwen:latest", "messages": ollama_few_shot("Madrid"), "tools": tools,
+        "options": {"temperature": 0, "num_predict": 60}, "stream": false});
+    let whole = post_to(&gateway, "/api/chat", &body).await;
+    assert_eq!(whole.status, 200, "{}", whole.text);
+    let whole = whole.json();
+    let calls = whole["message"]["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{whole}");
+    assert_eq!(calls[0]["function"]["name"], "get_weather", "{whole}");
+    assert!(
+        calls[0]["function"]["arguments"]["city"].is_string(),
+        "{whole}"
+    );
+    let mut streaming = body.clone();
+    streaming["stream"] = json!(true);
+    let streamed = post_to(&gateway, "/api/chat", &streaming).await;
+    assert_eq!(streamed.status, 200, "{}", streamed.text);
+    let chunks = lines(&streamed.text);
+    let streamed_calls: Vec<Value> = chunks
+        .iter()
+        .filter_map(|chunk| chunk["message"]["tool_calls"].as_array())
+        .flatten()
+        .map(|call| json!({"name": call["function"]["name"], "arguments": call["function"]["arguments"]}))
+        .collect();
+    let whole_calls: Vec<Value> = calls
+        .iter()
+        .map(|call| json!({"name": call["function"]["name"], "arguments": call["function"]["arguments"]}))
+        .collect();
+    assert_eq!(streamed_calls, whole_calls);
+    assert_eq!(chunks.last().unwrap()["done"], true);
+    gateway.stop().await.unwrap();
+}
