@@ -13,8 +13,9 @@
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
 //! native route and on a prompted (hermes markup) route. The streamed native case also asks
 //! through the Messages API (to `message_stop`) and the Responses API (to
-//! `response.completed`), interleaved in the same run, so the three APIs' added latency is
-//! compared under the same noise. Then access control: the native cases through a gateway
+//! `response.completed`) and Ollama's `/api/chat` (to its `done` line; the whole native case
+//! asks it too), interleaved in the same run, so the APIs' added latency is compared under
+//! the same noise. Then access control: the native cases through a gateway
 //! with a key whose request and token limits are checked on every request, counted in
 //! process and in Redis (a real `redis-server` on loopback, when one is installed), each
 //! against the gateway without keys in the same interleaved run, beside a second gateway
@@ -50,6 +51,8 @@ const ARGUMENTS: &str = r#"{"city": "Paris", "unit": "celsius"}"#;
 const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
 const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 const RESPONSE_COMPLETED: &str = "event: response.completed\n";
+/// What Ollama's last line holds, and no line before it.
+const OLLAMA_DONE: &[u8] = b"\"done\":true";
 const BENCH_KEY: &str = "sk-sb-BenchKey0000000000000000000000000000000";
 
 /// The allocator the `switchboard` binary uses, so that the gateway measured here allocates
@@ -106,6 +109,10 @@ fn main() -> Result<(), Failure> {
                 Api::Messages => (
                     "through the gateway, Messages API",
                     "added by the gateway, Messages API",
+                ),
+                Api::Ollama => (
+                    "through the gateway, Ollama API",
+                    "added by the gateway, Ollama API",
                 ),
                 Api::Responses | Api::ChatCompletions => (
                     "through the gateway, Responses API",
@@ -290,6 +297,7 @@ enum Api {
     ChatCompletions,
     Messages,
     Responses,
+    Ollama,
 }
 
 impl Api {
@@ -299,6 +307,7 @@ impl Api {
             Api::ChatCompletions => "chat_completions",
             Api::Messages => "messages",
             Api::Responses => "responses",
+            Api::Ollama => "ollama_chat",
         }
     }
 }
@@ -319,14 +328,14 @@ impl Case {
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: false,
-            also: &[],
+            also: &[Api::Ollama],
         },
         Case {
-            name: "native route, tool call, streamed (to [DONE]; Messages, Responses: to their last event)",
+            name: "native route, tool call, streamed (to [DONE]; Messages, Responses, Ollama: to their last event)",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: true,
-            also: &[Api::Messages, Api::Responses],
+            also: &[Api::Messages, Api::Responses, Api::Ollama],
         },
         Case {
             name: "prompted hermes route, tool call, whole",
@@ -362,6 +371,7 @@ struct Target {
     end: Option<&'static [u8]>,
     /// Sent as `Authorization: Bearer …`.
     key: Option<&'static str>,
+    stream: bool,
 }
 
 impl Target {
@@ -390,6 +400,7 @@ impl Target {
                 api,
                 end: None,
                 key: None,
+                stream: case.stream,
             };
         }
         if api == Api::Messages {
@@ -411,8 +422,13 @@ impl Target {
                 api,
                 end: case.stream.then_some(MESSAGE_STOP),
                 key: None,
+                stream: case.stream,
             };
         }
+        let (path, end) = match api {
+            Api::Ollama => ("/api/chat", None),
+            _ => ("/v1/chat/completions", case.stream.then_some(SSE_DONE)),
+        };
         let body = json!({
             "model": model,
             "stream": case.stream,
@@ -427,11 +443,12 @@ impl Target {
         });
         Self {
             client: client.clone(),
-            url: format!("{base}/v1/chat/completions"),
+            url: format!("{base}{path}"),
             body: Bytes::from(body.to_string()),
             api,
-            end: case.stream.then_some(SSE_DONE),
+            end,
             key: None,
+            stream: case.stream,
         }
     }
 
@@ -473,6 +490,16 @@ impl Target {
                             body[end + 2..].starts_with(RESPONSE_COMPLETED.as_bytes())
                         })
             }
+            // Ollama's last line is the one that says `done: true`, found from the end.
+            None if self.api == Api::Ollama && self.stream => {
+                let lines = body.strip_suffix(b"\n").unwrap_or(&body);
+                let last = lines
+                    .iter()
+                    .rposition(|byte| *byte == b'\n')
+                    .map_or(lines, |end| &lines[end + 1..]);
+                last.windows(OLLAMA_DONE.len())
+                    .any(|window| window == OLLAMA_DONE)
+            }
             None => true,
         };
         if !complete {
@@ -509,6 +536,26 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
         } else {
             Err(format!(
                 "{}: the gateway's Responses answer is not a get_weather function call:\n{text}",
+                case.name
+            ))
+        };
+    }
+    if through.api == Api::Ollama {
+        let last = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .collect::<Vec<_>>();
+        let call = last.iter().find_map(|chunk| {
+            chunk["message"]["tool_calls"][0]["function"]["name"]
+                .as_str()
+                .map(str::to_owned)
+        });
+        let done = last.last().is_some_and(|chunk| chunk["done"] == true);
+        return if call.as_deref() == Some("get_weather") && done {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: the gateway's Ollama answer is not a get_weather tool call:\n{text}",
                 case.name
             ))
         };
