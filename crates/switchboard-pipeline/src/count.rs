@@ -26,11 +26,10 @@ pub struct TokenCount {
 impl Pipeline {
     /// Counts the prompt `request` would send.
     pub async fn count_tokens(&self, request: &GatewayRequest) -> TokenCount {
+        let offered = request.offered();
         match &request.target {
-            Target::Character(_) => estimate(&request.request),
-            Target::Route(route) => {
-                count_on(route, &request.request, self.settings.request_timeout).await
-            }
+            Target::Character(_) => estimate(&offered),
+            Target::Route(route) => count_on(route, &offered, self.settings.request_timeout).await,
         }
     }
 
@@ -47,7 +46,7 @@ impl Pipeline {
             return None;
         }
         let route = Arc::clone(route);
-        let chat = request.request.clone();
+        let chat = request.offered().into_owned();
         let timeout = self.settings.request_timeout;
         Some(Box::pin(
             async move { count_on(&route, &chat, timeout).await },

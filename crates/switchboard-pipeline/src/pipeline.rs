@@ -70,6 +70,26 @@ pub struct GatewayRequest {
     pub tool_filter: ToolFilter,
 }
 
+impl GatewayRequest {
+    /// The request as the model is offered it: the gateway's own tools beside the client's,
+    /// as the tool loop offers them. What a prompt's count or estimate is taken of.
+    pub fn offered(&self) -> std::borrow::Cow<'_, ChatRequest> {
+        match &self.gateway {
+            Some(gateway) if !gateway.tools.is_empty() => {
+                let mut request = self.request.clone();
+                request.tools = request
+                    .tools
+                    .iter()
+                    .chain(gateway.definitions())
+                    .cloned()
+                    .collect();
+                std::borrow::Cow::Owned(request)
+            }
+            _ => std::borrow::Cow::Borrowed(&self.request),
+        }
+    }
+}
+
 /// An answer under way.
 #[derive(Debug)]
 pub struct Started {

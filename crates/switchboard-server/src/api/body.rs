@@ -19,18 +19,6 @@ pub async fn read_json(body: Body, limit: usize) -> Result<Value, ApiError> {
     serde_json::from_slice(&bytes).map_err(not_json)
 }
 
-/// The body parsed once, straight into a front-end's typed request: a body that is not
-/// JSON is the same 400 as [`read_json`]'s, and one whose shape is wrong is a 400 naming
-/// the first field that is, by its path in the API's own `style`.
-pub async fn read_typed<T: DeserializeOwned>(
-    body: Body,
-    limit: usize,
-    style: PathStyle,
-) -> Result<T, ApiError> {
-    let bytes = read_bytes(body, limit).await?;
-    parse_typed(&bytes, style)
-}
-
 /// How an API writes the path of a field: OpenAI's `messages[3].content`, Anthropic's
 /// `messages.3.content`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +51,9 @@ const MAX_PARAM_CHARS: usize = 200;
 /// Characters of serde's own words for a shape problem, which may quote a whole string.
 const MAX_SHAPE_MESSAGE_CHARS: usize = 300;
 
+/// The body parsed once, straight into a front-end's typed request: a body that is not
+/// JSON is the same 400 as [`read_json`]'s, and one whose shape is wrong is a 400 naming
+/// the first field that is, by its path in the API's own `style`.
 pub(crate) fn parse_typed<T: DeserializeOwned>(
     bytes: &[u8],
     style: PathStyle,

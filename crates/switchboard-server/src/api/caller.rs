@@ -12,7 +12,7 @@ use crate::api::error::ApiError;
 use crate::state::Snapshot;
 use switchboard_mcp::names;
 use switchboard_pipeline::{
-    Asked, GatewayRequest, GatewayTools, Target, ToolFilter, estimate_text, estimate_tokens,
+    Asked, GatewayTools, Target, ToolFilter, estimate_text, estimate_tokens,
 };
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
@@ -133,19 +133,17 @@ impl Caller {
 /// `max_tokens` (else `character_max_tokens` for a character, [`DEFAULT_ANSWER_TOKENS`] for
 /// a route), at most the whole budget. Concurrent requests thus cannot all pass a budget
 /// none of them has spent yet: refused (429) once their reservations spent it.
-pub fn reserve(caller: &Caller, request: &GatewayRequest) -> Result<(), ApiError> {
+pub fn reserve(caller: &Caller, target: &Target, request: &ChatRequest) -> Result<(), ApiError> {
     let (Some(key), Some(share)) = (&caller.key, &caller.share) else {
         return Ok(());
     };
     let Some(limit) = key.limits.tokens_per_minute else {
         return Ok(());
     };
-    let prompt = estimate_tokens(&request.request);
-    let asked = request.request.max_tokens.map(u64::from);
-    let answer = match request.target {
-        Target::Character(_) => {
-            u64::from(caller.live.pipeline.character_max_tokens(&request.request))
-        }
+    let prompt = estimate_tokens(request);
+    let asked = request.max_tokens.map(u64::from);
+    let answer = match target {
+        Target::Character(_) => u64::from(caller.live.pipeline.character_max_tokens(request)),
         Target::Route(_) => asked.unwrap_or(DEFAULT_ANSWER_TOKENS),
     };
     let tokens = prompt.saturating_add(answer).min(limit);

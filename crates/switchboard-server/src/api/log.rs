@@ -87,6 +87,8 @@ pub struct RequestLog {
     /// The kind of route and what its backends took, once the request reached one: the
     /// gateway's own share of the time is the rest.
     upstream: OnceLock<(&'static str, Arc<UpstreamRecord>)>,
+    /// The model as the client named it, once its body was read.
+    model: OnceLock<String>,
     /// Who asked: named in the line, and charged the answer's tokens.
     pub caller: Option<Caller>,
     /// The request's span, made around the handler by `traces::request`; disabled unless
@@ -115,13 +117,16 @@ impl RequestLog {
             written: AtomicBool::new(false),
             answering: OnceLock::new(),
             upstream: OnceLock::new(),
+            model: OnceLock::new(),
             caller: None,
             span,
         }
     }
 
-    /// The model the client asked for, as it asked: the span's `gen_ai.request.model`.
+    /// The model the client asked for, as it asked: the span's `gen_ai.request.model`, and
+    /// the line's `model` (so that a 404 shows which name clients asked for).
     pub fn requested(&self, model: &str) {
+        let _ = self.model.set(model.to_owned());
         if !self.span.is_disabled() {
             let operation = traces::operation(self.endpoint).unwrap_or(self.endpoint);
             self.span.record("gen_ai.request.model", model);
@@ -192,6 +197,7 @@ impl RequestLog {
             request_id = %self.request_id,
             endpoint = self.endpoint,
             key = self.caller.as_ref().and_then(Caller::name).unwrap_or("-"),
+            model = self.model.get().map_or("-", String::as_str),
             route,
             upstream = self
                 .upstream

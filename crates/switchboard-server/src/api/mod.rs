@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod messages;
 pub mod ollama;
 pub mod ops;
+mod path;
 pub mod playground;
 pub mod responses;
 mod sse;

@@ -24,12 +24,14 @@ pub trait Renderer: Send + 'static {
     fn before_start(&mut self) -> impl Future<Output = ()> + Send {
         std::future::ready(())
     }
-    /// The stream's content type: SSE unless the API streams otherwise (Ollama's NDJSON).
+    /// Headers the response carries besides the stream's own, known once the head is
+    /// rendered.
+    fn headers(&self, _headers: &mut HeaderMap) {}
+    /// The stream's content type: server-sent events unless the API streams otherwise
+    /// (newline-delimited JSON, one JSON array).
     fn content_type(&self) -> &'static str {
         "text/event-stream"
     }
-    /// Headers the response carries besides the content type, known once the head is rendered.
-    fn headers(&self, _headers: &mut HeaderMap) {}
     /// SSE text for one output; empty when it completes nothing yet.
     fn output(&mut self, output: Output) -> String;
     /// Work that must be done before the end of a complete answer is sent (keeping the
@@ -132,7 +134,7 @@ async fn stream(
     };
     let mut response_headers = HeaderMap::new();
     renderer.headers(&mut response_headers);
-    let content_type = HeaderValue::from_static(renderer.content_type());
+    let content_type = renderer.content_type();
     let state = Streaming {
         first: first.is_none().then_some(None),
         pending: first,
@@ -148,7 +150,7 @@ async fn stream(
     let mut response = Body::from_stream(body).into_response();
     let headers = response.headers_mut();
     headers.extend(response_headers);
-    headers.insert(header::CONTENT_TYPE, content_type);
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     super::front_end::upstream_headers(&mut response, &upstreams);
     response

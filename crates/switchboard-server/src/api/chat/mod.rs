@@ -9,111 +9,97 @@ mod validate;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::Extension;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::Value;
-use switchboard_tools::Toolset;
-use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
 
-use super::body::{PathStyle, read_typed};
-use super::front_end::RequestId;
-use super::log::RequestLog;
-use super::sse::{self, Delivery};
-use crate::api::caller::{self, Caller};
+use super::body::PathStyle;
+use super::path::{self, Api, Checked, Context, Head};
+use super::sse::Delivery;
 use crate::api::error::ApiError;
-use crate::state::Snapshot;
 use render::{
     CHARACTER_EVENTS_HEADER, ChunkRenderer, CompletionBody, Presentation, TOOL_EVENTS_HEADER,
 };
 use request::ChatBody;
+use switchboard_pipeline::GatewayRequest;
 use switchboard_pipeline::ids::{CallIdShape, completion_id};
-use switchboard_pipeline::{GatewayRequest, Started};
-use validate::{Checked, check_request};
+use validate::check_request;
 
 /// Chat Completions, in OpenAI's error shape.
 pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
-    routes: |_| super::front_end::traced(Router::new().route("/v1/chat/completions", post(handle))),
+    routes: |_| {
+        super::front_end::traced(
+            Router::new().route("/v1/chat/completions", post(path::serve::<ChatCompletions>)),
+        )
+    },
     owns: |path| path == "/v1/chat/completions",
     error: IntoResponse::into_response,
 };
 
-/// `POST /v1/chat/completions`
-pub async fn handle(
-    Extension(RequestId(request_id)): Extension<RequestId>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let log = RequestLog::new(request_id, "chat_completions").with_caller(&caller);
-    let gateway_events = [TOOL_EVENTS_HEADER, CHARACTER_EVENTS_HEADER]
-        .iter()
-        .filter_map(|name| headers.get(*name))
-        .any(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
-    match start(&caller, &log, body, gateway_events).await {
-        Ok((started, delivery)) => sse::answer(started, delivery, FRONT_END.error, log).await,
-        Err(error) => log.fail("-", error, FRONT_END.error),
+/// `POST /v1/chat/completions` on the one front-end path.
+pub struct ChatCompletions;
+
+impl Api for ChatCompletions {
+    type Body = ChatBody;
+    type Presentation = Presentation;
+    type Streamed = ChunkRenderer;
+    type Whole = CompletionBody;
+
+    const ENDPOINT: &'static str = "chat_completions";
+    const PATH_STYLE: PathStyle = PathStyle::Brackets;
+
+    fn error(error: ApiError) -> Response {
+        error.into_response()
     }
-}
 
-/// The request read, resolved, admitted and started, and how its answer goes out.
-async fn start(
-    caller: &Caller,
-    log: &RequestLog,
-    body: Body,
-    gateway_events: bool,
-) -> Result<(Started, Delivery<ChunkRenderer, CompletionBody>), ApiError> {
-    let snapshot = caller.snapshot();
-    let Parsed {
-        request,
-        tools,
-        mut presentation,
-        stream,
-        mcp,
-    } = parse(snapshot, body, gateway_events).await?;
-    log.requested(&request.model);
-    let request = gateway_request(caller, request, tools, &mcp).await?;
-    presentation.gateway_tools = request.gateway.is_some();
-    caller::reserve(caller, &request)?;
-    let started = snapshot.pipeline.start(request)?;
-    let delivery = if stream {
-        Delivery::Streamed(ChunkRenderer::new(presentation))
-    } else {
-        Delivery::Whole(CompletionBody(presentation))
-    };
-    Ok((started, delivery))
-}
+    async fn check(
+        mut body: ChatBody,
+        context: &Context<'_>,
+    ) -> Result<Checked<Presentation>, ApiError> {
+        let gateway_events = [TOOL_EVENTS_HEADER, CHARACTER_EVENTS_HEADER]
+            .iter()
+            .filter_map(|name| context.headers.get(*name))
+            .any(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+        let mcp = take_mcp_tools(&mut body.tools)?;
+        let validate::Checked {
+            request,
+            include_usage,
+            tools,
+        } = check_request(body)?;
+        let presentation = Presentation {
+            id: completion_id(),
+            model: request.model.clone(),
+            created: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_secs()),
+            include_usage,
+            gateway_events,
+            gateway_tools: false,
+        };
+        Ok(Checked {
+            mcp,
+            ..Checked::new(request, tools, CallIdShape::OpenAi, presentation)
+        })
+    }
 
-/// The request in the pipeline's model with its tools compiled, how to present the answer,
-/// whether to stream it, and the MCP servers it names for the gateway to run.
-struct Parsed {
-    request: ChatRequest,
-    tools: Toolset,
-    presentation: Presentation,
-    stream: bool,
-    mcp: Vec<McpServerRequest>,
-}
+    fn with_gateway_tools(
+        request: &mut GatewayRequest,
+        presentation: &mut Presentation,
+    ) -> Result<(), ApiError> {
+        presentation.gateway_tools = request.gateway.is_some();
+        Ok(())
+    }
 
-/// The request resolved: its route or character, and the tools the gateway runs for it.
-async fn gateway_request(
-    caller: &Caller,
-    request: ChatRequest,
-    tools: Toolset,
-    mcp: &[McpServerRequest],
-) -> Result<GatewayRequest, ApiError> {
-    let target = caller::resolve(caller, &request.model)?;
-    let gateway = caller::gateway_tools(caller, &target, mcp, &request, None).await?;
-    Ok(GatewayRequest {
-        target,
-        request,
-        tools,
-        call_ids: CallIdShape::OpenAi,
-        gateway,
-        tool_filter: caller.tool_filter(),
-    })
+    fn delivery(
+        presentation: Presentation,
+        streamed: Option<Head>,
+    ) -> Delivery<ChunkRenderer, CompletionBody> {
+        match streamed {
+            Some(_) => Delivery::Streamed(ChunkRenderer::new(presentation)),
+            None => Delivery::Whole(CompletionBody(presentation)),
+        }
+    }
 }
 
 /// Takes the `{"type": "mcp"}` entries out of `tools`: servers for the gateway to run, not
@@ -146,32 +132,4 @@ fn take_mcp_tools(tools: &mut Option<Value>) -> Result<Vec<McpServerRequest>, Ap
         Some(error) => Err(ApiError::invalid_request(error.to_string(), None)),
         None => Ok(servers),
     }
-}
-
-async fn parse(snapshot: &Snapshot, body: Body, gateway_events: bool) -> Result<Parsed, ApiError> {
-    let mut body: ChatBody =
-        read_typed(body, snapshot.config.max_body_bytes, PathStyle::Brackets).await?;
-    let mcp = take_mcp_tools(&mut body.tools)?;
-    let Checked {
-        request,
-        include_usage,
-        tools,
-    } = check_request(body)?;
-    let presentation = Presentation {
-        id: completion_id(),
-        model: request.model.clone(),
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_secs()),
-        include_usage,
-        gateway_events,
-        gateway_tools: false,
-    };
-    Ok(Parsed {
-        stream: request.stream,
-        request,
-        tools,
-        presentation,
-        mcp,
-    })
 }

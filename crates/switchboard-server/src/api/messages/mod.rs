@@ -14,9 +14,7 @@ mod tools;
 mod validate;
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::Extension;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderValue;
 use axum::response::Response;
 use axum::routing::post;
 use switchboard_tools::{Content, Message, ToolDefinition};
@@ -25,20 +23,16 @@ use switchboard_wire::ids::IdMap;
 use switchboard_wire::mcp::McpServerRequest;
 use switchboard_wire::{ChatRequest, ConvertError, Format, ToolChoice};
 
-use super::body::{PathStyle, read_typed};
-use super::front_end::RequestId;
-use super::log::RequestLog;
-use super::sse::{self, Delivery};
-use crate::api::caller::{self, Caller};
+use super::body::PathStyle;
+use super::path::{self, Api, Checked, Context, Head};
+use super::sse::Delivery;
 use crate::api::error::ApiError;
 pub use render::error_response;
 use render::{EventRenderer, Presentation, WholeMessage};
+use request::MessagesBody;
+use switchboard_pipeline::Target;
 use switchboard_pipeline::ids::{CallIdShape, message_id};
-use switchboard_pipeline::{GatewayRequest, Started, Target, estimate_tokens};
 use validate::{Endpoint, check_request};
-
-/// Names the request's server tools, which were left out.
-const DROPPED_TOOLS: &str = "x-switchboard-dropped-tools";
 
 /// What Claude Code puts first in its system prompt: a version stamp that changes with
 /// every release.
@@ -49,7 +43,7 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
         super::front_end::traced(
             Router::new()
-                .route("/v1/messages", post(handle))
+                .route("/v1/messages", post(path::serve::<Messages>))
                 .route("/v1/messages/count_tokens", post(count_tokens::handle)),
         )
     },
@@ -57,146 +51,117 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     error: error_response,
 };
 
-/// `POST /v1/messages`
-pub async fn handle(
-    Extension(RequestId(request_id)): Extension<RequestId>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let log = RequestLog::new(request_id.clone(), "messages").with_caller(&caller);
-    // The newest MCP connector beta shows each server's tool listing as a block.
-    let tool_listing = headers
-        .get_all("anthropic-beta")
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|beta| beta.trim() == LISTING_BETA);
-    let response = match start(&caller, &log, body, tool_listing).await {
-        Ok((started, delivery, dropped)) => {
-            let response = sse::answer(started, delivery, FRONT_END.error, log).await;
-            return with_headers(response, &request_id, &dropped);
-        }
-        Err(error) => log.fail("-", error, FRONT_END.error),
-    };
-    with_headers(response, &request_id, &[])
-}
+/// `POST /v1/messages` (and its token count) on the one front-end path.
+pub struct Messages;
 
-/// The request read, resolved, admitted and started, how its answer goes out, and the
-/// server tools it named that were left out.
-async fn start(
-    caller: &Caller,
-    log: &RequestLog,
-    body: Body,
-    tool_listing: bool,
-) -> Result<(Started, Delivery<EventRenderer, WholeMessage>, Vec<String>), ApiError> {
-    let parsed = parse(caller, body, Endpoint::Messages).await?;
-    log.requested(&parsed.request.request.model);
-    caller::reserve(caller, &parsed.request)?;
-    let presentation = Presentation {
-        id: message_id(),
-        model: parsed.request.request.model.clone(),
-        // Only a stream announces usage before the end.
-        input_estimate: if parsed.stream {
-            estimate_tokens(&parsed.request.request)
-        } else {
-            0
-        },
-        tool_listing,
-    };
+impl Api for Messages {
+    type Body = MessagesBody;
+    type Presentation = Presentation;
+    type Streamed = EventRenderer;
+    type Whole = WholeMessage;
+
+    const ENDPOINT: &'static str = "messages";
+    const PATH_STYLE: PathStyle = PathStyle::Dots;
     // The stream's head announces the prompt's size: counted by the backend's tokenizer
     // while the backend works on the answer, so the head and the end agree.
-    let count = if parsed.stream {
-        caller.snapshot().pipeline.count_beside(&parsed.request)
-    } else {
-        None
-    };
-    let started = caller.snapshot().pipeline.start(parsed.request)?;
-    let delivery = if parsed.stream {
-        Delivery::Streamed(EventRenderer::new(&presentation, count))
-    } else {
-        Delivery::Whole(WholeMessage::new(&presentation))
-    };
-    Ok((started, delivery, parsed.dropped))
-}
+    const HEAD_COUNT: bool = true;
 
-/// The request's id as `request-id` (where Anthropic's SDKs read it), and the server tools
-/// left out.
-fn with_headers(mut response: Response, request_id: &str, dropped: &[String]) -> Response {
-    let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(request_id) {
-        headers.insert("request-id", value);
+    fn error(error: ApiError) -> Response {
+        error_response(error)
     }
-    if !dropped.is_empty()
-        && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
-    {
-        headers.insert(DROPPED_TOOLS, value);
+
+    async fn check(
+        body: MessagesBody,
+        context: &Context<'_>,
+    ) -> Result<Checked<Presentation>, ApiError> {
+        let endpoint = if context.uri.path().ends_with("/count_tokens") {
+            Endpoint::CountTokens
+        } else {
+            Endpoint::Messages
+        };
+        // The newest MCP connector beta shows each server's tool listing as a block.
+        let tool_listing = context
+            .headers
+            .get_all("anthropic-beta")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .any(|beta| beta.trim() == LISTING_BETA);
+        let checked = check_request(body, endpoint)?;
+        // The MCP connector, for the gateway to run.
+        let mcp = McpServerRequest::from_anthropic(&checked.mcp_servers, &checked.toolsets)
+            .map_err(convert_error)?;
+        let mut request = parse_request(checked.request, &IdMap::new()).map_err(convert_error)?;
+        let forced = match &request.tool_choice {
+            Some(ToolChoice::Function(name)) => Some(name.clone()),
+            _ => None,
+        };
+        let deferred = |tool: &ToolDefinition| {
+            let name = &tool.function.name;
+            checked.deferred.contains(name) && forced.as_ref() != Some(name)
+        };
+        if request.tools.iter().any(deferred) {
+            request.tools = request
+                .tools
+                .iter()
+                .filter(|tool| !deferred(tool))
+                .cloned()
+                .collect();
+        }
+        let presentation = Presentation {
+            id: message_id(),
+            model: request.model.clone(),
+            input_estimate: 0,
+            tool_listing,
+        };
+        let stream = request.stream && endpoint == Endpoint::Messages;
+        Ok(Checked {
+            mcp,
+            stream,
+            // Counting tokens runs nothing.
+            runs_tools: endpoint == Endpoint::Messages,
+            dropped: checked.dropped,
+            ..Checked::new(request, checked.tools, CallIdShape::Anthropic, presentation)
+        })
     }
-    response
+
+    fn fit(
+        request: &mut ChatRequest,
+        target: &Target,
+        _presentation: &mut Presentation,
+    ) -> Result<(), ApiError> {
+        let anthropic_backend =
+            matches!(target, Target::Route(route) if route.format == Format::Anthropic);
+        if !anthropic_backend {
+            for_model_servers(request);
+        }
+        Ok(())
+    }
+
+    fn delivery(
+        mut presentation: Presentation,
+        streamed: Option<Head>,
+    ) -> Delivery<EventRenderer, WholeMessage> {
+        match streamed {
+            Some(head) => {
+                // Only a stream announces usage before the end.
+                presentation.input_estimate = head.estimate;
+                Delivery::Streamed(EventRenderer::new(&presentation, head.count))
+            }
+            None => Delivery::Whole(WholeMessage::new(&presentation)),
+        }
+    }
+
+    /// The request's id as `request-id`, where Anthropic's SDKs read it.
+    fn decorate(response: &mut Response, request_id: &str) {
+        if let Ok(value) = HeaderValue::from_str(request_id) {
+            response.headers_mut().insert("request-id", value);
+        }
+    }
 }
 
 /// The MCP connector beta whose answers carry `mcp_tool_listing` blocks.
 const LISTING_BETA: &str = "mcp-client-2026-09-15";
-
-/// A request ready for the pipeline.
-#[derive(Debug)]
-struct Parsed {
-    request: GatewayRequest,
-    stream: bool,
-    /// Server tools left out.
-    dropped: Vec<String>,
-}
-
-/// The request in the pipeline's model, prepared for the kind of backend that will answer.
-async fn parse(caller: &Caller, body: Body, endpoint: Endpoint) -> Result<Parsed, ApiError> {
-    let live = caller.snapshot();
-    let body = read_typed(body, live.config.max_body_bytes, PathStyle::Dots).await?;
-    let checked = check_request(body, endpoint)?;
-    // The MCP connector, for the gateway to run.
-    let mcp = McpServerRequest::from_anthropic(&checked.mcp_servers, &checked.toolsets)
-        .map_err(convert_error)?;
-    let target = caller::resolve(caller, &checked.request.model)?;
-    let mut request = parse_request(checked.request, &IdMap::new()).map_err(convert_error)?;
-    let forced = match &request.tool_choice {
-        Some(ToolChoice::Function(name)) => Some(name.clone()),
-        _ => None,
-    };
-    let deferred = |tool: &ToolDefinition| {
-        let name = &tool.function.name;
-        checked.deferred.contains(name) && forced.as_ref() != Some(name)
-    };
-    if request.tools.iter().any(deferred) {
-        request.tools = request
-            .tools
-            .iter()
-            .filter(|tool| !deferred(tool))
-            .cloned()
-            .collect();
-    }
-    let anthropic_backend =
-        matches!(&target, Target::Route(route) if route.format == Format::Anthropic);
-    if !anthropic_backend {
-        for_model_servers(&mut request);
-    }
-    // Counting tokens runs nothing.
-    let gateway = match endpoint {
-        Endpoint::Messages => caller::gateway_tools(caller, &target, &mcp, &request, None).await?,
-        Endpoint::CountTokens => None,
-    };
-    let stream = request.stream && endpoint == Endpoint::Messages;
-    Ok(Parsed {
-        request: GatewayRequest {
-            target,
-            request,
-            tools: checked.tools,
-            call_ids: CallIdShape::Anthropic,
-            gateway,
-            tool_filter: caller.tool_filter(),
-        },
-        stream,
-        dropped: checked.dropped,
-    })
-}
 
 fn convert_error(error: ConvertError) -> ApiError {
     match error {

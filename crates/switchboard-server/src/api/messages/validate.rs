@@ -250,19 +250,13 @@ fn check_messages(
 
 #[cfg(test)]
 mod tests {
-    use axum::body::Body;
-
     use super::*;
-    use crate::api::body::{PathStyle, read_typed};
+    use crate::api::body::{PathStyle, parse_typed};
     use serde_json::json;
 
     /// The body read as the front-end reads it, and checked.
     fn check(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiError> {
-        let body = futures::executor::block_on(read_typed(
-            Body::from(body.to_string()),
-            usize::MAX,
-            PathStyle::Dots,
-        ))?;
+        let body = parse_typed(body.to_string().as_bytes(), PathStyle::Dots)?;
         check_request(body, endpoint)
     }
 

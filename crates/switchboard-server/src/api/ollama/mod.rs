@@ -15,25 +15,26 @@ use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::body::{PathStyle, read_json, read_typed};
+use super::body::{PathStyle, read_bytes, read_json};
 use super::front_end::{RequestId, traced};
 use super::log::RequestLog;
-use super::sse::{self, Delivery};
+use super::path::{self, Api, Checked, Context, Head};
+use super::sse::Delivery;
 use crate::api::caller::{self, Caller};
 use crate::api::error::ApiError;
 use crate::state::{AppState, Snapshot};
 use render::{ChunkLines, Endpoint, NDJSON, Presentation, WholeChunk, rfc3339};
 use request::{ChatBody, GenerateBody};
+use switchboard_pipeline::CHARACTER_PREFIX;
 use switchboard_pipeline::ids::CallIdShape;
-use switchboard_pipeline::{CHARACTER_PREFIX, GatewayRequest, Started};
-use validate::{Checked, check_chat, check_generate};
+use validate::{Load, check_chat, check_generate};
 
 /// The Ollama release whose API this front-end serves, as `/api/version` reports it
 /// (clients compare it as dotted integers).
@@ -47,8 +48,34 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
         traced(
             Router::new()
-                .route("/api/chat", post(chat))
-                .route("/api/generate", post(generate)),
+                .route(
+                    "/api/chat",
+                    post(|state, id, caller, uri, headers, body| {
+                        model_endpoint::<OllamaChat>(
+                            Endpoint::Chat,
+                            state,
+                            id,
+                            caller,
+                            uri,
+                            headers,
+                            body,
+                        )
+                    }),
+                )
+                .route(
+                    "/api/generate",
+                    post(|state, id, caller, uri, headers, body| {
+                        model_endpoint::<OllamaGenerate>(
+                            Endpoint::Generate,
+                            state,
+                            id,
+                            caller,
+                            uri,
+                            headers,
+                            body,
+                        )
+                    }),
+                ),
         )
         .route("/api/version", get(version))
         .route("/api/tags", get(tags))
@@ -63,92 +90,134 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     error: render::error_response,
 };
 
-/// `POST /api/chat`
-pub async fn chat(
-    Extension(RequestId(request_id)): Extension<RequestId>,
-    Extension(caller): Extension<Caller>,
-    body: Body,
-) -> Response {
-    let log = RequestLog::new(request_id, "ollama_chat").with_caller(&caller);
-    respond(&caller, log, body, Endpoint::Chat).await
-}
+/// `POST /api/chat` on the one front-end path.
+pub struct OllamaChat;
 
-/// `POST /api/generate`
-pub async fn generate(
-    Extension(RequestId(request_id)): Extension<RequestId>,
-    Extension(caller): Extension<Caller>,
-    body: Body,
-) -> Response {
-    let log = RequestLog::new(request_id, "ollama_generate").with_caller(&caller);
-    respond(&caller, log, body, Endpoint::Generate).await
-}
+/// `POST /api/generate` on the one front-end path.
+pub struct OllamaGenerate;
 
-async fn respond(caller: &Caller, log: RequestLog, body: Body, endpoint: Endpoint) -> Response {
-    match start(caller, &log, body, endpoint).await {
-        Ok(Begun::Answer(started, delivery)) => {
-            sse::answer(started, delivery, FRONT_END.error, log).await
-        }
-        Ok(Begun::Loaded(response)) => {
-            log.finish("-", StatusCode::OK, Default::default(), false);
-            response
-        }
-        Err(error) => log.fail("-", error, FRONT_END.error),
+impl Api for OllamaChat {
+    type Body = ChatBody;
+    type Presentation = Presentation;
+    type Streamed = ChunkLines;
+    type Whole = WholeChunk;
+
+    const ENDPOINT: &'static str = "ollama_chat";
+    const PATH_STYLE: PathStyle = PathStyle::Brackets;
+
+    fn error(error: ApiError) -> Response {
+        render::error_response(error)
+    }
+
+    async fn check(
+        body: ChatBody,
+        context: &Context<'_>,
+    ) -> Result<Checked<Presentation>, ApiError> {
+        Ok(for_path(check_chat(body)?, context, Endpoint::Chat))
+    }
+
+    fn delivery(
+        presentation: Presentation,
+        streamed: Option<Head>,
+    ) -> Delivery<ChunkLines, WholeChunk> {
+        delivery(presentation, streamed)
     }
 }
 
-/// A request under way: the model's answer, or Ollama's answer to a load or unload.
-enum Begun {
-    Answer(Started, Delivery<ChunkLines, WholeChunk>),
-    Loaded(Response),
+impl Api for OllamaGenerate {
+    type Body = GenerateBody;
+    type Presentation = Presentation;
+    type Streamed = ChunkLines;
+    type Whole = WholeChunk;
+
+    const ENDPOINT: &'static str = "ollama_generate";
+    const PATH_STYLE: PathStyle = PathStyle::Brackets;
+
+    fn error(error: ApiError) -> Response {
+        render::error_response(error)
+    }
+
+    async fn check(
+        body: GenerateBody,
+        context: &Context<'_>,
+    ) -> Result<Checked<Presentation>, ApiError> {
+        Ok(for_path(check_generate(body)?, context, Endpoint::Generate))
+    }
+
+    fn delivery(
+        presentation: Presentation,
+        streamed: Option<Head>,
+    ) -> Delivery<ChunkLines, WholeChunk> {
+        delivery(presentation, streamed)
+    }
 }
 
-/// The request read, resolved, admitted and started, and how its answer goes out.
-async fn start(
-    caller: &Caller,
-    log: &RequestLog,
-    body: Body,
+/// The checked request as the path takes it: the model's name as Ollama's clients send it
+/// kept for the answer, the one the pipeline resolves in the request.
+fn for_path(
+    checked: validate::Checked,
+    context: &Context<'_>,
     endpoint: Endpoint,
-) -> Result<Begun, ApiError> {
-    let snapshot = caller.snapshot();
-    let limit = snapshot.config.max_body_bytes;
-    let checked = match endpoint {
-        Endpoint::Chat => {
-            check_chat(read_typed::<ChatBody>(body, limit, PathStyle::Brackets).await?)?
-        }
-        Endpoint::Generate => {
-            check_generate(read_typed::<GenerateBody>(body, limit, PathStyle::Brackets).await?)?
-        }
-    };
-    let (mut request, tools) = match checked {
-        Checked::Load { model, unload } => {
-            log.requested(&model);
-            caller::resolve(caller, &served_name(snapshot, &model))?;
-            return Ok(Begun::Loaded(loaded(model, endpoint, unload)));
-        }
-        Checked::Answer { request, tools } => (request, tools),
-    };
-    log.requested(&request.model);
+) -> Checked<Presentation> {
+    let validate::Checked { mut request, tools } = checked;
     let presentation = Presentation::new(request.model.clone(), endpoint);
-    request.model = served_name(snapshot, &request.model);
-    let target = caller::resolve(caller, &request.model)?;
-    let gateway = caller::gateway_tools(caller, &target, &[], &request, None).await?;
-    let stream = request.stream;
-    let request = GatewayRequest {
-        target,
-        request,
-        tools,
-        call_ids: CallIdShape::OpenAi,
-        gateway,
-        tool_filter: caller.tool_filter(),
+    request.model = served_name(context.caller.snapshot(), &request.model);
+    Checked::new(request, tools, CallIdShape::OpenAi, presentation)
+}
+
+fn delivery(
+    presentation: Presentation,
+    streamed: Option<Head>,
+) -> Delivery<ChunkLines, WholeChunk> {
+    match streamed {
+        Some(_) => Delivery::Streamed(ChunkLines::new(presentation)),
+        None => Delivery::Whole(WholeChunk(presentation)),
+    }
+}
+
+/// `POST /api/chat` and `POST /api/generate`: Ollama's load and unload requests are answered
+/// here, the rest on the one front-end path.
+async fn model_endpoint<A: Api>(
+    endpoint: Endpoint,
+    State(state): State<AppState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    Extension(caller): Extension<Caller>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let bytes = match read_bytes(body, caller.snapshot().config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            return RequestLog::new(request_id, A::ENDPOINT)
+                .with_caller(&caller)
+                .fail("-", error, A::error);
+        }
     };
-    caller::reserve(caller, &request)?;
-    let started = snapshot.pipeline.start(request)?;
-    let delivery = if stream {
-        Delivery::Streamed(ChunkLines::new(presentation))
-    } else {
-        Delivery::Whole(WholeChunk(presentation))
+    let Some(load) = validate::load(&bytes, endpoint) else {
+        return path::serve::<A>(
+            State(state),
+            Extension(RequestId(request_id)),
+            Extension(caller),
+            uri,
+            headers,
+            Body::from(bytes),
+        )
+        .await;
     };
-    Ok(Begun::Answer(started, delivery))
+    let log = RequestLog::new(request_id, A::ENDPOINT).with_caller(&caller);
+    let loaded = load.and_then(|Load { model, unload }| {
+        log.requested(&model);
+        let target = caller::resolve(&caller, &served_name(caller.snapshot(), &model))?;
+        Ok((target.label(), loaded(model, endpoint, unload)))
+    });
+    match loaded {
+        Ok((label, response)) => {
+            log.finish(&label, StatusCode::OK, Default::default(), false);
+            response
+        }
+        Err(error) => log.fail("-", error, A::error),
+    }
 }
 
 /// Ollama's answer to a request with no messages or an empty prompt: the model is loaded

@@ -5,6 +5,8 @@
 //! WebUI), by `tool_name` (Ollama's clients), else by position (Home Assistant sends
 //! neither).
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 use switchboard_tools::Toolset;
 use switchboard_wire::ids::IdSource;
@@ -13,25 +15,74 @@ use switchboard_wire::ollama::{
 };
 use switchboard_wire::{ChatRequest, REASONING_EFFORTS};
 
+use super::render::Endpoint;
 use super::request::{ChatBody, ClientMessage, Common, GenerateBody, Think};
+use crate::api::body::{PathStyle, parse_typed};
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, Sent, invalid, pointer_to_param, rejection};
 use switchboard_pipeline::compile_tools;
 
-/// A request checked: either one for the model, or Ollama's load/unload request (no
-/// messages, or an empty prompt), which is answered without asking the model.
+/// A request checked: the pipeline's request and its tools compiled under the `api`
+/// profile, to check the model's calls.
 #[derive(Debug)]
-pub enum Checked {
-    Answer {
-        request: ChatRequest,
-        /// The request's tools compiled under the `api` profile, to check the model's calls.
-        tools: Toolset,
-    },
-    Load {
-        model: String,
-        /// `keep_alive: 0`: Ollama's unload.
-        unload: bool,
-    },
+pub struct Checked {
+    pub request: ChatRequest,
+    pub tools: Toolset,
+}
+
+/// Ollama's load or unload request (no messages, or an empty prompt), answered without
+/// asking the model.
+#[derive(Debug)]
+pub struct Load {
+    pub model: String,
+    /// `keep_alive: 0`: Ollama's unload.
+    pub unload: bool,
+}
+
+/// Of a body, only what tells a load request from one for the model; the other fields are
+/// skipped unread.
+#[derive(Deserialize)]
+struct LoadFields {
+    #[serde(default)]
+    messages: Option<Vec<IgnoredAny>>,
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    images: Option<Vec<IgnoredAny>>,
+}
+
+/// The load request a body is, checked; `None` when it asks the model (or its load fields
+/// have the wrong types, which its checks name).
+pub fn load(bytes: &[u8], endpoint: Endpoint) -> Option<Result<Load, ApiError>> {
+    let fields: LoadFields = serde_json::from_slice(bytes).ok()?;
+    let empty = |list: Option<Vec<IgnoredAny>>| list.is_none_or(|list| list.is_empty());
+    let is_load = match endpoint {
+        Endpoint::Chat => empty(fields.messages),
+        Endpoint::Generate => {
+            fields.prompt.is_none_or(|prompt| prompt.is_empty()) && empty(fields.images)
+        }
+    };
+    if !is_load {
+        return None;
+    }
+    let checked = match endpoint {
+        Endpoint::Chat => parse_typed::<ChatBody>(bytes, PathStyle::Brackets)
+            .map(|body| (body.model, body.common)),
+        Endpoint::Generate => parse_typed::<GenerateBody>(bytes, PathStyle::Brackets)
+            .map(|body| (body.model, body.common)),
+    };
+    Some(checked.and_then(|(model, common)| {
+        let mut problems = Vec::new();
+        let model = fields::model(model, &mut problems);
+        let settings = check_common(common, &mut problems);
+        match problems.is_empty() {
+            true => Ok(Load {
+                model,
+                unload: settings.unload,
+            }),
+            false => Err(rejection(&problems)),
+        }
+    }))
 }
 
 /// Numeric `options` and the range each takes; Ollama's other options (`num_ctx`,
@@ -55,15 +106,12 @@ pub fn check_chat(body: ChatBody) -> Result<Checked, ApiError> {
     let model = fields::model(model, &mut problems);
     let toolset = check_tools(tools.as_ref(), &mut problems);
     let messages = check_messages(messages.unwrap_or_default(), &mut problems);
+    if messages.is_empty() {
+        problems.push(invalid("messages", "at least one message is required"));
+    }
     let settings = check_common(common, &mut problems);
     if !problems.is_empty() {
         return Err(rejection(&problems));
-    }
-    if messages.is_empty() {
-        return Ok(Checked::Load {
-            model,
-            unload: settings.unload,
-        });
     }
     answer(model, messages, toolset.unwrap_or_default(), settings)
 }
@@ -99,12 +147,6 @@ pub fn check_generate(body: GenerateBody) -> Result<Checked, ApiError> {
         return Err(rejection(&problems));
     }
     let prompt = prompt.unwrap_or_default();
-    if prompt.is_empty() && images.as_ref().is_none_or(Vec::is_empty) {
-        return Ok(Checked::Load {
-            model,
-            unload: settings.unload,
-        });
-    }
     let mut messages = Vec::new();
     if let Some(system) = system.filter(|system| !system.is_empty()) {
         messages.push(OllamaMessage {
@@ -353,5 +395,5 @@ fn answer(
     request.response_format = response_format;
     request.reasoning_effort = reasoning_effort;
     request.extra = extra;
-    Ok(Checked::Answer { request, tools })
+    Ok(Checked { request, tools })
 }

@@ -12,9 +12,8 @@ mod validate;
 use std::collections::{HashMap, HashSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::body::Body;
 use axum::extract::{Extension, Path, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -26,106 +25,52 @@ use switchboard_wire::responses::{
     Response as ResponseObject, ResponsesRequest, Status, parse_input, to_chat,
 };
 
-use super::body::{PathStyle, parse_typed, read_bytes};
+use super::body::PathStyle;
 use super::fields::pointer_to_param;
-use super::front_end::RequestId;
-use super::log::RequestLog;
-use super::sse::{self, Delivery};
-use crate::api::caller::{self, Caller};
+use super::path::{self, Api, Checked, Context, Head};
+use super::sse::Delivery;
+use crate::api::caller::Caller;
 use crate::api::error::ApiError;
 use crate::state::AppState;
 use crate::store::{self, Conversation, StoredResponse};
 use render::{Keep, ResponseRenderer};
+use request::ResponsesBody;
 use switchboard_pipeline::ids::{CallIdShape, response_id};
-use switchboard_pipeline::{ApprovalAnswer, GatewayRequest, Started, compile_converted};
+use switchboard_pipeline::{ApprovalAnswer, GatewayRequest, compile_converted};
 use validate::check_request;
 
-/// The header naming the hosted tools left out of the backend's request.
-pub const DROPPED_TOOLS_HEADER: &str = "x-switchboard-dropped-tools";
 /// On a whole answer that asked to be stored and could not be (the store failed after the
 /// backend answered, or the response is larger than the store holds): why, as an error code,
 /// beside `store: false` in the response.
 pub const NOT_STORED_HEADER: &str = "x-switchboard-not-stored";
 
-/// A request ready for the pipeline, and how to present and keep its answer.
-struct Prepared {
-    gateway: GatewayRequest,
+/// How to present and keep a request's answer, and what it answers of earlier ones.
+pub struct Presentation {
     skeleton: ResponseObject,
     kinds: HashMap<String, CallKind>,
-    stream: bool,
     keep: Option<Keep>,
-    dropped: Vec<String>,
     /// The approval requests this request answers: the calls that run for them say so.
     approval_ids: HashSet<String>,
+    /// The answers themselves, for the gateway's tools to act on.
+    approvals: Vec<ApprovalAnswer>,
+    /// Servers whose listing the conversation already shows.
+    listed: HashSet<String>,
+    /// The MCP tool `tool_choice` forces, by its server's label and its name.
+    forced: Option<(String, String)>,
 }
 
 /// OpenAI's Responses and its stored responses.
 pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
-        super::front_end::traced(Router::new().route("/v1/responses", post(create)))
-            .route("/v1/responses/{id}", get(retrieve).delete(delete))
-            .route("/v1/responses/{id}/input_items", get(input_items))
+        super::front_end::traced(
+            Router::new().route("/v1/responses", post(path::serve::<Responses>)),
+        )
+        .route("/v1/responses/{id}", get(retrieve).delete(delete))
+        .route("/v1/responses/{id}/input_items", get(input_items))
     },
     owns: |path| path == "/v1/responses" || path.starts_with("/v1/responses/"),
     error: IntoResponse::into_response,
 };
-
-/// `POST /v1/responses`
-pub async fn create(
-    State(state): State<AppState>,
-    Extension(RequestId(request_id)): Extension<RequestId>,
-    Extension(caller): Extension<Caller>,
-    body: Body,
-) -> Response {
-    let log = RequestLog::new(request_id, "responses").with_caller(&caller);
-    let (started, delivery, dropped) = match start(&state, &caller, &log, body).await {
-        Ok(started) => started,
-        Err(error) => return log.fail("-", error, FRONT_END.error),
-    };
-    let mut response = sse::answer(started, delivery, FRONT_END.error, log).await;
-    if !dropped.is_empty()
-        && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
-    {
-        response.headers_mut().insert(DROPPED_TOOLS_HEADER, value);
-    }
-    response
-}
-
-/// The request read, resolved, admitted and started, how its answer goes out, and the
-/// tools it named that were left out.
-async fn start(
-    state: &AppState,
-    caller: &Caller,
-    log: &RequestLog,
-    body: Body,
-) -> Result<
-    (
-        Started,
-        Delivery<ResponseRenderer, ResponseRenderer>,
-        Vec<String>,
-    ),
-    ApiError,
-> {
-    let Prepared {
-        gateway,
-        skeleton,
-        kinds,
-        stream,
-        keep,
-        dropped,
-        approval_ids,
-    } = prepare(state, caller, body).await?;
-    log.requested(&gateway.request.model);
-    caller::reserve(caller, &gateway)?;
-    let started = caller.snapshot().pipeline.start(gateway)?;
-    let renderer = ResponseRenderer::new(Encoder::new(skeleton, kinds), keep, approval_ids);
-    let delivery = if stream {
-        Delivery::Streamed(renderer)
-    } else {
-        Delivery::Whole(renderer)
-    };
-    Ok((started, delivery, dropped))
-}
 
 /// `GET /v1/responses/{id}`
 pub async fn retrieve(
@@ -213,67 +158,100 @@ fn store_error(error: store::StoreError) -> ApiError {
     )
 }
 
-async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepared, ApiError> {
-    let limit = caller.snapshot().config.max_body_bytes;
-    let bytes = read_bytes(body, limit).await?;
-    let body_bytes = bytes.len();
-    let request = check_request(parse_typed(&bytes, PathStyle::Brackets)?)?;
-    let target = caller::resolve(caller, &request.model)?;
-    let input = parse_input(&request.input).map_err(convert_error)?;
-    let history = match &request.previous_response_id {
-        None => Conversation::default(),
-        Some(id) => {
-            let previous = state
-                .responses
-                .get(id)
-                .await
-                .map_err(store_error)?
-                .filter(|stored| stored.belongs_to(caller.name()))
-                .ok_or_else(|| {
-                    ApiError::invalid_request(
-                        format!("previous_response_id: \"{id}\" is not stored here (unknown, expired or evicted, or made with store: false)"),
-                        Some("previous_response_id".into()),
-                    )
-                    .with_code("previous_response_not_found")
-                })?;
-            // A continued conversation is sent to the backend whole: it meets the bound of a
-            // request that sent it whole, checked before anything of it is copied.
-            let total = previous.conversation_bytes().saturating_add(body_bytes);
-            if total > limit {
-                return Err(conversation_too_large(&previous, body_bytes, limit));
+/// `POST /v1/responses` on the one front-end path.
+pub struct Responses;
+
+impl Api for Responses {
+    type Body = ResponsesBody;
+    type Presentation = Presentation;
+    type Streamed = ResponseRenderer;
+    type Whole = ResponseRenderer;
+
+    const ENDPOINT: &'static str = "responses";
+    const PATH_STYLE: PathStyle = PathStyle::Brackets;
+
+    fn error(error: ApiError) -> Response {
+        error.into_response()
+    }
+
+    async fn check(
+        body: ResponsesBody,
+        context: &Context<'_>,
+    ) -> Result<Checked<Presentation>, ApiError> {
+        let (state, caller) = (context.state, context.caller);
+        let request = check_request(body)?;
+        let input = parse_input(&request.input).map_err(convert_error)?;
+        let history = match &request.previous_response_id {
+            None => Conversation::default(),
+            Some(id) => {
+                let limit = caller.snapshot().config.max_body_bytes;
+                let previous = state
+                    .responses
+                    .get(id)
+                    .await
+                    .map_err(store_error)?
+                    .filter(|stored| stored.belongs_to(caller.name()))
+                    .ok_or_else(|| {
+                        ApiError::invalid_request(
+                            format!("previous_response_id: \"{id}\" is not stored here (unknown, expired or evicted, or made with store: false)"),
+                            Some("previous_response_id".into()),
+                        )
+                        .with_code("previous_response_not_found")
+                    })?;
+                // A continued conversation is sent to the backend whole: it meets the bound
+                // of a request that sent it whole, checked before anything of it is copied.
+                let total = previous
+                    .conversation_bytes()
+                    .saturating_add(context.body_bytes);
+                if total > limit {
+                    return Err(conversation_too_large(&previous, context.body_bytes, limit));
+                }
+                previous.conversation()
             }
-            previous.conversation()
-        }
-    };
-    // The skeleton echoes the request's settings; the conversion then takes the request.
-    let skeleton = skeleton(&request);
-    let max_tool_calls = request
-        .extra
-        .get("max_tool_calls")
-        .and_then(Value::as_u64)
-        .map(|calls| usize::try_from(calls).unwrap_or(usize::MAX));
-    let (store, stream) = (
-        request.store != Some(false),
-        request.stream.unwrap_or(false),
-    );
-    let Converted {
-        request: mut chat,
-        tools: mut offered,
-        input,
-        approvals,
-        listed,
-    } = to_chat(request, history.iter(), input).map_err(convert_error)?;
-    let tools = compile(&chat.tools, &offered)?;
-    let mut gateway =
-        caller::gateway_tools(caller, &target, &offered.mcp, &chat, max_tool_calls).await?;
-    let approval_ids: HashSet<String> = approvals.iter().map(|answer| answer.id.clone()).collect();
-    match &mut gateway {
-        Some(gateway) => {
-            // Listed once per conversation: a listing in the input stands.
-            gateway
-                .listings
-                .retain(|listing| !listed.contains(&listing.label));
-            gateway.approvals = approvals
+        };
+        // The skeleton echoes the request's settings; the conversion then takes the request.
+        let skeleton = skeleton(&request);
+        let max_tool_calls = request
+            .extra
+            .get("max_tool_calls")
+            .and_then(Value::as_u64)
+            .map(|calls| usize::try_from(calls).unwrap_or(usize::MAX));
+        let (store, stream) = (
+            request.store != Some(false),
+            request.stream.unwrap_or(false),
+        );
+        let Converted {
+            request: chat,
+            tools: mut offered,
+            input,
+            approvals,
+            listed,
+        } = to_chat(request, history.iter(), input).map_err(convert_error)?;
+        let tools = compile(&chat.tools, &offered)?;
+        let keep = if store {
+            // Told now, before the backend is asked, rather than after an answer not kept.
+            state.responses.ready().await.map_err(store_error)?;
+            Some(Keep {
+                store: std::sync::Arc::clone(&state.responses),
+                input: history.then(input),
+                owner: caller.name().map(str::to_owned),
+            })
+        } else {
+            None
+        };
+        let forced = match offered.mcp_choice.take() {
+            Some(McpChoice {
+                label,
+                name: Some(tool),
+            }) => Some((label, tool)),
+            _ => None,
+        };
+        let presentation = Presentation {
+            skeleton,
+            kinds: std::mem::take(&mut offered.kinds),
+            keep,
+            approval_ids: approvals.iter().map(|answer| answer.id.clone()).collect(),
+            approvals: approvals
                 .into_iter()
                 .map(|approval| ApprovalAnswer {
                     id: approval.id,
@@ -283,61 +261,71 @@ async fn prepare(state: &AppState, caller: &Caller, body: Body) -> Result<Prepar
                     approve: approval.approve,
                     reason: approval.reason,
                 })
-                .collect();
-        }
-        None if !approvals.is_empty() => {
-            return Err(ApiError::invalid_request(
-                "input: an mcp_approval_response answers an MCP call, but the request names no MCP server (send its mcp tool again)",
-                Some("input".into()),
-            ));
-        }
-        None => {}
-    }
-    if let Some(McpChoice {
-        label,
-        name: Some(tool),
-    }) = &offered.mcp_choice
-    {
-        // The one tool the model must call, by the name it is offered under.
-        let forced = gateway
-            .as_ref()
-            .and_then(|gateway| gateway.find(label, tool))
-            .ok_or_else(|| {
-                ApiError::invalid_request(
-                    format!("tool_choice.name: the MCP server \"{label}\" offers this request no tool named \"{tool}\""),
-                    Some("tool_choice.name".into()),
-                )
-            })?;
-        chat.tool_choice = Some(ToolChoice::Function(forced.name.clone()));
-    }
-    offered.mcp.clear();
-    let keep = if store {
-        // Told now, before the backend is asked, rather than after an answer not kept.
-        state.responses.ready().await.map_err(store_error)?;
-        Some(Keep {
-            store: std::sync::Arc::clone(&state.responses),
-            input: history.then(input),
-            owner: caller.name().map(str::to_owned),
+                .collect(),
+            listed: listed.into_iter().collect(),
+            forced,
+        };
+        Ok(Checked {
+            stream,
+            mcp: std::mem::take(&mut offered.mcp),
+            max_tool_calls,
+            dropped: offered.dropped,
+            ..Checked::new(chat, tools, CallIdShape::OpenAi, presentation)
         })
-    } else {
-        None
-    };
-    Ok(Prepared {
-        gateway: GatewayRequest {
-            target,
-            request: chat,
-            tools,
-            call_ids: CallIdShape::OpenAi,
-            gateway,
-            tool_filter: caller.tool_filter(),
-        },
-        approval_ids,
-        skeleton,
-        kinds: offered.kinds,
-        stream,
-        keep,
-        dropped: offered.dropped,
-    })
+    }
+
+    fn with_gateway_tools(
+        request: &mut GatewayRequest,
+        presentation: &mut Presentation,
+    ) -> Result<(), ApiError> {
+        let approvals = std::mem::take(&mut presentation.approvals);
+        match &mut request.gateway {
+            Some(gateway) => {
+                // Listed once per conversation: a listing in the input stands.
+                gateway
+                    .listings
+                    .retain(|listing| !presentation.listed.contains(&listing.label));
+                gateway.approvals = approvals;
+            }
+            None if !approvals.is_empty() => {
+                return Err(ApiError::invalid_request(
+                    "input: an mcp_approval_response answers an MCP call, but the request names no MCP server (send its mcp tool again)",
+                    Some("input".into()),
+                ));
+            }
+            None => {}
+        }
+        if let Some((label, tool)) = &presentation.forced {
+            // The one tool the model must call, by the name it is offered under.
+            let forced = request
+                .gateway
+                .as_ref()
+                .and_then(|gateway| gateway.find(label, tool))
+                .ok_or_else(|| {
+                    ApiError::invalid_request(
+                        format!("tool_choice.name: the MCP server \"{label}\" offers this request no tool named \"{tool}\""),
+                        Some("tool_choice.name".into()),
+                    )
+                })?;
+            request.request.tool_choice = Some(ToolChoice::Function(forced.name.clone()));
+        }
+        Ok(())
+    }
+
+    fn delivery(
+        presentation: Presentation,
+        streamed: Option<Head>,
+    ) -> Delivery<ResponseRenderer, ResponseRenderer> {
+        let renderer = ResponseRenderer::new(
+            Encoder::new(presentation.skeleton, presentation.kinds),
+            presentation.keep,
+            presentation.approval_ids,
+        );
+        match streamed {
+            Some(_) => Delivery::Streamed(renderer),
+            None => Delivery::Whole(renderer),
+        }
+    }
 }
 
 fn conversation_too_large(previous: &StoredResponse, body_bytes: usize, limit: usize) -> ApiError {

@@ -1,0 +1,326 @@
+//! The one path every model API runs ([`serve`]), in a fixed order of named phases, so that
+//! what one API does before or after another phase every API does there too:
+//!
+//! ```text
+//!  body       the body read once under max_body_bytes into the API's own types
+//!   |
+//!  check      Api::check: typed body -> the pipeline's request, its tools compiled, the MCP
+//!   |         servers it names, what its renderers need          (log: the model asked for)
+//!  admit      resolve the model (route, alias, character), authorize the key, reserve its
+//!   |         tokens; then Api::fit to the target that answers
+//!  tools      the tools the gateway runs for it (MCP servers: may connect), Api::with_gateway_tools
+//!   |
+//!  count      a streamed head's prompt count, gateway tools included (Api::HEAD_COUNT)
+//!   |
+//!  start      Pipeline::start
+//!   |
+//!  answer     sse::answer: streamed through Api::Streamed or folded into Api::Whole
+//! ```
+//!
+//! Admission comes before the gateway's tools: a request refused for its key's tokens never
+//! waits on MCP servers it would not use. An API is one [`Api`] impl (its parser, checks
+//! and renderers); the request log is written here, the same way for all.
+
+use std::future::Future;
+
+use axum::body::Body;
+use axum::extract::{Extension, State};
+use axum::http::{HeaderMap, HeaderValue, Uri};
+use axum::response::Response;
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use switchboard_pipeline::ids::CallIdShape;
+use switchboard_pipeline::{GatewayRequest, Started, Target, TokenCount, estimate_tokens};
+use switchboard_tools::Toolset;
+use switchboard_wire::ChatRequest;
+use switchboard_wire::mcp::McpServerRequest;
+
+use super::body::{PathStyle, parse_typed, read_bytes};
+use super::front_end::RequestId;
+use super::log::{RequestLog, Tally};
+use super::sse::{self, Delivery, Renderer, WholeBody};
+use crate::api::caller::{self, Caller};
+use crate::api::error::ApiError;
+use crate::state::AppState;
+
+/// Names the tools a request offered that cannot run here and were left out.
+pub const DROPPED_TOOLS_HEADER: &str = "x-switchboard-dropped-tools";
+
+/// One model API: its body, its checks and its renderers.
+pub trait Api: Send + Sync + 'static {
+    /// The body, read once from its bytes.
+    type Body: DeserializeOwned + Send;
+    /// What the renderers need besides the outputs (ids, the model's name as asked…).
+    type Presentation: Send;
+    /// A streamed answer's renderer.
+    type Streamed: Renderer;
+    /// A whole answer's body.
+    type Whole: WholeBody;
+
+    /// The endpoint's label in log lines, metrics and spans (`chat_completions`).
+    const ENDPOINT: &'static str;
+    /// How a field's path is written in the API's errors.
+    const PATH_STYLE: PathStyle;
+    /// Whether a streamed answer's head announces the prompt's token count.
+    const HEAD_COUNT: bool = false;
+
+    /// An error in the API's shape.
+    fn error(error: ApiError) -> Response;
+
+    /// The typed body checked and moved into the pipeline's request.
+    fn check(
+        body: Self::Body,
+        context: &Context<'_>,
+    ) -> impl Future<Output = Result<Checked<Self::Presentation>, ApiError>> + Send;
+
+    /// The request fitted to the route or character that answers it; nothing by default.
+    fn fit(
+        _request: &mut ChatRequest,
+        _target: &Target,
+        _presentation: &mut Self::Presentation,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    /// What the API does once the gateway's own tools are known (approvals, a forced MCP
+    /// tool, whether the answer shows them); nothing by default.
+    fn with_gateway_tools(
+        _request: &mut GatewayRequest,
+        _presentation: &mut Self::Presentation,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    /// How the answer goes out: streamed with `head` (the prompt's size, for APIs that
+    /// announce it), or whole.
+    fn delivery(
+        presentation: Self::Presentation,
+        streamed: Option<Head>,
+    ) -> Delivery<Self::Streamed, Self::Whole>;
+
+    /// Headers every response of the API carries, whatever its outcome (the request id
+    /// where the API's SDKs read it); nothing by default.
+    fn decorate(_response: &mut Response, _request_id: &str) {}
+}
+
+/// What a check may read besides the body.
+pub struct Context<'a> {
+    pub caller: &'a Caller,
+    pub state: &'a AppState,
+    pub headers: &'a HeaderMap,
+    pub uri: &'a Uri,
+    /// The body's size in bytes.
+    pub body_bytes: usize,
+}
+
+/// A request checked: the pipeline's request and what else the path needs of it.
+pub struct Checked<P> {
+    pub request: ChatRequest,
+    /// The request's tools compiled, to check the model's calls against.
+    pub tools: Toolset,
+    pub call_ids: CallIdShape,
+    /// The MCP servers the request names, for the gateway to run.
+    pub mcp: Vec<McpServerRequest>,
+    /// Calls the gateway's tools may take in all (OpenAI's `max_tool_calls`).
+    pub max_tool_calls: Option<usize>,
+    /// Whether the gateway resolves tools for it at all (a token count runs nothing).
+    pub runs_tools: bool,
+    pub stream: bool,
+    /// Tools left out (hosted tools that cannot run here), named in a header.
+    pub dropped: Vec<String>,
+    pub presentation: P,
+}
+
+impl<P> Checked<P> {
+    /// A request for a model to answer: the gateway runs its tools, nothing dropped, no
+    /// bound on calls but the route's.
+    pub fn new(
+        request: ChatRequest,
+        tools: Toolset,
+        call_ids: CallIdShape,
+        presentation: P,
+    ) -> Self {
+        Self {
+            stream: request.stream,
+            request,
+            tools,
+            call_ids,
+            mcp: Vec::new(),
+            max_tool_calls: None,
+            runs_tools: true,
+            dropped: Vec::new(),
+            presentation,
+        }
+    }
+}
+
+/// A streamed head's prompt size: estimated now, and counted by the backend's tokenizer
+/// beside the answer where it has one.
+pub struct Head {
+    pub estimate: u64,
+    pub count: Option<BoxFuture<'static, TokenCount>>,
+}
+
+/// The handler of an API's model endpoint: every phase, in order, then the answer.
+pub async fn serve<A: Api>(
+    State(state): State<AppState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    Extension(caller): Extension<Caller>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let log = RequestLog::new(request_id.clone(), A::ENDPOINT).with_caller(&caller);
+    let context = Context {
+        caller: &caller,
+        state: &state,
+        headers: &headers,
+        uri: &uri,
+        body_bytes: 0,
+    };
+    let (response, dropped) = match start::<A>(context, &log, body).await {
+        Ok((started, delivery, dropped)) => {
+            (sse::answer(started, delivery, A::error, log).await, dropped)
+        }
+        Err(error) => (log.fail("-", error, A::error), Vec::new()),
+    };
+    decorated::<A>(response, &dropped, &request_id)
+}
+
+/// The headers every answer of the API carries: the tools left out, and the API's own.
+fn decorated<A: Api>(mut response: Response, dropped: &[String], request_id: &str) -> Response {
+    if !dropped.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&dropped.join(", "))
+    {
+        response.headers_mut().insert(DROPPED_TOOLS_HEADER, value);
+    }
+    A::decorate(&mut response, request_id);
+    response
+}
+
+type Ready<A> = (
+    Started,
+    Delivery<<A as Api>::Streamed, <A as Api>::Whole>,
+    Vec<String>,
+);
+
+/// The phases up to the started answer.
+async fn start<A: Api>(
+    mut context: Context<'_>,
+    log: &RequestLog,
+    body: Body,
+) -> Result<Ready<A>, ApiError> {
+    let caller = context.caller;
+    let (checked, target) = checked_and_admitted::<A>(&mut context, log, body, true).await?;
+    let Checked {
+        request,
+        tools,
+        call_ids,
+        mcp,
+        max_tool_calls,
+        runs_tools,
+        stream,
+        dropped,
+        mut presentation,
+    } = checked;
+    // tools
+    let gateway = if runs_tools {
+        caller::gateway_tools(caller, &target, &mcp, &request, max_tool_calls).await?
+    } else {
+        None
+    };
+    let mut request = GatewayRequest {
+        target,
+        request,
+        tools,
+        call_ids,
+        gateway,
+        tool_filter: caller.tool_filter(),
+    };
+    A::with_gateway_tools(&mut request, &mut presentation)?;
+    // count
+    let pipeline = &caller.snapshot().pipeline;
+    let head = stream.then(|| Head {
+        estimate: if A::HEAD_COUNT {
+            estimate_tokens(&request.offered())
+        } else {
+            0
+        },
+        count: if A::HEAD_COUNT {
+            pipeline.count_beside(&request)
+        } else {
+            None
+        },
+    });
+    // start
+    let started = pipeline.start(request)?;
+    Ok((started, A::delivery(presentation, head), dropped))
+}
+
+/// The body read and checked, and the request admitted: its model resolved for the key,
+/// its tokens reserved (`reserve`: a count reserves nothing), fitted to what answers.
+async fn checked_and_admitted<A: Api>(
+    context: &mut Context<'_>,
+    log: &RequestLog,
+    body: Body,
+    reserve: bool,
+) -> Result<(Checked<A::Presentation>, Target), ApiError> {
+    let caller = context.caller;
+    // body
+    let bytes = read_bytes(body, caller.snapshot().config.max_body_bytes).await?;
+    context.body_bytes = bytes.len();
+    let body: A::Body = parse_typed(&bytes, A::PATH_STYLE)?;
+    drop(bytes);
+    // check
+    let mut checked = A::check(body, context).await?;
+    log.requested(&checked.request.model);
+    // admit
+    let target = caller::resolve(caller, &checked.request.model)?;
+    if reserve {
+        caller::reserve(caller, &target, &checked.request)?;
+    }
+    A::fit(&mut checked.request, &target, &mut checked.presentation)?;
+    Ok((checked, target))
+}
+
+/// The handler of an API's token count: the same phases up to admission (nothing
+/// reserved, no tool resolved), then the prompt counted as the backend would see it;
+/// `respond` writes the count in the API's shape.
+pub async fn count<A: Api>(
+    state: &AppState,
+    request_id: String,
+    caller: &Caller,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+    respond: fn(TokenCount, &A::Presentation) -> Response,
+) -> Response {
+    let log = RequestLog::new(request_id.clone(), "count_tokens").with_caller(caller);
+    let mut context = Context {
+        caller,
+        state,
+        headers,
+        uri,
+        body_bytes: 0,
+    };
+    let (response, dropped) = match checked_and_admitted::<A>(&mut context, &log, body, false).await
+    {
+        Ok((checked, target)) => {
+            let label = target.label();
+            let request = GatewayRequest {
+                target,
+                request: checked.request,
+                tools: checked.tools,
+                call_ids: checked.call_ids,
+                gateway: None,
+                tool_filter: caller.tool_filter(),
+            };
+            let count = caller.snapshot().pipeline.count_tokens(&request).await;
+            // A count consumes nothing: no tokens are tallied.
+            log.finish(&label, axum::http::StatusCode::OK, Tally::default(), false);
+            (respond(count, &checked.presentation), checked.dropped)
+        }
+        Err(error) => (log.fail("-", error, A::error), Vec::new()),
+    };
+    decorated::<A>(response, &dropped, &request_id)
+}
