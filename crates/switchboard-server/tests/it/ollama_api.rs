@@ -100,6 +100,12 @@ async fn the_python_client_lists_shows_and_pulls_what_the_key_may_use() {
             && model["expires_at"].as_str().unwrap().ends_with("+00:00")),
         "{running:?}"
     );
+    assert!(
+        result["expires_at_raw"]
+            .as_str()
+            .unwrap()
+            .ends_with("+00:00")
+    );
     assert_eq!(
         result["pull_streamed"],
         json!([
@@ -386,6 +392,25 @@ async fn open_webui_calls_replayed_work_with_latest_names_and_its_history() {
     let unload: Value = unload.json().await.unwrap();
     assert_eq!(unload["done_reason"], "unload");
     assert_eq!(unload["response"], "");
+    // Ollama's load requests likewise: a chat without messages, streamed or not.
+    let load = post_with(
+        &gateway,
+        "/api/chat",
+        &json!({"model": "qwen:latest", "messages": []}),
+        &[("authorization", &format!("Bearer {KEY}"))],
+    )
+    .await
+    .json();
+    assert_eq!(load["done_reason"], "load");
+    assert_eq!(load["message"]["content"], "");
+    let unknown = post_with(
+        &gateway,
+        "/api/generate",
+        &json!({"model": "no-such-model", "keep_alive": 0}),
+        &[("authorization", &format!("Bearer {KEY}"))],
+    )
+    .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.text);
     assert_eq!(backend.requests().len(), 1);
     gateway.stop().await.unwrap();
 }

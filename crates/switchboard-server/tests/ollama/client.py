@@ -24,6 +24,7 @@ Exit status 3 means the client is not installed (the Rust test then says to run 
 
 import json
 import sys
+from datetime import datetime
 
 try:
     import ollama
@@ -97,7 +98,10 @@ def catalogue(client, base):
     character = client.show("narrator:latest")
     pulled = [progress.status for progress in client.pull("qwen:latest", stream=True)]
     stranger = Client(host=base, headers={"Authorization": "Bearer not-the-key"})
+    # Open WebUI reads the raw `expires_at` with datetime.fromisoformat.
+    raw = client._client.get("/api/ps").json()["models"][0]["expires_at"]
     return {
+        "expires_at_raw": datetime.fromisoformat(raw).isoformat(),
         "list": [model.model for model in client.list().models],
         "show": {"details": shown.details.model_dump(), "model_info": dict(shown.modelinfo or {}),
                  "capabilities": shown.capabilities},
