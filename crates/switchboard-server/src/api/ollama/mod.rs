@@ -48,34 +48,8 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
         traced(
             Router::new()
-                .route(
-                    "/api/chat",
-                    post(|state, id, caller, uri, headers, body| {
-                        model_endpoint::<OllamaChat>(
-                            Endpoint::Chat,
-                            state,
-                            id,
-                            caller,
-                            uri,
-                            headers,
-                            body,
-                        )
-                    }),
-                )
-                .route(
-                    "/api/generate",
-                    post(|state, id, caller, uri, headers, body| {
-                        model_endpoint::<OllamaGenerate>(
-                            Endpoint::Generate,
-                            state,
-                            id,
-                            caller,
-                            uri,
-                            headers,
-                            body,
-                        )
-                    }),
-                ),
+                .route("/api/chat", post(model_endpoint::<OllamaChat>))
+                .route("/api/generate", post(model_endpoint::<OllamaGenerate>)),
         )
         .route("/api/version", get(version))
         .route("/api/tags", get(tags))
@@ -96,6 +70,19 @@ pub struct OllamaChat;
 /// `POST /api/generate` on the one front-end path.
 pub struct OllamaGenerate;
 
+/// Which of Ollama's two model endpoints an [`Api`] is.
+trait ModelEndpoint: Api {
+    const KIND: Endpoint;
+}
+
+impl ModelEndpoint for OllamaChat {
+    const KIND: Endpoint = Endpoint::Chat;
+}
+
+impl ModelEndpoint for OllamaGenerate {
+    const KIND: Endpoint = Endpoint::Generate;
+}
+
 impl Api for OllamaChat {
     type Body = ChatBody;
     type Presentation = Presentation;
@@ -113,7 +100,7 @@ impl Api for OllamaChat {
         body: ChatBody,
         context: &Context<'_>,
     ) -> Result<Checked<Presentation>, ApiError> {
-        Ok(for_path(check_chat(body)?, context, Endpoint::Chat))
+        Ok(for_path(check_chat(body)?, context, Self::KIND))
     }
 
     fn delivery(
@@ -141,7 +128,7 @@ impl Api for OllamaGenerate {
         body: GenerateBody,
         context: &Context<'_>,
     ) -> Result<Checked<Presentation>, ApiError> {
-        Ok(for_path(check_generate(body)?, context, Endpoint::Generate))
+        Ok(for_path(check_generate(body)?, context, Self::KIND))
     }
 
     fn delivery(
@@ -177,8 +164,7 @@ fn delivery(
 
 /// `POST /api/chat` and `POST /api/generate`: Ollama's load and unload requests are answered
 /// here, the rest on the one front-end path.
-async fn model_endpoint<A: Api>(
-    endpoint: Endpoint,
+async fn model_endpoint<A: ModelEndpoint>(
     State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
     Extension(caller): Extension<Caller>,
@@ -194,7 +180,7 @@ async fn model_endpoint<A: Api>(
                 .fail("-", error, A::error);
         }
     };
-    let Some(load) = validate::load(&bytes, endpoint) else {
+    let Some(load) = validate::load(&bytes, A::KIND) else {
         return path::serve::<A>(
             State(state),
             Extension(RequestId(request_id)),
@@ -209,7 +195,7 @@ async fn model_endpoint<A: Api>(
     let loaded = load.and_then(|Load { model, unload }| {
         log.requested(&model);
         let target = caller::resolve(&caller, &served_name(caller.snapshot(), &model))?;
-        Ok((target.label(), loaded(model, endpoint, unload)))
+        Ok((target.label(), loaded(model, A::KIND, unload)))
     });
     match loaded {
         Ok((label, response)) => {

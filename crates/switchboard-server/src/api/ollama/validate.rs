@@ -75,13 +75,13 @@ pub fn load(bytes: &[u8], endpoint: Endpoint) -> Option<Result<Load, ApiError>> 
         let mut problems = Vec::new();
         let model = fields::model(model, &mut problems);
         let settings = check_common(common, &mut problems);
-        match problems.is_empty() {
-            true => Ok(Load {
-                model,
-                unload: settings.unload,
-            }),
-            false => Err(rejection(&problems)),
+        if !problems.is_empty() {
+            return Err(rejection(&problems));
         }
+        Ok(Load {
+            model,
+            unload: settings.unload,
+        })
     }))
 }
 
