@@ -14,10 +14,11 @@ Cases:
   home-assistant
              Home Assistant's Ollama integration on MODEL, as homeassistant/components/ollama
              calls the client: the model list at set-up, a pull of a model missing from it,
-             then a streamed turn with its LLM API's tools, `keep_alive` as "-1s" and
-             `options` {"num_ctx": 8192}; the call it gets back goes into the history as the
-             integration writes it (no id, no index) with the result as a tool message
-             without `tool_name`, and the follow-up turn streams the answer
+             then a streamed turn with its LLM API's tools, `keep_alive` -1 (forever; other
+             values as "300s"), `options` {"num_ctx": 8192} and `format` None; the call it
+             gets back goes into the history as the integration writes it (no id, no index)
+             with the result as a tool message of {"data", "error"} without `tool_name`,
+             and the follow-up turn streams the answer
 
 Exit status 3 means the client is not installed (the Rust test then says to run scripts/test).
 """
@@ -182,7 +183,7 @@ def home_assistant(client, model):
     def turn(messages):
         content, tool_calls = "", []
         for chunk in client.chat(model=model, messages=messages, tools=HASS_TOOLS, stream=True,
-                                 keep_alive="-1s", options={"num_ctx": 8192}, think=None):
+                                 keep_alive=-1, options={"num_ctx": 8192}, think=None, format=None):
             content += chunk.message.content or ""
             for call in chunk.message.tool_calls or []:
                 tool_calls.append({"name": call.function.name, "arguments": dict(call.function.arguments)})
@@ -193,7 +194,9 @@ def home_assistant(client, model):
         ollama.Message.ToolCall(function=ollama.Message.ToolCall.Function(name=call["name"], arguments=call["arguments"]))
         for call in first_calls
     ]))
-    history.append(ollama.Message(role="tool", content=json.dumps({"success": True, "targets": ["light.kitchen"]})))
+    result = {"data": {"success": [{"name": "Kitchen light", "type": "entity", "id": "light.kitchen"}], "failed": []},
+              "error": None}
+    history.append(ollama.Message(role="tool", content=json.dumps(result)))
     second_content, second_calls = turn(history)
     return {"listed": listed, "pulled": pulled, "first_calls": first_calls,
             "answer": second_content, "second_calls": second_calls}
