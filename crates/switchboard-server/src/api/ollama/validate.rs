@@ -397,3 +397,124 @@ fn answer(
     request.extra = extra;
     Ok(Checked { request, tools })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(body: Value) -> Result<Checked, ApiError> {
+        check_chat(parse_typed(
+            body.to_string().as_bytes(),
+            PathStyle::Brackets,
+        )?)
+    }
+
+    #[test]
+    fn formats_thinking_and_options_become_the_pipelines_fields() {
+        let user = json!([{"role": "user", "content": "hi"}]);
+        let checked = chat(
+            json!({"model": "m", "messages": user, "format": "json", "think": "low",
+            "options": {"temperature": 0.5, "stop": "END", "num_predict": -1, "num_ctx": 4096,
+            "presence_penalty": 0.5}, "keep_alive": -1.0}),
+        )
+        .unwrap();
+        let request = checked.request;
+        assert_eq!(
+            request.response_format,
+            Some(json!({"type": "json_object"}))
+        );
+        assert_eq!(request.reasoning_effort.as_deref(), Some("low"));
+        assert_eq!(request.temperature, Some(0.5));
+        assert_eq!(request.stop, ["END"]);
+        assert_eq!(request.max_tokens, None);
+        assert_eq!(
+            request.extra,
+            json!({"presence_penalty": 0.5})
+                .as_object()
+                .cloned()
+                .unwrap()
+        );
+        assert!(request.stream);
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let request = chat(
+            json!({"model": "m", "messages": user, "format": schema, "think": false,
+            "stream": false}),
+        )
+        .unwrap()
+        .request;
+        assert_eq!(
+            request.response_format.unwrap()["json_schema"]["schema"],
+            schema
+        );
+        assert_eq!(request.reasoning_effort.as_deref(), Some("none"));
+        assert!(!request.stream);
+    }
+
+    #[test]
+    fn every_wrong_field_is_named() {
+        let error = chat(
+            json!({"model": 3, "messages": [{"content": "x"}], "think": "hard",
+            "stream": "yes", "keep_alive": [], "options": {"top_k": "many"}}),
+        )
+        .unwrap_err();
+        for param in [
+            "model",
+            "messages[0].role",
+            "think",
+            "stream",
+            "keep_alive",
+            "options.top_k",
+        ] {
+            assert!(error.message.contains(param), "{param}: {}", error.message);
+        }
+    }
+
+    #[test]
+    fn results_pair_with_calls_by_id_by_name_or_by_position() {
+        let call = |name: &str| json!({"function": {"name": name, "arguments": {}}});
+        let checked = chat(json!({"model": "m", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "", "tool_calls": [call("a"), call("b"), call("c")]},
+            {"role": "tool", "tool_name": "b", "content": "B"},
+            {"role": "tool", "content": "A"},
+            {"role": "tool", "content": "C"}]}))
+        .unwrap();
+        let messages = serde_json::to_value(&checked.request.messages).unwrap();
+        let ids: Vec<&Value> = messages[1]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|call| &call["id"])
+            .collect();
+        assert_eq!(&messages[2]["tool_call_id"], ids[1]);
+        assert_eq!(&messages[3]["tool_call_id"], ids[0]);
+        assert_eq!(&messages[4]["tool_call_id"], ids[2]);
+    }
+
+    #[test]
+    fn load_requests_are_told_from_requests_for_the_model() {
+        let of = |body: Value, endpoint| load(body.to_string().as_bytes(), endpoint);
+        let unload = of(
+            json!({"model": "m", "prompt": "", "keep_alive": 0}),
+            Endpoint::Generate,
+        );
+        assert!(unload.unwrap().unwrap().unload);
+        let loaded = of(json!({"model": "m", "messages": []}), Endpoint::Chat);
+        assert!(!loaded.unwrap().unwrap().unload);
+        assert!(of(json!({"model": "m", "prompt": "hi"}), Endpoint::Generate).is_none());
+        assert!(
+            of(
+                json!({"model": "m", "messages": [{"role": "user"}]}),
+                Endpoint::Chat
+            )
+            .is_none()
+        );
+        // A wrong type is left to the checks, which name it.
+        assert!(of(json!({"model": "m", "messages": "hi"}), Endpoint::Chat).is_none());
+        assert!(
+            of(json!({"model": 5, "messages": []}), Endpoint::Chat)
+                .unwrap()
+                .is_err()
+        );
+    }
+}
