@@ -37,7 +37,7 @@ pub fn router(state: AppState) -> Router {
                 .with_code("method_not_allowed");
             ApiError { status: axum::http::StatusCode::METHOD_NOT_ALLOWED, ..error }.into_response()
         })
-        // The chat handler reads its body under the configured limit itself, to answer 413 in OpenAI's shape.
+        // The front-end path reads each body under the configured limit itself, to answer 413 in its API's shape.
         .layer(DefaultBodyLimit::disable())
         // Keys and limits are checked before routing, for every path.
         .layer(access)

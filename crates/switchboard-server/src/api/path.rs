@@ -283,24 +283,29 @@ async fn checked_and_admitted<A: Api>(
     Ok((checked, target))
 }
 
+/// An API with a token count endpoint.
+pub trait Counts: Api {
+    /// The count in the API's shape.
+    fn counted(count: TokenCount, presentation: &Self::Presentation) -> Response;
+}
+
 /// The handler of an API's token count: the same phases up to admission (nothing
-/// reserved, no tool resolved), then the prompt counted as the backend would see it;
-/// `respond` writes the count in the API's shape.
-pub async fn count<A: Api>(
-    state: &AppState,
-    request_id: String,
-    caller: &Caller,
-    uri: &Uri,
-    headers: &HeaderMap,
+/// reserved, no tool resolved), then the prompt counted as the backend would see it.
+pub async fn count<A: Counts>(
+    State(state): State<AppState>,
+    Extension(RequestId(request_id)): Extension<RequestId>,
+    Extension(caller): Extension<Caller>,
+    uri: Uri,
+    headers: HeaderMap,
     body: Body,
-    respond: fn(TokenCount, &A::Presentation) -> Response,
 ) -> Response {
+    let caller = &caller;
     let log = RequestLog::new(request_id.clone(), "count_tokens").with_caller(caller);
     let mut context = Context {
         caller,
-        state,
-        headers,
-        uri,
+        state: &state,
+        headers: &headers,
+        uri: &uri,
         body_bytes: 0,
     };
     let (response, dropped) = match checked_and_admitted::<A>(&mut context, &log, body, false).await
@@ -318,7 +323,7 @@ pub async fn count<A: Api>(
             let count = caller.snapshot().pipeline.count_tokens(&request).await;
             // A count consumes nothing: no tokens are tallied.
             log.finish(&label, axum::http::StatusCode::OK, Tally::default(), false);
-            (respond(count, &checked.presentation), checked.dropped)
+            (A::counted(count, &checked.presentation), checked.dropped)
         }
         Err(error) => (log.fail("-", error, A::error), Vec::new()),
     };

@@ -1491,3 +1491,131 @@ async fn a_store_lost_while_the_backend_answers_says_store_false() {
         .unwrap_or_else(|| panic!("{}", streamed.text));
     assert_eq!(terminal["response"]["store"], false, "{terminal}");
 }
+
+/// Issue 37, item 1: admission (resolve, authorize, reserve) comes before the gateway's
+/// tools on every API. A request admitted at the gate whose key's budget another request
+/// spends while its body arrives is refused (429) without ever connecting to the
+/// MCP server it names: before, it connected first and waited on a server that never
+/// answered (up to 10 s) for a 429 all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_refused_for_its_tokens_never_connects_to_the_mcp_servers_it_names() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // An MCP server that accepts and never answers; it counts who came.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            held.push(socket);
+        }
+    });
+    let user = json!([{"role": "user", "content": "hi"}]);
+    let mcp = json!({"type": "mcp", "server_label": "far", "server_url": url,
+        "require_approval": "never"});
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({"model": "qwen", "max_tokens": 50, "messages": user, "tools": [mcp]}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "qwen", "max_tokens": 50, "messages": user,
+                "mcp_servers": [{"type": "url", "url": url, "name": "far"}]}),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "qwen", "max_output_tokens": 50, "input": "hi", "tools": [mcp]}),
+        ),
+    ] {
+        // An answer whose usage (1,000 tokens) spends ten times the budget.
+        let backend = ScriptedServer::start(vec![ok_reply(500, 500)]).await;
+        let gateway = gateway(
+            "mcp_allowed_urls = [\"http://127.0.0.1:*/*\"]",
+            &[
+                key("racer", KEY, "tokens_per_minute = 100"),
+                route("qwen", "openai", &backend.base, ""),
+            ],
+        )
+        .await;
+        // The racer's head passes the gate while nothing is spent; its body waits.
+        let body = body.to_string();
+        let (head, tail) = body.split_at(body.len() / 2);
+        let mut racer = tokio::net::TcpStream::connect(gateway.address)
+            .await
+            .unwrap();
+        racer
+            .write_all(
+                format!(
+                    "POST {path} HTTP/1.1\r\nhost: gateway\r\nauthorization: Bearer {KEY}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{head}",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        // Meanwhile another request spends the budget.
+        let spender = chat(&gateway, Credential::Bearer(KEY), &request("qwen", "hi")).await;
+        assert_eq!(spender.status, 200, "{}", spender.text);
+        racer.write_all(tail.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        racer.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 429"), "{path}: {answer}");
+        let connections = accepted.load(Ordering::SeqCst);
+        eprintln!("{path}: connections to the MCP server of the refused request: {connections}");
+        assert_eq!(
+            connections, 0,
+            "{path}: a refused request connected to its MCP server"
+        );
+        gateway.stop().await.unwrap();
+    }
+}
+
+/// Issue 37, item 1: the log line of a request for a model nothing answers names the model
+/// the client asked for, on every API (before: `route="-"` and no model, so an operator
+/// could not see which name clients asked for).
+#[tokio::test]
+async fn the_log_line_of_an_unknown_models_404_names_the_model_on_every_api() {
+    let logs = captured_logs();
+    let backend = ScriptedServer::start(Vec::new()).await;
+    let gateway = gateway("", &[route("qwen", "openai", &backend.base, "")]).await;
+    let model = "no-such-model-for-the-log";
+    let user = json!([{"role": "user", "content": "hi"}]);
+    for (path, endpoint, body) in [
+        (
+            "/v1/chat/completions",
+            "chat_completions",
+            json!({"model": model, "messages": user}),
+        ),
+        (
+            "/v1/messages",
+            "messages",
+            json!({"model": model, "max_tokens": 5, "messages": user}),
+        ),
+        (
+            "/v1/responses",
+            "responses",
+            json!({"model": model, "input": "hi"}),
+        ),
+    ] {
+        let answer = send(&gateway, Method::POST, path, Credential::None, Some(&body)).await;
+        assert_eq!(answer.status, 404, "{path}: {}", answer.text);
+        let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+        let line = text
+            .lines()
+            .find(|line| {
+                line.contains("switchboard::request")
+                    && line.contains(&format!("endpoint=\"{endpoint}\""))
+                    && line.contains("outcome=\"404\"")
+                    && line.contains(model)
+            })
+            .unwrap_or_else(|| panic!("{path}: no request line names {model}:\n{text}"));
+        assert!(line.contains(&format!("model=\"{model}\"")), "{line}");
+    }
+    assert!(backend.requests().is_empty());
+    gateway.stop().await.unwrap();
+}

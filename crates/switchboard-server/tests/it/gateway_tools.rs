@@ -875,3 +875,53 @@ async fn bad_and_stray_calls_reach_the_model_as_errors_whatever_the_routes_polic
     );
     plain.stop().await.unwrap();
 }
+
+/// Issue 37, item 1: a streamed Messages head counts the prompt the model is offered, the
+/// gateway's own tools included: the backend's tokenizer is asked with the route's MCP
+/// server's tools beside the client's. Before, the count was taken of the client's tools
+/// alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamed_heads_count_includes_the_gateways_tools() {
+    let Some(servers) = everything() else { return };
+    let backend = ScriptedServer::responding(|request: &Captured| {
+        if request.head.starts_with("post /tokenize ") {
+            return switchboard_testkit::Reply::json(200, &json!({"count": 321, "tokens": []}));
+        }
+        OpenAiScript::new()
+            .text("Hello.")
+            .finish("stop", 321, 2)
+            .reply()
+    })
+    .await;
+    let gateway = gateway(&servers, &backend, "mcp_servers = [\"everything\"]").await;
+    let answer = client()
+        .post(format!("http://{}/v1/messages", gateway.address))
+        .json(&json!({"model": "local", "max_tokens": 50, "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.unwrap();
+    assert!(text.contains("\"input_tokens\":321"), "{text}");
+    let counted = backend
+        .requests()
+        .into_iter()
+        .find(|request| request.head.starts_with("post /tokenize "))
+        .expect("the head's count asked the backend's tokenizer");
+    let names: Vec<&str> = counted.body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    eprintln!("tools in the counted prompt: {}", names.len());
+    assert!(
+        names.iter().any(|name| name.ends_with("echo")),
+        "the server's tools are in the counted prompt: {names:?}"
+    );
+    gateway.stop().await.unwrap();
+}

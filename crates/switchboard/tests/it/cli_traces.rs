@@ -269,8 +269,47 @@ async fn requests_arrive_as_spans_with_their_attributes_and_children() {
     let turn = turn.text().await.unwrap();
     assert!(turn.contains("Hello."), "{turn}");
 
+    // Issue 37, item 1: a request for a model nothing answers is traced with the name it
+    // asked for on every API (before: on Chat Completions only).
+    let unknown = "no-such-model";
+    let user = json!([{"role": "user", "content": "hi"}]);
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({"model": unknown, "messages": user}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": unknown, "max_tokens": 5, "messages": user}),
+        ),
+        ("/v1/responses", json!({"model": unknown, "input": "hi"})),
+    ] {
+        let answer = client
+            .post(format!("{}{path}", served.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 404, "{path}");
+    }
+
     served.stop();
     let spans = receiver.spans();
+    for route in ["/v1/chat/completions", "/v1/messages", "/v1/responses"] {
+        let span = spans
+            .iter()
+            .find(|span| {
+                attribute(span, "http.route") == route
+                    && attribute(span, "http.response.status_code") == 404
+            })
+            .unwrap_or_else(|| panic!("no 404 span of {route} in {spans:#?}"));
+        assert_eq!(attribute(span, "gen_ai.request.model"), unknown, "{span:#}");
+        assert!(
+            span["name"].as_str().unwrap().ends_with(unknown),
+            "{route}: {}",
+            span["name"]
+        );
+    }
     assert!(
         receiver
             .bodies

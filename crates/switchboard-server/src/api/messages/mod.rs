@@ -7,7 +7,7 @@
 //! `x-switchboard-dropped-tools` header (forcing one is a 400).
 
 mod blocks;
-pub mod count_tokens;
+mod count_tokens;
 mod render;
 mod request;
 mod tools;
@@ -44,7 +44,7 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
         super::front_end::traced(
             Router::new()
                 .route("/v1/messages", post(path::serve::<Messages>))
-                .route("/v1/messages/count_tokens", post(count_tokens::handle)),
+                .route("/v1/messages/count_tokens", post(path::count::<Messages>)),
         )
     },
     owns: |path| path == "/v1/messages" || path.starts_with("/v1/messages/"),
