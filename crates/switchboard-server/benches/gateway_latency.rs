@@ -13,9 +13,10 @@
 //! Cases: a tool call whole and streamed (time to the end of the body, after `[DONE]`), on a
 //! native route and on a prompted (hermes markup) route. The streamed native case also asks
 //! through the Messages API (to `message_stop`) and the Responses API (to
-//! `response.completed`) and Gemini's API (`?alt=sse`, to its last event), interleaved in
-//! the same run, so the four APIs' added latency is compared under the same noise; the whole
-//! native case asks through Gemini's `:generateContent` too. Then access control: the native cases through a gateway
+//! `response.completed`), Gemini's API (`?alt=sse`, to its last event) and Ollama's
+//! `/api/chat` (to its `done` line), interleaved in the same run, so the APIs' added latency
+//! is compared under the same noise; the whole native case asks through Gemini's
+//! `:generateContent` and Ollama's `/api/chat` too. Then access control: the native cases through a gateway
 //! with a key whose request and token limits are checked on every request, counted in
 //! process and in Redis (a real `redis-server` on loopback, when one is installed), each
 //! against the gateway without keys in the same interleaved run, beside a second gateway
@@ -52,6 +53,8 @@ const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
 const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 const RESPONSE_COMPLETED: &str = "event: response.completed\n";
 const FINISH_REASON: &[u8] = b"\"finishReason\"";
+/// What Ollama's last line holds, and no line before it.
+const OLLAMA_DONE: &[u8] = b"\"done\":true";
 const BENCH_KEY: &str = "sk-sb-BenchKey0000000000000000000000000000000";
 
 /// The allocator the `switchboard` binary uses, so that the gateway measured here allocates
@@ -112,6 +115,10 @@ fn main() -> Result<(), Failure> {
                 Api::Gemini => (
                     "through the gateway, Gemini API",
                     "added by the gateway, Gemini API",
+                ),
+                Api::Ollama => (
+                    "through the gateway, Ollama API",
+                    "added by the gateway, Ollama API",
                 ),
                 Api::Responses | Api::ChatCompletions => (
                     "through the gateway, Responses API",
@@ -297,6 +304,7 @@ enum Api {
     Messages,
     Responses,
     Gemini,
+    Ollama,
 }
 
 impl Api {
@@ -307,6 +315,7 @@ impl Api {
             Api::Messages => "messages",
             Api::Responses => "responses",
             Api::Gemini => "generate_content",
+            Api::Ollama => "ollama_chat",
         }
     }
 }
@@ -327,14 +336,14 @@ impl Case {
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: false,
-            also: &[Api::Gemini],
+            also: &[Api::Gemini, Api::Ollama],
         },
         Case {
-            name: "native route, tool call, streamed (to [DONE]; Messages, Responses, Gemini: to their last event)",
+            name: "native route, tool call, streamed (to [DONE]; Messages, Responses, Gemini, Ollama: to their last event)",
             route: "native",
             backend_model: NATIVE_MODEL,
             stream: true,
-            also: &[Api::Messages, Api::Responses, Api::Gemini],
+            also: &[Api::Messages, Api::Responses, Api::Gemini, Api::Ollama],
         },
         Case {
             name: "prompted hermes route, tool call, whole",
@@ -370,6 +379,7 @@ struct Target {
     end: Option<&'static [u8]>,
     /// Sent as `Authorization: Bearer …`.
     key: Option<&'static str>,
+    stream: bool,
 }
 
 impl Target {
@@ -398,6 +408,7 @@ impl Target {
                 api,
                 end: None,
                 key: None,
+                stream: case.stream,
             };
         }
         if api == Api::Gemini {
@@ -423,6 +434,7 @@ impl Target {
                 api,
                 end: None,
                 key: None,
+                stream: case.stream,
             };
         }
         if api == Api::Messages {
@@ -444,8 +456,13 @@ impl Target {
                 api,
                 end: case.stream.then_some(MESSAGE_STOP),
                 key: None,
+                stream: case.stream,
             };
         }
+        let (path, end) = match api {
+            Api::Ollama => ("/api/chat", None),
+            _ => ("/v1/chat/completions", case.stream.then_some(SSE_DONE)),
+        };
         let body = json!({
             "model": model,
             "stream": case.stream,
@@ -460,11 +477,12 @@ impl Target {
         });
         Self {
             client: client.clone(),
-            url: format!("{base}/v1/chat/completions"),
+            url: format!("{base}{path}"),
             body: Bytes::from(body.to_string()),
             api,
-            end: case.stream.then_some(SSE_DONE),
+            end,
             key: None,
+            stream: case.stream,
         }
     }
 
@@ -517,6 +535,16 @@ impl Target {
                         .windows(FINISH_REASON.len())
                         .any(|window| window == FINISH_REASON)
                 }
+            }
+            // Ollama's last line is the one that says `done: true`, found from the end.
+            None if self.api == Api::Ollama && self.stream => {
+                let lines = body.strip_suffix(b"\n").unwrap_or(&body);
+                let last = lines
+                    .iter()
+                    .rposition(|byte| *byte == b'\n')
+                    .map_or(lines, |end| &lines[end + 1..]);
+                last.windows(OLLAMA_DONE.len())
+                    .any(|window| window == OLLAMA_DONE)
             }
             None => true,
         };
@@ -585,6 +613,26 @@ async fn check_answers(direct: &Target, through: &Target, case: Case) -> Result<
         } else {
             Err(format!(
                 "{}: the gateway's Gemini answer is not a get_weather function call:\n{text}",
+                case.name
+            ))
+        };
+    }
+    if through.api == Api::Ollama {
+        let last = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .collect::<Vec<_>>();
+        let call = last.iter().find_map(|chunk| {
+            chunk["message"]["tool_calls"][0]["function"]["name"]
+                .as_str()
+                .map(str::to_owned)
+        });
+        let done = last.last().is_some_and(|chunk| chunk["done"] == true);
+        return if call.as_deref() == Some("get_weather") && done {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: the gateway's Ollama answer is not a get_weather tool call:\n{text}",
                 case.name
             ))
         };

@@ -65,7 +65,8 @@ pub(crate) async fn request(request: Request, next: Next) -> Response {
 /// The OpenTelemetry operation name of an endpoint's requests: every chat API is `chat`.
 pub(crate) fn operation(endpoint: &str) -> Option<&'static str> {
     match endpoint {
-        "chat_completions" | "messages" | "responses" | "generate_content" => Some("chat"),
+        "chat_completions" | "messages" | "responses" | "generate_content" | "ollama_chat"
+        | "ollama_generate" => Some("chat"),
         "character_tool" => Some("execute_tool"),
         _ => None,
     }

@@ -17,6 +17,7 @@ pub mod gemini;
 pub(crate) mod log;
 pub mod mcp;
 pub mod messages;
+pub mod ollama;
 pub mod ops;
 mod path;
 pub mod playground;
@@ -35,6 +36,7 @@ pub const FRONT_ENDS: &[FrontEnd] = &[
     messages::FRONT_END,
     responses::FRONT_END,
     gemini::FRONT_END,
+    ollama::FRONT_END,
     characters::FRONT_END,
     mcp::FRONT_END,
     ops::FRONT_END,

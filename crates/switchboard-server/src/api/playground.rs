@@ -6,7 +6,7 @@
 
 use axum::Router;
 use axum::extract::Path;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -72,8 +72,12 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     error: IntoResponse::into_response,
 };
 
-/// `GET /`: the page.
-pub async fn index() -> Response {
+/// `GET /`: the page, to a browser (or a client that names no type); Ollama's API clients
+/// are told what Ollama tells them there.
+pub async fn index(headers: HeaderMap) -> Response {
+    if super::ollama::wants_ollama(&headers) {
+        return super::ollama::RUNNING.into_response();
+    }
     asset("index.html")
 }
 

@@ -33,6 +33,7 @@ mod messages;
 mod messages_claude_code;
 mod messages_sdk;
 mod native;
+mod ollama_api;
 mod operations;
 mod prompted;
 mod real_backend;

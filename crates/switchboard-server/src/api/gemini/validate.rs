@@ -13,8 +13,9 @@ use super::request::{
     Blob, ClientContent, ClientPart, ClientTool, FunctionCallingConfig, GenerateBody,
     GenerationConfig, ThinkingConfig, ToolConfig,
 };
+use crate::api::body::PathStyle;
 use crate::api::error::ApiError;
-use crate::api::fields::{Invalid, Sent, invalid, number, pointer_to_param, rejection};
+use crate::api::fields::{Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_tools;
 
 /// The request in the pipeline's model, and what presenting its answer needs.
@@ -586,14 +587,10 @@ fn compile(declared: &[Declared], problems: &mut Vec<Invalid>) -> Option<Toolset
                         } else {
                             field
                         };
-                        let rest = if rest.is_empty() {
-                            String::new()
-                        } else {
-                            pointer_to_param(&format!("/{rest}"))
-                        };
-                        format!("{}.{field}{rest}", tool.at)
+                        PathStyle::Brackets
+                            .pointer(&format!("{}.{field}", tool.at), &format!("/{rest}"))
                     }
-                    _ => format!("tools{}", pointer_to_param(&problem.path)),
+                    _ => PathStyle::Brackets.pointer("tools", &problem.path),
                 };
                 problems.push(invalid(param, problem.message));
             }
