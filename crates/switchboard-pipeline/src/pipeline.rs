@@ -247,6 +247,30 @@ impl Pipeline {
             async move { count_on(&route, &chat, timeout).await },
         ))
     }
+
+    /// Embeddings for a client's request in the backend's own format (`body`, sent to its
+    /// endpoint `path`) from the route `target` names, the model named as the backend knows
+    /// it, under the request deadline: `None` where the route's backend serves none
+    /// (characters never do).
+    pub async fn embed(
+        &self,
+        target: &Target,
+        path: &str,
+        mut body: serde_json::Value,
+    ) -> Option<Result<serde_json::Value, PipelineError>> {
+        let Target::Route(route) = target else {
+            return None;
+        };
+        if let Some(fields) = body.as_object_mut() {
+            fields.insert(
+                "model".into(),
+                serde_json::Value::from(route.model.as_str()),
+            );
+        }
+        let deadline = std::time::Instant::now() + self.settings.request_timeout;
+        let answer = route.pool.embed(path, body, deadline).await?;
+        Some(answer.map_err(PipelineError::from))
+    }
 }
 
 impl Pipeline {

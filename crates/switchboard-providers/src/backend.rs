@@ -27,6 +27,17 @@ pub trait Backend: Send + Sync {
         Box::pin(async { Ok(None) })
     }
 
+    /// Embeddings as the backend serves them at its own endpoint `path` (Ollama's
+    /// `/api/embed`), for a client's request in that same format (`body`, its model the
+    /// backend's): `None` where the backend serves no embeddings.
+    fn embed<'a>(
+        &'a self,
+        _path: &'a str,
+        _body: serde_json::Value,
+    ) -> Option<BoxFuture<'a, Result<serde_json::Value, BackendError>>> {
+        None
+    }
+
     /// Whether the backend is serving: its model list answers (`GET /models` for
     /// OpenAI-compatible servers, `/v1/models` for Anthropic, `/api/tags` for Ollama). A
     /// health check, not a request: never retried.

@@ -41,6 +41,26 @@ impl Backend for OllamaBackend {
         })
     }
 
+    /// Ollama embeds at `/api/embed` (and the older `/api/embeddings`), answering in the
+    /// format its clients read, so the client's request passes as it was sent.
+    fn embed<'a>(
+        &'a self,
+        path: &'a str,
+        body: serde_json::Value,
+    ) -> Option<BoxFuture<'a, Result<serde_json::Value, BackendError>>> {
+        Some(Box::pin(async move {
+            let url = self.transport.url(path);
+            self.transport.post_json(&url, &body).await?.ok_or_else(|| {
+                BackendError::Decode(switchboard_wire::DecodeError {
+                    offset: 0,
+                    kind: switchboard_wire::DecodeErrorKind::Json(format!(
+                        "the answer at {path} is not JSON, or larger than the gateway reads"
+                    )),
+                })
+            })
+        }))
+    }
+
     fn check(&self) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(self.transport.check("/api/tags"))
     }

@@ -5,7 +5,6 @@
 //! and remembered, so later counts cost no failed requests.
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use switchboard_wire::ChatRequest;
@@ -13,11 +12,6 @@ use switchboard_wire::ids::IdMap;
 
 use crate::BackendError;
 use crate::transport::Transport;
-
-/// Longest a tokenizer's answer may take to arrive once its headers did.
-const READ_TIMEOUT: Duration = Duration::from_secs(60);
-/// Largest tokenizer answer read (vLLM lists every token id).
-const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
 const UNKNOWN: u8 = 0;
 const VLLM: u8 = 1;
@@ -55,7 +49,10 @@ impl Tokenizer {
         if known != LLAMA_CPP {
             let mut body = chat.clone();
             body.insert("add_generation_prompt".into(), Value::Bool(true));
-            match post_json(transport, &format!("{root}/tokenize"), &Value::Object(body)).await {
+            match transport
+                .post_json(&format!("{root}/tokenize"), &Value::Object(body))
+                .await
+            {
                 Ok(answer) => {
                     if let Some(count) = answer.and_then(|answer| answer.get("count")?.as_u64()) {
                         self.0.store(VLLM, Ordering::Relaxed);
@@ -66,12 +63,9 @@ impl Tokenizer {
                 Err(_) => {}
             }
         }
-        let templated = match post_json(
-            transport,
-            &format!("{root}/apply-template"),
-            &Value::Object(chat),
-        )
-        .await
+        let templated = match transport
+            .post_json(&format!("{root}/apply-template"), &Value::Object(chat))
+            .await
         {
             Ok(answer) => answer,
             Err(error) if refused(&error) => {
@@ -87,12 +81,9 @@ impl Tokenizer {
             self.0.store(NONE, Ordering::Relaxed);
             return Ok(None);
         };
-        let answer = post_json(
-            transport,
-            &format!("{root}/tokenize"),
-            &json!({"content": prompt}),
-        )
-        .await?;
+        let answer = transport
+            .post_json(&format!("{root}/tokenize"), &json!({"content": prompt}))
+            .await?;
         match answer
             .as_ref()
             .and_then(|answer| answer.get("tokens")?.as_array())
@@ -130,12 +121,12 @@ pub(crate) async fn anthropic_count(
             "thinking",
         ],
     );
-    match post_json(
-        transport,
-        &transport.url("/v1/messages/count_tokens"),
-        &Value::Object(body),
-    )
-    .await
+    match transport
+        .post_json(
+            &transport.url("/v1/messages/count_tokens"),
+            &Value::Object(body),
+        )
+        .await
     {
         Ok(answer) => Ok(answer.and_then(|answer| answer.get("input_tokens")?.as_u64())),
         Err(error) if refused(&error) => Ok(None),
@@ -173,34 +164,6 @@ fn refused(error: &BackendError) -> bool {
 
 /// Posts `body`; the answer as JSON, or `None` when it is not JSON or too large to be a
 /// tokenizer's (either way the server offers nothing to count with there).
-async fn post_json(
-    transport: &Transport,
-    url: &str,
-    body: &Value,
-) -> Result<Option<Value>, BackendError> {
-    let bytes =
-        serde_json::to_vec(body).map_err(|error| BackendError::Config(error.to_string()))?;
-    let mut response = transport.send(url, bytes).await?;
-    let mut answer = Vec::new();
-    loop {
-        let chunk = tokio::time::timeout(READ_TIMEOUT, response.chunk())
-            .await
-            .map_err(|_| BackendError::Timeout {
-                phase: crate::TimeoutPhase::Idle,
-            })?
-            .map_err(|error| BackendError::StreamCut {
-                offset: answer.len(),
-                detail: error.to_string(),
-            })?;
-        let Some(chunk) = chunk else { break };
-        if answer.len() + chunk.len() > MAX_ANSWER_BYTES {
-            return Ok(None);
-        }
-        answer.extend_from_slice(&chunk);
-    }
-    Ok(serde_json::from_slice(&answer).ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,13 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// How long a health check waits for its answer once connected.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Longest a JSON answer that is not a chat (a tokenizer's, embeddings) may take to arrive
+/// once its headers did.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Largest such answer read (vLLM's tokenizer lists every token id; embeddings are long
+/// lists of numbers).
+const MAX_JSON_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
 #[derive(Debug)]
 pub(crate) struct Transport {
     client: reqwest::Client,
@@ -86,6 +93,36 @@ impl Transport {
 
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.config.base_url.trim_end_matches('/'))
+    }
+
+    /// Posts `body` and reads the whole answer as JSON: `None` when it is not JSON or is
+    /// larger than [`MAX_JSON_ANSWER_BYTES`].
+    pub(crate) async fn post_json(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+    ) -> Result<Option<serde_json::Value>, BackendError> {
+        let bytes =
+            serde_json::to_vec(body).map_err(|error| BackendError::Config(error.to_string()))?;
+        let mut response = self.send(url, bytes).await?;
+        let mut answer = Vec::new();
+        loop {
+            let chunk = tokio::time::timeout(READ_TIMEOUT, response.chunk())
+                .await
+                .map_err(|_| BackendError::Timeout {
+                    phase: TimeoutPhase::Idle,
+                })?
+                .map_err(|error| BackendError::StreamCut {
+                    offset: answer.len(),
+                    detail: error.to_string(),
+                })?;
+            let Some(chunk) = chunk else { break };
+            if answer.len() + chunk.len() > MAX_JSON_ANSWER_BYTES {
+                return Ok(None);
+            }
+            answer.extend_from_slice(&chunk);
+        }
+        Ok(serde_json::from_slice(&answer).ok())
     }
 
     /// Posts `body` and returns the answer's events: decoded as they stream in, or from the

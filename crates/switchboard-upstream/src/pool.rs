@@ -373,6 +373,30 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Embeddings from a replica taking requests, under `deadline`: `None` where the
+    /// route's backend serves none (see `Backend::embed`). One replica is asked: an
+    /// embedding is not a stream to recover, and a failure goes back to the client, whose
+    /// request is cheap to send again.
+    pub async fn embed(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+        deadline: Instant,
+    ) -> Option<Result<serde_json::Value, BackendError>> {
+        let replica = &self.replicas[self.pick(&[], None)];
+        let asked = replica.backend.embed(path, body)?;
+        let wait = deadline.saturating_duration_since(Instant::now());
+        Some(
+            tokio::time::timeout(wait, asked)
+                .await
+                .unwrap_or(Err(BackendError::Timeout {
+                    phase: TimeoutPhase::FirstByte,
+                })),
+        )
+    }
+}
+
 /// A route's pool as a plain [`Backend`], for programs that talk to a model without the
 /// gateway (`switchboard chat`): the same balancing, retries with one back-off and
 /// ejection, each request under `timeout`.

@@ -544,15 +544,20 @@ async fn bad_input_gets_ollama_shaped_errors_naming_the_problem_and_nothing_reac
     )
     .await;
     assert!(ollama_error(&wrong_key, 401).contains("not valid"));
-    for path in [
-        "/api/embed",
-        "/api/embeddings",
-        "/api/create",
-        "/api/delete",
-    ] {
+    for path in ["/api/create", "/api/delete"] {
         let answer = send(path, b"{}".to_vec(), KEY).await;
         let error = ollama_error(&answer, 501);
         assert!(error.contains("not served"), "{path}: {error}");
+    }
+    // A route whose backend serves no embeddings says so; a body naming no model is a 400.
+    for path in ["/api/embed", "/api/embeddings"] {
+        let body = json!({"model": "qwen", "input": "hi"})
+            .to_string()
+            .into_bytes();
+        let error = ollama_error(&send(path, body, KEY).await, 501);
+        assert!(error.contains("qwen does not embed"), "{path}: {error}");
+        let error = ollama_error(&send(path, b"{}".to_vec(), KEY).await, 400);
+        assert!(error.contains("model"), "{path}: {error}");
     }
     assert!(backend.requests().is_empty());
     gateway.stop().await.unwrap();
@@ -678,5 +683,36 @@ async fn on_the_real_llama_server_a_chat_with_a_tool_yields_tool_calls_streamed_
         .collect();
     assert_eq!(streamed_calls, whole_calls);
     assert_eq!(chunks.last().unwrap()["done"], true);
+    gateway.stop().await.unwrap();
+}
+
+/// `/api/embed` on a route whose backend is an Ollama server is passed on as the client sent
+/// it, the model named as the backend knows it, and answered as the backend answered, the
+/// model named as the client asked.
+#[tokio::test]
+async fn embeddings_pass_through_to_a_route_whose_backend_is_ollama() {
+    let backend = ScriptedServer::start(vec![Reply::json(
+        200,
+        &json!({"model": BACKEND_MODEL, "embeddings": [[0.25, -0.5, 1.0]],
+            "total_duration": 1200, "prompt_eval_count": 2}),
+    )])
+    .await;
+    let gateway = start("", &[route("local", "ollama", &backend.base, "")]).await;
+    let answer = post_to(
+        &gateway,
+        "/api/embed",
+        &json!({"model": "local:latest", "input": "why is the sky blue?", "truncate": true}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let body = answer.json();
+    assert_eq!(body["embeddings"], json!([[0.25, -0.5, 1.0]]));
+    assert_eq!(body["model"], "local:latest");
+    let sent = &backend.requests()[0];
+    assert!(sent.head.starts_with("post /api/embed "), "{}", sent.head);
+    assert_eq!(
+        sent.body,
+        json!({"model": BACKEND_MODEL, "input": "why is the sky blue?", "truncate": true})
+    );
     gateway.stop().await.unwrap();
 }

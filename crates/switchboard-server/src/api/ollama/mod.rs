@@ -32,8 +32,8 @@ use crate::api::error::ApiError;
 use crate::state::{AppState, Snapshot};
 use render::{ChunkLines, Endpoint, NDJSON, Presentation, WholeChunk, rfc3339};
 use request::{ChatBody, GenerateBody};
-use switchboard_pipeline::CharacterId;
 use switchboard_pipeline::ids::CallIdShape;
+use switchboard_pipeline::{CharacterId, Target};
 use validate::{Load, check_chat, check_generate};
 
 /// The Ollama release whose API this front-end serves, as `/api/version` reports it
@@ -56,8 +56,8 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
         .route("/api/ps", get(ps))
         .route("/api/show", post(show))
         .route("/api/pull", post(pull))
-        .route("/api/embed", any(embed))
-        .route("/api/embeddings", any(embed))
+        .route("/api/embed", post(embed))
+        .route("/api/embeddings", post(embed))
         .route("/api/{*rest}", any(unsupported))
     },
     owns: |path| path.starts_with("/api/"),
@@ -296,7 +296,7 @@ async fn ps(State(state): State<AppState>, Extension(caller): Extension<Caller>)
 
 /// The model a `/api/show` or `/api/pull` body names (`model`, or the older `name`), once
 /// the caller may use it, as the pipeline resolves it.
-fn named_model(caller: &Caller, body: &Value) -> Result<String, ApiError> {
+fn named_model(caller: &Caller, body: &Value) -> Result<(String, Target), ApiError> {
     let Some(model) = ["model", "name"]
         .iter()
         .find_map(|field| body.get(*field).and_then(Value::as_str))
@@ -308,8 +308,8 @@ fn named_model(caller: &Caller, body: &Value) -> Result<String, ApiError> {
         ));
     };
     let served = served_name(caller.snapshot(), model);
-    caller::resolve(caller, &served)?;
-    Ok(served)
+    let target = caller::resolve(caller, &served)?;
+    Ok((served, target))
 }
 
 /// The body of `/api/show` or `/api/pull`, as JSON.
@@ -325,7 +325,7 @@ async fn show(Extension(caller): Extension<Caller>, body: Body) -> Response {
         .await
         .and_then(|body| named_model(&caller, &body))
     {
-        Ok(served) => served,
+        Ok((served, _)) => served,
         Err(error) => return render::error_response(error),
     };
     let details = details(caller.snapshot(), &served);
@@ -370,11 +370,34 @@ async fn pull(Extension(caller): Extension<Caller>, body: Body) -> Response {
     ([(header::CONTENT_TYPE, NDJSON)], lines).into_response()
 }
 
-/// `/api/embed` and `/api/embeddings`: no route embeds.
-async fn embed() -> Response {
-    render::error_response(not_implemented(
-        "embeddings are not served: the gateway's routes answer chat requests, and none embeds",
-    ))
+/// `POST /api/embed` and `/api/embeddings`: passed on to the route the model names where
+/// its backend embeds (an Ollama server, which takes the request as its clients send it);
+/// elsewhere a clear error saying why.
+async fn embed(Extension(caller): Extension<Caller>, uri: Uri, body: Body) -> Response {
+    let answer = async {
+        let body = read_body(&caller, body).await?;
+        let asked = body.get("model").cloned();
+        let (served, target) = named_model(&caller, &body)?;
+        let pipeline = &caller.snapshot().pipeline;
+        let Some(answer) = pipeline.embed(&target, uri.path(), body).await else {
+            return Err(not_implemented(&format!(
+                "{served} does not embed: its backend serves no embeddings (the gateway passes /api/embed on to routes whose provider is \"ollama\"); its chat is served at /api/chat"
+            )));
+        };
+        let mut answer = answer?;
+        // Named as the client asked, not as the backend knows the model.
+        if let (Some(fields), Some(asked)) = (answer.as_object_mut(), asked) {
+            if fields.contains_key("model") {
+                fields.insert("model".into(), asked);
+            }
+        }
+        Ok::<_, ApiError>(answer)
+    }
+    .await;
+    match answer {
+        Ok(answer) => Json(answer).into_response(),
+        Err(error) => render::error_response(error),
+    }
 }
 
 /// Every other `/api/` endpoint: Ollama's model management, which a gateway has no models
