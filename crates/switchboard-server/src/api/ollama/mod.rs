@@ -386,10 +386,10 @@ async fn embed(Extension(caller): Extension<Caller>, uri: Uri, body: Body) -> Re
         };
         let mut answer = answer?;
         // Named as the client asked, not as the backend knows the model.
-        if let (Some(fields), Some(asked)) = (answer.as_object_mut(), asked) {
-            if fields.contains_key("model") {
-                fields.insert("model".into(), asked);
-            }
+        if let (Some(fields), Some(asked)) = (answer.as_object_mut(), asked)
+            && fields.contains_key("model")
+        {
+            fields.insert("model".into(), asked);
         }
         Ok::<_, ApiError>(answer)
     }
