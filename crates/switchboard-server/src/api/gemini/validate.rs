@@ -587,8 +587,12 @@ fn compile(declared: &[Declared], problems: &mut Vec<Invalid>) -> Option<Toolset
                         } else {
                             field
                         };
-                        PathStyle::Brackets
-                            .pointer(&format!("{}.{field}", tool.at), &format!("/{rest}"))
+                        let rest = if rest.is_empty() {
+                            String::new()
+                        } else {
+                            format!("/{rest}")
+                        };
+                        PathStyle::Brackets.pointer(&format!("{}.{field}", tool.at), &rest)
                     }
                     _ => PathStyle::Brackets.pointer("tools", &problem.path),
                 };
