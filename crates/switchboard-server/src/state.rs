@@ -399,6 +399,27 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Every model name a client can send: route names, then the listed characters' ids.
+    pub fn model_ids(&self, snapshot: &Snapshot) -> Vec<String> {
+        let routes = snapshot
+            .pipeline
+            .routes
+            .all()
+            .iter()
+            .map(|route| route.name.clone());
+        let characters = self
+            .characters
+            .current()
+            .listed()
+            .filter_map(|character| {
+                switchboard_pipeline::CharacterId::of(character).map(String::from)
+            })
+            .collect::<Vec<_>>();
+        routes.chain(characters).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 
 use crate::api::caller::Caller;
 use crate::drain::Phase;
-use crate::state::{AppState, Snapshot};
-use switchboard_pipeline::CharacterId;
+use crate::state::AppState;
 use switchboard_upstream::Health;
 
 /// What operators and clients ask of the gateway itself: the model list, health, metrics.
@@ -47,7 +46,8 @@ fn openai_or_anthropic_models(
     caller: &Caller,
     headers: &HeaderMap,
 ) -> Json<Value> {
-    let ids: Vec<String> = model_ids(state, caller.snapshot())
+    let ids: Vec<String> = state
+        .model_ids(caller.snapshot())
         .into_iter()
         .filter(|id| caller.may_use(id))
         .collect();
@@ -68,23 +68,6 @@ fn openai_or_anthropic_models(
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "switchboard"}))
         .collect();
     Json(json!({"object": "list", "data": data}))
-}
-
-/// Every model name a client can send: route names, then the listed characters' ids.
-pub fn model_ids(state: &AppState, snapshot: &Snapshot) -> Vec<String> {
-    let routes = snapshot
-        .pipeline
-        .routes
-        .all()
-        .iter()
-        .map(|route| route.name.clone());
-    let characters = state
-        .characters
-        .current()
-        .listed()
-        .filter_map(|character| CharacterId::of(character).map(String::from))
-        .collect::<Vec<_>>();
-    routes.chain(characters).collect()
 }
 
 /// `GET /healthz`: alive, and `degraded` while some route has no replica taking requests,

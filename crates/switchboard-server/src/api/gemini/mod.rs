@@ -314,7 +314,8 @@ pub(super) async fn list_models(
             }
         },
     };
-    let ids: Vec<String> = super::ops::model_ids(&state, caller.snapshot())
+    let ids: Vec<String> = state
+        .model_ids(caller.snapshot())
         .into_iter()
         .filter(|id| caller.may_use(id))
         .collect();

@@ -245,7 +245,8 @@ async fn version() -> Json<Value> {
 fn served_models(state: &AppState, caller: &Caller) -> Vec<Value> {
     let snapshot = caller.snapshot();
     let modified_at = rfc3339(SystemTime::now());
-    super::ops::model_ids(state, snapshot)
+    state
+        .model_ids(snapshot)
         .into_iter()
         .filter(|id| caller.may_use(id))
         .map(|id| {
