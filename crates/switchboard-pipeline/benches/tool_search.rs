@@ -55,7 +55,7 @@ fn main() {
     // Each search must find something, or it measures nothing.
     assert!(
         regex
-            .run(r#"{"pattern": "weather_\d+7$"}"#)
+            .run(r#"{"pattern": "weather_\\d+7$"}"#)
             .is_ok_and(|found| !found.is_empty())
     );
     assert!(
