@@ -94,6 +94,12 @@ pub trait Api: Send + Sync + 'static {
         Ok(())
     }
 
+    /// The answer itself, where the API gives one without asking the model once the
+    /// request is admitted (Ollama's load and unload requests); none by default.
+    fn answered(_presentation: &Self::Presentation) -> Option<Response> {
+        None
+    }
+
     /// How the answer goes out: streamed with `head` (the prompt's size, for APIs that
     /// announce it), or whole.
     fn delivery(
@@ -185,8 +191,13 @@ pub async fn serve<A: Api>(
         body_bytes: 0,
     };
     let (response, dropped) = match start::<A>(context, &log, body).await {
-        Ok((started, delivery, dropped)) => {
+        Ok(Ready::Started(started, delivery, dropped)) => {
             (sse::answer(started, delivery, A::error, log).await, dropped)
+        }
+        Ok(Ready::Answered(label, response)) => {
+            // Nothing was asked of a model: no tokens are tallied.
+            log.finish(&label, axum::http::StatusCode::OK, Tally::default(), false);
+            (response, Vec::new())
         }
         Err(error) => (log.fail("-", error, A::error), Vec::new()),
     };
@@ -204,11 +215,13 @@ fn decorated<A: Api>(mut response: Response, dropped: &[String], request_id: &st
     response
 }
 
-type Ready<A> = (
-    Started,
-    Delivery<<A as Api>::Streamed, <A as Api>::Whole>,
-    Vec<String>,
-);
+/// Where the phases up to the answer end: an answer started, with how it goes out and the
+/// tools left out, or the API's own answer (`Api::answered`), with what the request
+/// resolved to.
+enum Ready<A: Api> {
+    Started(Started, Delivery<A::Streamed, A::Whole>, Vec<String>),
+    Answered(String, Response),
+}
 
 /// The phases up to the started answer.
 async fn start<A: Api>(
@@ -218,6 +231,9 @@ async fn start<A: Api>(
 ) -> Result<Ready<A>, ApiError> {
     let caller = context.caller;
     let (checked, target) = checked_and_admitted::<A>(&mut context, log, body, true).await?;
+    if let Some(response) = A::answered(&checked.presentation) {
+        return Ok(Ready::Answered(target.label(), response));
+    }
     let Checked {
         request,
         tools,
@@ -268,7 +284,11 @@ async fn start<A: Api>(
     });
     // start
     let started = pipeline.start(request)?;
-    Ok((started, A::delivery(presentation, head), dropped))
+    Ok(Ready::Started(
+        started,
+        A::delivery(presentation, head),
+        dropped,
+    ))
 }
 
 /// The body read and checked, and the request admitted: its model resolved for the key,

@@ -22,9 +22,8 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::body::{PathStyle, read_bytes, read_json};
-use super::front_end::{RequestId, traced};
-use super::log::RequestLog;
+use super::body::{PathStyle, read_json};
+use super::front_end::traced;
 use super::path::{self, Api, Checked, Context, Head};
 use super::sse::Delivery;
 use crate::api::caller::{self, Caller};
@@ -34,7 +33,7 @@ use render::{ChunkLines, Endpoint, NDJSON, Presentation, WholeChunk, rfc3339};
 use request::{ChatBody, GenerateBody};
 use switchboard_pipeline::ids::CallIdShape;
 use switchboard_pipeline::{CharacterId, Target};
-use validate::{Load, check_chat, check_generate};
+use validate::{check_chat, check_generate};
 
 /// The Ollama release whose API this front-end serves, as `/api/version` reports it
 /// (clients compare it as dotted integers).
@@ -48,8 +47,8 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     routes: |_| {
         traced(
             Router::new()
-                .route("/api/chat", post(model_endpoint::<OllamaChat>))
-                .route("/api/generate", post(model_endpoint::<OllamaGenerate>)),
+                .route("/api/chat", post(path::serve::<OllamaChat>))
+                .route("/api/generate", post(path::serve::<OllamaGenerate>)),
         )
         .route("/api/version", get(version))
         .route("/api/tags", get(tags))
@@ -70,19 +69,6 @@ pub struct OllamaChat;
 /// `POST /api/generate` on the one front-end path.
 pub struct OllamaGenerate;
 
-/// Which of Ollama's two model endpoints an [`Api`] is.
-trait ModelEndpoint: Api {
-    const KIND: Endpoint;
-}
-
-impl ModelEndpoint for OllamaChat {
-    const KIND: Endpoint = Endpoint::Chat;
-}
-
-impl ModelEndpoint for OllamaGenerate {
-    const KIND: Endpoint = Endpoint::Generate;
-}
-
 impl Api for OllamaChat {
     type Body = ChatBody;
     type Presentation = Presentation;
@@ -100,7 +86,11 @@ impl Api for OllamaChat {
         body: ChatBody,
         context: &Context<'_>,
     ) -> Result<Checked<Presentation>, ApiError> {
-        Ok(for_path(check_chat(body)?, context, Self::KIND))
+        Ok(for_path(check_chat(body)?, context, Endpoint::Chat))
+    }
+
+    fn answered(presentation: &Presentation) -> Option<Response> {
+        loaded(presentation)
     }
 
     fn delivery(
@@ -128,7 +118,11 @@ impl Api for OllamaGenerate {
         body: GenerateBody,
         context: &Context<'_>,
     ) -> Result<Checked<Presentation>, ApiError> {
-        Ok(for_path(check_generate(body)?, context, Self::KIND))
+        Ok(for_path(check_generate(body)?, context, Endpoint::Generate))
+    }
+
+    fn answered(presentation: &Presentation) -> Option<Response> {
+        loaded(presentation)
     }
 
     fn delivery(
@@ -146,8 +140,13 @@ fn for_path(
     context: &Context<'_>,
     endpoint: Endpoint,
 ) -> Checked<Presentation> {
-    let validate::Checked { mut request, tools } = checked;
-    let presentation = Presentation::new(request.model.clone(), endpoint);
+    let validate::Checked {
+        mut request,
+        tools,
+        load,
+    } = checked;
+    let mut presentation = Presentation::new(request.model.clone(), endpoint);
+    presentation.load = load;
     request.model = served_name(context.caller.snapshot(), &request.model);
     Checked::new(request, tools, CallIdShape::OpenAi, presentation)
 }
@@ -162,60 +161,18 @@ fn delivery(
     }
 }
 
-/// `POST /api/chat` and `POST /api/generate`: Ollama's load and unload requests are answered
-/// here, the rest on the one front-end path.
-async fn model_endpoint<A: ModelEndpoint>(
-    State(state): State<AppState>,
-    Extension(RequestId(request_id)): Extension<RequestId>,
-    Extension(caller): Extension<Caller>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let bytes = match read_bytes(body, caller.snapshot().config.max_body_bytes).await {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            return RequestLog::new(request_id, A::ENDPOINT)
-                .with_caller(&caller)
-                .fail("-", error, A::error);
-        }
-    };
-    let Some(load) = validate::load(&bytes, A::KIND) else {
-        return path::serve::<A>(
-            State(state),
-            Extension(RequestId(request_id)),
-            Extension(caller),
-            uri,
-            headers,
-            Body::from(bytes),
-        )
-        .await;
-    };
-    let log = RequestLog::new(request_id, A::ENDPOINT).with_caller(&caller);
-    let loaded = load.and_then(|Load { model, unload }| {
-        log.requested(&model);
-        let target = caller::resolve(&caller, &served_name(caller.snapshot(), &model))?;
-        Ok((target.label(), loaded(model, A::KIND, unload)))
-    });
-    match loaded {
-        Ok((label, response)) => {
-            log.finish(&label, StatusCode::OK, Default::default(), false);
-            response
-        }
-        Err(error) => log.fail("-", error, A::error),
-    }
-}
-
 /// Ollama's answer to a request with no messages or an empty prompt: the model is loaded
 /// (or unloaded, with `keep_alive: 0`), one JSON object whatever `stream` says.
-fn loaded(model: String, endpoint: Endpoint, unload: bool) -> Response {
-    let mut body = json!({"model": model, "created_at": rfc3339(SystemTime::now()),
+/// `None` for a request that asks the model.
+fn loaded(presentation: &Presentation) -> Option<Response> {
+    let unload = presentation.load?;
+    let mut body = json!({"model": presentation.model, "created_at": rfc3339(SystemTime::now()),
         "done": true, "done_reason": if unload { "unload" } else { "load" }});
-    match endpoint {
+    match presentation.endpoint {
         Endpoint::Chat => body["message"] = json!({"role": "assistant", "content": ""}),
         Endpoint::Generate => body["response"] = json!(""),
     }
-    Json(body).into_response()
+    Some(Json(body).into_response())
 }
 
 /// The name the pipeline resolves for a name an Ollama client sends: without the `:latest`

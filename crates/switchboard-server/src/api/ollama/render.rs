@@ -35,6 +35,8 @@ pub struct Presentation {
     pub endpoint: Endpoint,
     /// When the request arrived, for the durations of the last chunk.
     pub received: Instant,
+    /// Set for a load request, answered without the model: whether it unloads.
+    pub load: Option<bool>,
 }
 
 impl Presentation {
@@ -44,6 +46,7 @@ impl Presentation {
             created_at: rfc3339(SystemTime::now()),
             endpoint,
             received: Instant::now(),
+            load: None,
         }
     }
 

@@ -5,8 +5,6 @@
 //! WebUI), by `tool_name` (Ollama's clients), else by position (Home Assistant sends
 //! neither).
 
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
 use switchboard_tools::Toolset;
 use switchboard_wire::ids::IdSource;
@@ -15,9 +13,8 @@ use switchboard_wire::ollama::{
 };
 use switchboard_wire::{ChatRequest, REASONING_EFFORTS};
 
-use super::render::Endpoint;
 use super::request::{ChatBody, ClientMessage, Common, GenerateBody, Think};
-use crate::api::body::{PathStyle, parse_typed};
+use crate::api::body::PathStyle;
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, Sent, invalid, rejection};
 use switchboard_pipeline::compile_tools;
@@ -28,61 +25,9 @@ use switchboard_pipeline::compile_tools;
 pub struct Checked {
     pub request: ChatRequest,
     pub tools: Toolset,
-}
-
-/// Ollama's load or unload request (no messages, or an empty prompt), answered without
-/// asking the model.
-#[derive(Debug)]
-pub struct Load {
-    pub model: String,
-    /// `keep_alive: 0`: Ollama's unload.
-    pub unload: bool,
-}
-
-/// Of a body, only what tells a load request from one for the model; the other fields are
-/// skipped unread.
-#[derive(Deserialize)]
-struct LoadFields {
-    #[serde(default)]
-    messages: Option<Vec<IgnoredAny>>,
-    #[serde(default)]
-    prompt: Option<String>,
-    #[serde(default)]
-    images: Option<Vec<IgnoredAny>>,
-}
-
-/// The load request a body is, checked; `None` when it asks the model (or its load fields
-/// have the wrong types, which its checks name).
-pub fn load(bytes: &[u8], endpoint: Endpoint) -> Option<Result<Load, ApiError>> {
-    let fields: LoadFields = serde_json::from_slice(bytes).ok()?;
-    let empty = |list: Option<Vec<IgnoredAny>>| list.is_none_or(|list| list.is_empty());
-    let is_load = match endpoint {
-        Endpoint::Chat => empty(fields.messages),
-        Endpoint::Generate => {
-            fields.prompt.is_none_or(|prompt| prompt.is_empty()) && empty(fields.images)
-        }
-    };
-    if !is_load {
-        return None;
-    }
-    let checked = match endpoint {
-        Endpoint::Chat => parse_typed::<ChatBody>(bytes, PathStyle::Brackets)
-            .map(|body| (body.model, body.common)),
-        Endpoint::Generate => parse_typed::<GenerateBody>(bytes, PathStyle::Brackets)
-            .map(|body| (body.model, body.common)),
-    };
-    Some(checked.and_then(|(model, common)| {
-        let mut problems = Vec::new();
-        let model = fields::model(model, &mut problems);
-        let settings = check_common(common, &mut problems);
-        if !problems.is_empty() {
-            return Err(rejection(&problems));
-        }
-        Ok(Load {
-            model,
-            unload: settings.unload,
-        })
-    }))
+    /// Set for Ollama's load request (no messages, or an empty prompt and no images),
+    /// which asks nothing of the model: whether it unloads (`keep_alive: 0`).
+    pub load: Option<bool>,
 }
 
 /// Numeric `options` and the range each takes; Ollama's other options (`num_ctx`,
@@ -106,12 +51,12 @@ pub fn check_chat(body: ChatBody) -> Result<Checked, ApiError> {
     let model = fields::model(model, &mut problems);
     let toolset = check_tools(tools.as_ref(), &mut problems);
     let messages = check_messages(messages.unwrap_or_default(), &mut problems);
-    if messages.is_empty() {
-        problems.push(invalid("messages", "at least one message is required"));
-    }
     let settings = check_common(common, &mut problems);
     if !problems.is_empty() {
         return Err(rejection(&problems));
+    }
+    if messages.is_empty() {
+        return Ok(load(model, &settings));
     }
     answer(model, messages, toolset.unwrap_or_default(), settings)
 }
@@ -147,6 +92,9 @@ pub fn check_generate(body: GenerateBody) -> Result<Checked, ApiError> {
         return Err(rejection(&problems));
     }
     let prompt = prompt.unwrap_or_default();
+    if prompt.is_empty() && images.as_ref().is_none_or(Vec::is_empty) {
+        return Ok(load(model, &settings));
+    }
     let mut messages = Vec::new();
     if let Some(system) = system.filter(|system| !system.is_empty()) {
         messages.push(OllamaMessage {
@@ -395,12 +343,27 @@ fn answer(
     request.response_format = response_format;
     request.reasoning_effort = reasoning_effort;
     request.extra = extra;
-    Ok(Checked { request, tools })
+    Ok(Checked {
+        request,
+        tools,
+        load: None,
+    })
+}
+
+/// Ollama's load (or, with `keep_alive: 0`, unload) request: resolved and admitted like any
+/// other, then answered without the model.
+fn load(model: String, settings: &Settings) -> Checked {
+    Checked {
+        request: ChatRequest::new(model, Vec::new()),
+        tools: Toolset::default(),
+        load: Some(settings.unload),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::body::parse_typed;
 
     fn chat(body: Value) -> Result<Checked, ApiError> {
         check_chat(parse_typed(
@@ -493,28 +456,24 @@ mod tests {
 
     #[test]
     fn load_requests_are_told_from_requests_for_the_model() {
-        let of = |body: Value, endpoint| load(body.to_string().as_bytes(), endpoint);
-        let unload = of(
-            json!({"model": "m", "prompt": "", "keep_alive": 0}),
-            Endpoint::Generate,
-        );
-        assert!(unload.unwrap().unwrap().unload);
-        let loaded = of(json!({"model": "m", "messages": []}), Endpoint::Chat);
-        assert!(!loaded.unwrap().unwrap().unload);
-        assert!(of(json!({"model": "m", "prompt": "hi"}), Endpoint::Generate).is_none());
-        assert!(
-            of(
-                json!({"model": "m", "messages": [{"role": "user"}]}),
-                Endpoint::Chat
-            )
-            .is_none()
-        );
-        // A wrong type is left to the checks, which name it.
-        assert!(of(json!({"model": "m", "messages": "hi"}), Endpoint::Chat).is_none());
-        assert!(
-            of(json!({"model": 5, "messages": []}), Endpoint::Chat)
+        let generate = |body: Value| {
+            check_generate(parse_typed(
+                body.to_string().as_bytes(),
+                PathStyle::Brackets,
+            )?)
+        };
+        let unload = generate(json!({"model": "m", "prompt": "", "keep_alive": 0}));
+        assert_eq!(unload.unwrap().load, Some(true));
+        let loaded = chat(json!({"model": "m", "messages": []}));
+        assert_eq!(loaded.unwrap().load, Some(false));
+        assert_eq!(
+            generate(json!({"model": "m", "prompt": "hi"}))
                 .unwrap()
-                .is_err()
+                .load,
+            None
         );
+        // A wrong type is named, load request or not.
+        assert!(chat(json!({"model": "m", "messages": "hi"})).is_err());
+        assert!(chat(json!({"model": 5, "messages": []})).is_err());
     }
 }
