@@ -11,6 +11,7 @@ mod render;
 mod request;
 mod validate;
 
+use std::marker::PhantomData;
 use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
@@ -63,62 +64,57 @@ pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
     error: render::error_response,
 };
 
-/// `POST /api/chat` on the one front-end path.
-pub struct OllamaChat;
+/// `POST /api/chat` (with [`ChatBody`]) or `POST /api/generate` (with [`GenerateBody`]) on
+/// the one front-end path: the two differ only in their body and its checks.
+pub struct Ollama<B>(PhantomData<fn() -> B>);
 
-/// `POST /api/generate` on the one front-end path.
-pub struct OllamaGenerate;
+/// `POST /api/chat`.
+pub type OllamaChat = Ollama<ChatBody>;
 
-impl Api for OllamaChat {
-    type Body = ChatBody;
-    type Presentation = Presentation;
-    type Streamed = ChunkLines;
-    type Whole = WholeChunk;
+/// `POST /api/generate`.
+pub type OllamaGenerate = Ollama<GenerateBody>;
 
+/// The body of one of Ollama's two model endpoints, and its checks.
+pub trait ModelBody: serde::de::DeserializeOwned + Send + 'static {
+    const KIND: Endpoint;
+    /// The endpoint's label in log lines, metrics and spans.
+    const ENDPOINT: &'static str;
+    fn check(self) -> Result<validate::Checked, ApiError>;
+}
+
+impl ModelBody for ChatBody {
+    const KIND: Endpoint = Endpoint::Chat;
     const ENDPOINT: &'static str = "ollama_chat";
-    const PATH_STYLE: PathStyle = PathStyle::Brackets;
 
-    fn error(error: ApiError) -> Response {
-        render::error_response(error)
-    }
-
-    async fn check(
-        body: ChatBody,
-        context: &Context<'_>,
-    ) -> Result<Checked<Presentation>, ApiError> {
-        Ok(for_path(check_chat(body)?, context, Endpoint::Chat))
-    }
-
-    fn answered(presentation: &Presentation) -> Option<Response> {
-        loaded(presentation)
-    }
-
-    fn delivery(
-        presentation: Presentation,
-        streamed: Option<Head>,
-    ) -> Delivery<ChunkLines, WholeChunk> {
-        delivery(presentation, streamed)
+    fn check(self) -> Result<validate::Checked, ApiError> {
+        check_chat(self)
     }
 }
 
-impl Api for OllamaGenerate {
-    type Body = GenerateBody;
+impl ModelBody for GenerateBody {
+    const KIND: Endpoint = Endpoint::Generate;
+    const ENDPOINT: &'static str = "ollama_generate";
+
+    fn check(self) -> Result<validate::Checked, ApiError> {
+        check_generate(self)
+    }
+}
+
+impl<B: ModelBody> Api for Ollama<B> {
+    type Body = B;
     type Presentation = Presentation;
     type Streamed = ChunkLines;
     type Whole = WholeChunk;
 
-    const ENDPOINT: &'static str = "ollama_generate";
+    const ENDPOINT: &'static str = B::ENDPOINT;
     const PATH_STYLE: PathStyle = PathStyle::Brackets;
 
     fn error(error: ApiError) -> Response {
         render::error_response(error)
     }
 
-    async fn check(
-        body: GenerateBody,
-        context: &Context<'_>,
-    ) -> Result<Checked<Presentation>, ApiError> {
-        Ok(for_path(check_generate(body)?, context, Endpoint::Generate))
+    async fn check(body: B, context: &Context<'_>) -> Result<Checked<Presentation>, ApiError> {
+        Ok(for_path(body.check()?, context, B::KIND))
     }
 
     fn answered(presentation: &Presentation) -> Option<Response> {
@@ -129,7 +125,10 @@ impl Api for OllamaGenerate {
         presentation: Presentation,
         streamed: Option<Head>,
     ) -> Delivery<ChunkLines, WholeChunk> {
-        delivery(presentation, streamed)
+        match streamed {
+            Some(_) => Delivery::Streamed(ChunkLines::new(presentation)),
+            None => Delivery::Whole(WholeChunk(presentation)),
+        }
     }
 }
 
@@ -149,16 +148,6 @@ fn for_path(
     presentation.load = load;
     request.model = served_name(context.caller.snapshot(), &request.model);
     Checked::new(request, tools, CallIdShape::OpenAi, presentation)
-}
-
-fn delivery(
-    presentation: Presentation,
-    streamed: Option<Head>,
-) -> Delivery<ChunkLines, WholeChunk> {
-    match streamed {
-        Some(_) => Delivery::Streamed(ChunkLines::new(presentation)),
-        None => Delivery::Whole(WholeChunk(presentation)),
-    }
 }
 
 /// Ollama's answer to a request with no messages or an empty prompt: the model is loaded
