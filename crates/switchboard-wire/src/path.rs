@@ -3,7 +3,8 @@
 //! value) and of JSON Pointers into a request's schemas, so that every problem names its
 //! field alike.
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, Deserializer};
 use serde_json::Value;
 use serde_path_to_error::{Path, Segment};
 use switchboard_tools::truncate_message;
@@ -85,11 +86,37 @@ pub fn typed<T: DeserializeOwned>(
     at: &str,
     style: PathStyle,
 ) -> Result<T, ConvertError> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
-        let message = error.inner().to_string();
-        let place = style.place(at, error.path(), &message);
-        ConvertError::invalid(place, message)
-    })
+    Read::from(value).at(at, style)
+}
+
+/// A part of a body read into its type as the body is read, whose problem does not end
+/// the parse: it is kept with its path below the part, to be listed with the request's
+/// other problems once the part's place is known ([`Read::at`]).
+#[derive(Debug)]
+pub struct Read<T>(pub(crate) Result<T, serde_path_to_error::Error<serde_json::Error>>);
+
+impl<T: DeserializeOwned> From<Value> for Read<T> {
+    fn from(value: Value) -> Self {
+        Self(serde_path_to_error::deserialize(value))
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Read<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(Self::from)
+    }
+}
+
+impl<T> Read<T> {
+    /// The part, which stands at `at` in the request; a problem names its place below
+    /// `at` in the API's `style`.
+    pub fn at(self, at: &str, style: PathStyle) -> Result<T, ConvertError> {
+        self.0.map_err(|error| {
+            let message = error.inner().to_string();
+            let place = style.place(at, error.path(), &message);
+            ConvertError::invalid(place, message)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +155,35 @@ mod tests {
             error,
             ConvertError::invalid("tools[2].name", "missing field `name`")
         );
+    }
+
+    #[test]
+    fn a_part_read_with_its_body_keeps_its_problem_for_its_place() {
+        #[derive(Debug, Deserialize)]
+        struct Body {
+            servers: Vec<Read<Server>>,
+        }
+        let body: Body = serde_json::from_value(json!({"servers": [
+            {"name": "a"}, {"name": "b", "tools": ["x", 5]}]}))
+        .unwrap();
+        let mut read = body.servers.into_iter();
+        assert_eq!(
+            read.next()
+                .unwrap()
+                .at("servers.0", PathStyle::Dots)
+                .unwrap()
+                .name,
+            "a"
+        );
+        let error = read
+            .next()
+            .unwrap()
+            .at("servers.1", PathStyle::Dots)
+            .unwrap_err();
+        let ConvertError::Invalid { path, .. } = error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(path, "servers.1.tools.1");
     }
 
     #[test]

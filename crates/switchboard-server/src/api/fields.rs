@@ -256,6 +256,64 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     }
 }
 
+/// A field that takes a string or a list (a message's content, the system prompt, a
+/// tool result's, a Responses `input`), read in place: the list's elements into their
+/// type as the body is read, and any other JSON value kept for the problem to quote.
+#[derive(Debug)]
+pub enum TextOrList<T> {
+    Text(String),
+    List(Vec<T>),
+    Other(Value),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for TextOrList<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shape<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Shape<T> {
+            type Value = TextOrList<T>;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a string or an array")
+            }
+
+            fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(TextOrList::Text(text.to_owned()))
+            }
+
+            fn visit_string<E: Error>(self, text: String) -> Result<Self::Value, E> {
+                Ok(TextOrList::Text(text))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
+                collect(items).map(TextOrList::List)
+            }
+
+            fn visit_bool<E: Error>(self, value: bool) -> Result<Self::Value, E> {
+                Ok(TextOrList::Other(value.into()))
+            }
+
+            fn visit_i64<E: Error>(self, value: i64) -> Result<Self::Value, E> {
+                Ok(TextOrList::Other(value.into()))
+            }
+
+            fn visit_u64<E: Error>(self, value: u64) -> Result<Self::Value, E> {
+                Ok(TextOrList::Other(value.into()))
+            }
+
+            fn visit_f64<E: Error>(self, value: f64) -> Result<Self::Value, E> {
+                Ok(TextOrList::Other(value.into()))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(TextOrList::Other)
+            }
+        }
+
+        deserializer.deserialize_any(Shape(PhantomData))
+    }
+}
+
 pub(crate) fn collect<'de, T: Deserialize<'de>, A: SeqAccess<'de>>(
     mut items: A,
 ) -> Result<Vec<T>, A::Error> {

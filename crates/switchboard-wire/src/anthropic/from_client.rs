@@ -1,4 +1,5 @@
-//! An Anthropic client's Messages request as our request: `thinking` and
+//! An Anthropic client's Messages request, part by part, as our request (the Messages
+//! front-end checks each part and moves it here, in one pass): `thinking` and
 //! `output_config.effort` become a reasoning effort, `output_config.format` a JSON-schema
 //! response format; Anthropic's own tools (which have a `type` and no schema) and fields
 //! without a counterpart (`metadata`, `cache_control`, redacted thinking, …) are left out;
@@ -9,11 +10,11 @@ use serde_json::{Map, Value, json};
 use switchboard_tools::{Content, FunctionDefinition, Message, ToolCall, ToolDefinition, ToolKind};
 
 use super::types::{
-    AnthropicTool, AnthropicToolChoice, Block, ContentBlock, MessageContent, MessagesRequest,
-    System, ToolResultContent,
+    AnthropicTool, AnthropicToolChoice, Block, ContentBlock, MessageContent, Role, System,
+    ToolResultContent,
 };
 use crate::ids::IdMap;
-use crate::{ChatRequest, ConvertError, ToolChoice};
+use crate::{ConvertError, ToolChoice};
 
 /// How a `tool_reference` in a tool result reads to a model: the tool is offered from then
 /// on.
@@ -118,140 +119,123 @@ fn system_text(blocks: Vec<ContentBlock>) -> Vec<String> {
         .collect()
 }
 
-/// An Anthropic client's request in our model; `ids` maps back ids rewritten on the way
-/// out (pass an empty map for ids that came from an Anthropic client). Each system text
-/// block is a system message of its own, so a backend that takes blocks gets them back.
-pub fn parse_request(request: MessagesRequest, ids: &IdMap) -> Result<ChatRequest, ConvertError> {
-    let mut messages = Vec::new();
-    match request.system {
-        None => {}
-        Some(System::Text(text)) => messages.push(Message::system(text)),
-        Some(System::Blocks(blocks)) => {
-            messages.extend(system_text(blocks).into_iter().map(Message::system));
-        }
+/// A Messages request's system prompt in our model: each text block a system message of
+/// its own, so that a backend that takes blocks gets them back.
+pub fn system(system: System) -> Vec<Message> {
+    match system {
+        System::Text(text) => vec![Message::system(text)],
+        System::Blocks(blocks) => system_text(blocks)
+            .into_iter()
+            .map(Message::system)
+            .collect(),
     }
-    for (position, message) in request.messages.into_iter().enumerate() {
-        let path = format!("messages.{position}");
-        let role = message.role.as_str();
-        if !matches!(role, "user" | "assistant" | "system") {
-            return Err(ConvertError::invalid(
-                format!("{path}.role"),
-                format!("must be \"user\", \"assistant\" or \"system\", got \"{role}\""),
-            ));
+}
+
+/// One message of an Anthropic client's conversation (at `path`, for its problems) in our
+/// model, appended to `messages`; `ids` maps back ids rewritten on the way out (an empty
+/// map for ids that came from an Anthropic client). A user turn's tool results become tool
+/// messages, and the images among them follow as a user message.
+pub fn push_message(
+    role: Role,
+    content: MessageContent,
+    ids: &IdMap,
+    path: &str,
+    messages: &mut Vec<Message>,
+) -> Result<(), ConvertError> {
+    let blocks = match content {
+        MessageContent::Text(text) => {
+            messages.push(match role {
+                Role::Assistant => Message::assistant(text, Vec::new()),
+                Role::System => Message::system(text),
+                Role::User => Message::user(text),
+            });
+            return Ok(());
         }
-        let blocks = match message.content {
-            MessageContent::Text(text) => {
-                messages.push(match role {
-                    "assistant" => Message::assistant(text, Vec::new()),
-                    "system" => Message::system(text),
-                    _ => Message::user(text),
-                });
-                continue;
-            }
-            MessageContent::Blocks(blocks) => blocks,
-        };
-        match role {
-            "system" => messages.push(Message::system(system_text(blocks).concat())),
-            "assistant" => messages.push(assistant_message(blocks, ids, &path)?),
-            _ => {
-                let mut parts = Vec::new();
-                for (index, block) in blocks.into_iter().enumerate() {
-                    match block {
-                        ContentBlock::Known(Block::ToolResult {
-                            tool_use_id,
+        MessageContent::Blocks(blocks) => blocks,
+    };
+    match role {
+        Role::System => messages.push(Message::system(system_text(blocks).concat())),
+        Role::Assistant => messages.push(assistant_message(blocks, ids, path)?),
+        Role::User => {
+            let mut parts = Vec::new();
+            for (index, block) in blocks.into_iter().enumerate() {
+                match block {
+                    ContentBlock::Known(Block::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                        ..
+                    }) => {
+                        let (text, images) = tool_result(
                             content,
-                            is_error,
-                            ..
-                        }) => {
-                            let (text, images) = tool_result(
-                                content,
-                                is_error == Some(true),
-                                &format!("{path}.content.{index}"),
-                            )?;
-                            messages.push(Message::Tool {
-                                tool_call_id: ids.from_anthropic(&tool_use_id),
-                                content: Content::Text(text),
-                            });
-                            parts.extend(images);
-                        }
-                        ContentBlock::Known(Block::Text { text, .. }) => {
-                            parts.push(json!({"type": "text", "text": text}))
-                        }
-                        ContentBlock::Known(Block::Image { source, .. }) => {
-                            parts.push(image_part(&source))
-                        }
-                        other => {
-                            return Err(ConvertError::Unsupported {
-                                format: "our model",
-                                what: format!(
-                                    "user block type \"{}\" at {path}.content.{index}",
-                                    block_kind(&other)
-                                ),
-                            });
-                        }
+                            is_error == Some(true),
+                            &format!("{path}.content.{index}"),
+                        )?;
+                        messages.push(Message::Tool {
+                            tool_call_id: ids.from_anthropic(&tool_use_id),
+                            content: Content::Text(text),
+                        });
+                        parts.extend(images);
+                    }
+                    ContentBlock::Known(Block::Text { text, .. }) => {
+                        parts.push(json!({"type": "text", "text": text}))
+                    }
+                    ContentBlock::Known(Block::Image { source, .. }) => {
+                        parts.push(image_part(&source))
+                    }
+                    other => {
+                        return Err(ConvertError::Unsupported {
+                            format: "our model",
+                            what: format!(
+                                "user block type \"{}\" at {path}.content.{index}",
+                                block_kind(&other)
+                            ),
+                        });
                     }
                 }
-                if !parts.is_empty() {
-                    messages.push(Message::User {
-                        content: Content::Parts(parts),
-                        name: None,
-                    });
-                }
+            }
+            if !parts.is_empty() {
+                messages.push(Message::User {
+                    content: Content::Parts(parts),
+                    name: None,
+                });
             }
         }
     }
-    let (tool_choice, disable) = match request.tool_choice {
-        None => (None, None),
-        Some(AnthropicToolChoice::Auto {
+    Ok(())
+}
+
+/// `tool_choice` in our model, with `parallel_tool_calls` (the negation of Anthropic's
+/// `disable_parallel_tool_use`).
+pub fn tool_choice(choice: AnthropicToolChoice) -> (ToolChoice, Option<bool>) {
+    let (choice, disable) = match choice {
+        AnthropicToolChoice::Auto {
             disable_parallel_tool_use,
-        }) => (Some(ToolChoice::Auto), disable_parallel_tool_use),
-        Some(AnthropicToolChoice::Any {
+        } => (ToolChoice::Auto, disable_parallel_tool_use),
+        AnthropicToolChoice::Any {
             disable_parallel_tool_use,
-        }) => (Some(ToolChoice::Required), disable_parallel_tool_use),
-        Some(AnthropicToolChoice::Tool {
+        } => (ToolChoice::Required, disable_parallel_tool_use),
+        AnthropicToolChoice::Tool {
             name,
             disable_parallel_tool_use,
-        }) => (Some(ToolChoice::Function(name)), disable_parallel_tool_use),
-        Some(AnthropicToolChoice::None) => (Some(ToolChoice::None), None),
+        } => (ToolChoice::Function(name), disable_parallel_tool_use),
+        AnthropicToolChoice::None => (ToolChoice::None, None),
     };
-    let reasoning_effort = reasoning_effort(&request.extra)?;
-    let response_format = response_format(&request.extra)?;
-    Ok(ChatRequest {
-        model: request.model,
-        messages,
-        tools: request
-            .tools
-            .unwrap_or_default()
-            .into_iter()
-            .filter(AnthropicTool::is_custom)
-            .map(|tool| ToolDefinition {
-                kind: ToolKind::Function,
-                function: FunctionDefinition {
-                    name: tool.name,
-                    description: tool.description,
-                    parameters: Some(tool.input_schema),
-                    strict: None,
-                    output_schema: None,
-                },
-            })
-            .collect(),
-        tool_choice,
-        parallel_tool_calls: disable.map(|disable| !disable),
-        temperature: request.temperature,
-        top_p: request.top_p,
-        max_tokens: Some(request.max_tokens),
-        stop: request.stop_sequences.unwrap_or_default(),
-        stream: request.stream.unwrap_or(false),
-        reasoning_effort,
-        response_format,
-        seed: None,
-        top_k: request
-            .extra
-            .get("top_k")
-            .and_then(Value::as_u64)
-            .and_then(|k| u32::try_from(k).ok()),
-        extra: Map::new(),
-    })
+    (choice, disable.map(|disable| !disable))
+}
+
+/// A custom tool (see [`AnthropicTool::is_custom`]) in our model.
+pub fn tool(tool: AnthropicTool) -> ToolDefinition {
+    ToolDefinition {
+        kind: ToolKind::Function,
+        function: FunctionDefinition {
+            name: tool.name,
+            description: tool.description,
+            parameters: Some(tool.input_schema),
+            strict: None,
+            output_schema: None,
+        },
+    }
 }
 
 /// An assistant turn: its text, its reasoning (with the signature when there is exactly
@@ -309,11 +293,12 @@ fn assistant_message(
 /// a thinking budget maps by size (under 4,096 tokens `low`, under 16,384 `medium`, else
 /// `high`); adaptive thinking without an effort, and disabled thinking, leave the
 /// backend's default.
-fn reasoning_effort(extra: &Map<String, Value>) -> Result<Option<String>, ConvertError> {
-    let thinking = extra.get("thinking").filter(|value| !value.is_null());
+pub fn reasoning_effort(
+    thinking: Option<&Map<String, Value>>,
+    output_config: Option<&Map<String, Value>>,
+) -> Result<Option<String>, ConvertError> {
     let kind = thinking.map(|thinking| thinking.get("type").and_then(Value::as_str));
-    let effort = extra
-        .get("output_config")
+    let effort = output_config
         .and_then(|config| config.get("effort"))
         .filter(|value| !value.is_null());
     match kind {
@@ -367,14 +352,16 @@ fn reasoning_effort(extra: &Map<String, Value>) -> Result<Option<String>, Conver
 
 /// `output_config.format` (or the older top-level `output_format`), a JSON schema the
 /// answer must follow, as OpenAI's `response_format`.
-fn response_format(extra: &Map<String, Value>) -> Result<Option<Value>, ConvertError> {
-    let (path, format) = match extra
-        .get("output_config")
+pub fn response_format(
+    output_config: Option<&Map<String, Value>>,
+    output_format: Option<&Value>,
+) -> Result<Option<Value>, ConvertError> {
+    let (path, format) = match output_config
         .and_then(|config| config.get("format"))
         .filter(|value| !value.is_null())
     {
         Some(format) => ("output_config.format", format),
-        None => match extra.get("output_format").filter(|value| !value.is_null()) {
+        None => match output_format.filter(|value| !value.is_null()) {
             Some(format) => ("output_format", format),
             None => return Ok(None),
         },

@@ -3,7 +3,7 @@
 mod decode;
 mod encode;
 mod fold;
-mod from_client;
+pub mod from_client;
 mod to_backend;
 pub mod tool_search;
 mod types;
@@ -11,7 +11,6 @@ mod types;
 pub use decode::{Decoder, body_events};
 pub use encode::{SseEncoder, message, push_sse_event};
 pub use fold::MessageBuilder;
-pub use from_client::parse_request;
 pub use to_backend::build_request;
 pub use types::*;
 

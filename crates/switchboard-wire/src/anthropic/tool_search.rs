@@ -9,8 +9,10 @@ pub const SERVER_ID_PREFIX: &str = "srvtoolu_";
 /// The beta that introduced tool search; accepted, not required.
 pub const BETA: &str = "advanced-tool-use-2025-11-20";
 
-/// How a search tool searches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a search tool searches (as Responses' `tool_search` names it in its `mode`, which
+/// the gateway accepts beside OpenAI's fields: `"regex"` or `"bm25"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SearchKind {
     Regex,
     Bm25,

@@ -38,6 +38,16 @@ pub enum System {
     Blocks(Vec<ContentBlock>),
 }
 
+/// Who speaks a message. Anthropic's API takes `user` and `assistant`; `system` messages
+/// inside the conversation are taken too, as OpenAI-style clients send them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnthropicMessage {
     pub role: String,

@@ -9,6 +9,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::{Message, ToolDefinition};
 
+use crate::Usage;
+
 /// `POST /chat/completions` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatCompletionRequest {
@@ -180,6 +182,44 @@ pub struct WireUsage {
     pub completion_tokens: u64,
     #[serde(default)]
     pub total_tokens: u64,
+    /// Where the completion's tokens went; only the reasoning count is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+/// `usage.completion_tokens_details`: OpenAI's reasoning models, and the servers that
+/// copy them, count the tokens spent reasoning here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletionTokensDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// The counts in the event model.
+    pub fn usage(&self) -> Usage {
+        let reasoning = self
+            .completion_tokens_details
+            .and_then(|details| details.reasoning_tokens)
+            .unwrap_or(0);
+        Usage::new(self.prompt_tokens, self.completion_tokens).with_reasoning(reasoning)
+    }
+}
+
+impl From<&Usage> for WireUsage {
+    /// The reasoning count is written only where there is one, as OpenAI writes it.
+    fn from(usage: &Usage) -> Self {
+        Self {
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            total_tokens: usage.total_tokens,
+            completion_tokens_details: (usage.reasoning_tokens > 0).then_some(
+                CompletionTokensDetails {
+                    reasoning_tokens: Some(usage.reasoning_tokens),
+                },
+            ),
+        }
+    }
 }
 
 /// One `chat.completion.chunk` of a stream.
@@ -309,5 +349,27 @@ mod tests {
         assert_eq!(calls[0].function.arguments.as_deref(), Some(r#"{"a":1}"#));
         let empty: ChatCompletionChunk = serde_json::from_str(r#"{"choices":null}"#).unwrap();
         assert!(empty.choices.is_empty());
+    }
+
+    #[test]
+    fn usage_carries_the_reasoning_count_both_ways() {
+        let wire: WireUsage = serde_json::from_value(json!({"prompt_tokens": 2,
+            "completion_tokens": 9, "total_tokens": 11,
+            "completion_tokens_details": {"reasoning_tokens": 5, "accepted_prediction_tokens": 0}}))
+        .unwrap();
+        let usage = wire.usage();
+        assert_eq!((usage.completion_tokens, usage.reasoning_tokens), (9, 5));
+        assert_eq!(WireUsage::from(&usage), wire);
+        let plain = Usage::new(2, 9);
+        assert_eq!(
+            serde_json::to_value(WireUsage::from(&plain)).unwrap(),
+            json!({"prompt_tokens": 2, "completion_tokens": 9, "total_tokens": 11})
+        );
+        for details in [json!(null), json!({}), json!({"reasoning_tokens": null})] {
+            let wire: WireUsage = serde_json::from_value(json!({"prompt_tokens": 2,
+                "completion_tokens": 9, "completion_tokens_details": details}))
+            .unwrap();
+            assert_eq!(wire.usage(), plain);
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Value, json};
 use switchboard_tools::{Content, Message, ToolCall};
 
-use super::items::{ContentPart, Item, MessageContent, Role, ToolOutput};
+use super::items::{ContentPart, Execution, Item, MessageContent, Role, ToolOutput};
 use super::tools::model_name;
 use crate::ConvertError;
 
@@ -71,6 +71,8 @@ pub(super) fn messages(
     let mut messages = Vec::with_capacity(items.len() + 1);
     let mut turn = Turn::default();
     let mut calls: HashSet<&str> = HashSet::new();
+    // The last hosted search call, which its output (with no call_id) answers.
+    let mut hosted_search: Option<&str> = None;
     let answer = |call_id: &str, path: &str, calls: &HashSet<&str>| {
         if calls.contains(call_id) {
             Ok(())
@@ -165,11 +167,15 @@ pub(super) fn messages(
                 id,
                 call_id,
                 arguments,
+                execution,
                 ..
             } => {
                 let call_id = call_id.as_ref().or(id.as_ref()).ok_or_else(|| {
                     ConvertError::invalid(format!("{path}.call_id"), "the call needs its call_id")
                 })?;
+                if *execution == Some(Execution::Server) {
+                    hosted_search = Some(call_id);
+                }
                 calls.insert(call_id);
                 turn.calls.push(ToolCall {
                     id: call_id.clone(),
@@ -208,10 +214,16 @@ pub(super) fn messages(
             Item::ToolSearchOutput {
                 call_id,
                 tools: found,
+                execution,
                 ..
             } => {
                 turn.flush(&mut messages);
-                let call_id = call_id.as_deref().ok_or_else(|| {
+                // A hosted search's output (`call_id: null`) answers the search just before.
+                let hosted = match execution {
+                    Some(Execution::Server) => hosted_search.take(),
+                    _ => None,
+                };
+                let call_id = call_id.as_deref().or(hosted).ok_or_else(|| {
                     ConvertError::invalid(
                         format!("{path}.call_id"),
                         "the output needs the call_id it answers",

@@ -8,7 +8,7 @@ use super::conversation::{McpApproval, messages};
 use super::items::{Item, MessageContent, Role};
 use super::request::{Input, ResponsesRequest};
 use super::tools::{CallKind, McpChoice, OfferedTools, model_name};
-use crate::path::{PathStyle, typed};
+use crate::path::PathStyle;
 use crate::{ChatRequest, ConvertError, ToolChoice};
 
 /// Top-level fields that mean the same in Chat Completions: passed on as extra fields,
@@ -37,7 +37,7 @@ pub struct Converted {
     pub listed: Vec<String>,
 }
 
-/// The request's `input` as items, each moved into its type and named by its own path.
+/// The request's `input` as items: a problem an item kept is named by its own path.
 pub fn parse_input(input: Input) -> Result<Vec<Item>, ConvertError> {
     match input {
         Input::Text(text) => Ok(vec![Item::Message {
@@ -46,73 +46,17 @@ pub fn parse_input(input: Input) -> Result<Vec<Item>, ConvertError> {
             content: MessageContent::Text(text),
             status: None,
         }]),
-        Input::Items(values) => values
+        Input::Items(items) => items
             .into_iter()
             .enumerate()
-            .map(|(index, value)| parse_item(value, &format!("input[{index}]")))
+            .map(|(index, item)| {
+                item.0.at(
+                    &PathStyle::Brackets.item("input", index),
+                    PathStyle::Brackets,
+                )
+            })
             .collect(),
     }
-}
-
-/// Item types a request may carry.
-const ITEM_TYPES: &[&str] = &[
-    "message",
-    "function_call",
-    "function_call_output",
-    "custom_tool_call",
-    "custom_tool_call_output",
-    "reasoning",
-    "additional_tools",
-    "tool_search_call",
-    "tool_search_output",
-    "local_shell_call",
-    "local_shell_call_output",
-    "mcp_list_tools",
-    "mcp_call",
-    "mcp_approval_request",
-    "mcp_approval_response",
-    "item_reference",
-];
-
-const ROLES: &[&str] = &["user", "assistant", "system", "developer"];
-
-/// One item; a message may leave out its `type`.
-fn parse_item(mut value: Value, path: &str) -> Result<Item, ConvertError> {
-    let Value::Object(object) = &mut value else {
-        return Err(ConvertError::invalid(path, "each item must be an object"));
-    };
-    if !object.contains_key("type") && object.contains_key("role") {
-        object.insert("type".into(), Value::from("message"));
-    }
-    match object.get("type").and_then(Value::as_str) {
-        Some(kind) if ITEM_TYPES.contains(&kind) => {}
-        other => {
-            return Err(ConvertError::invalid(
-                format!("{path}.type"),
-                format!(
-                    "must be one of {}, got {}",
-                    ITEM_TYPES.join(", "),
-                    other.map_or_else(|| "nothing".to_owned(), |kind| format!("\"{kind}\""))
-                ),
-            ));
-        }
-    }
-    if object.get("type").and_then(Value::as_str) == Some("message")
-        && !object
-            .get("role")
-            .and_then(Value::as_str)
-            .is_some_and(|role| ROLES.contains(&role))
-    {
-        return Err(ConvertError::invalid(
-            format!("{path}.role"),
-            format!(
-                "must be one of {}, got {}",
-                ROLES.join(", "),
-                object.get("role").unwrap_or(&Value::Null)
-            ),
-        ));
-    }
-    typed::<Item>(value, path, PathStyle::Brackets)
 }
 
 /// The request in our model. `history` is the stored conversation that
@@ -155,12 +99,17 @@ pub fn to_chat<'a>(
         )
         .collect();
     for (path, item) in &items {
-        if let Item::AdditionalTools { tools: more, .. }
-        | Item::ToolSearchOutput { tools: more, .. } = item
-        {
-            tools.add_all(more.clone(), &format!("{path}.tools"))?;
+        match item {
+            Item::AdditionalTools { tools: more, .. } => {
+                tools.add_all(more.clone(), &format!("{path}.tools"))?;
+            }
+            Item::ToolSearchOutput { tools: more, .. } => {
+                tools.load_all(more.clone(), &format!("{path}.tools"))?;
+            }
+            _ => {}
         }
     }
+    tools.settle_deferred();
     let tool_choice = tool_choice(choice.as_ref(), &mut tools)?;
     let (messages, approvals) = messages(instructions.as_deref(), &items)?;
     let listed = items
@@ -400,8 +349,11 @@ mod tests {
     }
 
     fn convert(body: Value) -> Result<Converted, ConvertError> {
-        let request = request(body);
-        let input = parse_input(request.input.clone())?;
+        let mut request = request(body);
+        let input = parse_input(std::mem::replace(
+            &mut request.input,
+            Input::Items(Vec::new()),
+        ))?;
         to_chat(request, std::iter::empty(), input)
     }
 
@@ -469,7 +421,7 @@ mod tests {
             "{error}"
         );
         // …unless the call is in the stored conversation.
-        let request = request(
+        let mut request = request(
             json!({"model": "m", "input": [{"type": "function_call_output", "call_id": "call_9", "output": "x"}]}),
         );
         let history = [Item::FunctionCall {
@@ -480,8 +432,34 @@ mod tests {
             arguments: "{}".into(),
             status: None,
         }];
-        let input = parse_input(request.input.clone()).unwrap();
+        let input = parse_input(std::mem::replace(
+            &mut request.input,
+            Input::Items(Vec::new()),
+        ))
+        .unwrap();
         assert!(to_chat(request, &history, input).is_ok());
+    }
+
+    #[test]
+    fn a_hosted_search_and_its_output_are_a_call_and_its_result() {
+        let converted = convert(json!({"model": "m", "input": [
+            {"role": "user", "content": "weather?"},
+            {"type": "tool_search_call", "id": "tsc_1", "call_id": null, "execution": "server",
+                "arguments": {"query": "weather"}, "status": "completed"},
+            {"type": "tool_search_output", "id": "tso_1", "call_id": null, "execution": "server",
+                "tools": [{"type": "function", "name": "weather", "defer_loading": true}],
+                "status": "completed"}],
+            "tools": [{"type": "tool_search"}, {"type": "function", "name": "weather", "defer_loading": true}]}))
+        .unwrap();
+        let messages = serde_json::to_value(&converted.request.messages).unwrap();
+        assert_eq!(messages[1]["tool_calls"][0]["id"], "tsc_1");
+        assert_eq!(
+            messages[1]["tool_calls"][0]["function"]["name"],
+            "tool_search"
+        );
+        assert_eq!(messages[2]["tool_call_id"], "tsc_1");
+        // Loaded by the search: offered from the start.
+        assert!(converted.tools.deferred.is_empty());
     }
 
     #[test]
@@ -498,6 +476,17 @@ mod tests {
             error.to_string().contains("input[0]") && error.to_string().contains("teleport"),
             "{error}"
         );
+        let error = convert(json!({"model": "m", "input": [{"role": "robot", "content": "hi"}]}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("input[0].role: unknown variant `robot`"),
+            "{error}"
+        );
+        let error = convert(json!({"model": "m", "input": [{"content": "hi"}]}))
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("input[0].type: missing field"), "{error}");
         let error = convert(json!({"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file_1"}]}]})).unwrap_err();
         assert!(
             error

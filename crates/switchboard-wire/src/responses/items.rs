@@ -2,11 +2,13 @@
 //! response carries in `output` share one type, because clients send the output items of
 //! one response back as the input of the next (Codex resends its whole history each turn).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-/// One item of `input` or `output`, tagged by `type`. A message without a `type` is taken
-/// as a message by the request parser before it gets here.
+use crate::path::Read;
+
+/// One item of `input` or `output`, tagged by `type`. A message without a `type` is read
+/// as a message ([`InputItem`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Item {
@@ -79,27 +81,32 @@ pub enum Item {
         role: Option<String>,
         tools: Vec<Value>,
     },
-    /// A call of the client-executed `tool_search` tool.
+    /// A call of the `tool_search` tool: the client's to run (`execution: "client"`), or
+    /// one the server side ran (hosted: `"server"`, `call_id: null`).
     ToolSearchCall {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// Always written (`null` for a hosted search, as OpenAI's SDK types expect it).
+        #[serde(default)]
         call_id: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        execution: Option<String>,
+        execution: Option<Execution>,
         #[serde(default)]
         arguments: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         status: Option<String>,
     },
-    /// What the client's tool search found: tools offered from then on.
+    /// What a tool search found (the client's, or the server side's): tools offered from
+    /// then on, a namespace's inside their namespace.
     ToolSearchOutput {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// Always written (`null` for a hosted search, whose output answers the search call
+        /// just before it).
+        #[serde(default)]
         call_id: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        execution: Option<String>,
+        execution: Option<Execution>,
         #[serde(default)]
         tools: Vec<Value>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,6 +226,47 @@ impl Item {
                 _ => 0,
             }
     }
+}
+
+/// Who ran a tool search: the server side (OpenAI's hosted search, the gateway here) or the
+/// client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Execution {
+    Server,
+    Client,
+}
+
+/// One item of a request's `input`, read into its type as the body is read (see
+/// [`Read`]): a message may leave out its `type`, as OpenAI's API takes it.
+#[derive(Debug)]
+pub struct InputItem(pub Read<Item>);
+
+impl<'de> Deserialize<'de> for InputItem {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Its `type` may come after its other fields: the item is read whole first.
+        let mut item = Value::deserialize(deserializer)?;
+        if let Value::Object(object) = &mut item {
+            if !object.contains_key("type") && object.contains_key("role") {
+                object.insert("type".into(), "message".into());
+            }
+            // Serde names a problem inside a tagged item at the item itself: a message's
+            // role is read on its own first, so that its problem names `role`.
+            if object.get("type").and_then(Value::as_str) == Some("message")
+                && let Err(error) = serde_path_to_error::deserialize::<_, Speaker>(&item)
+            {
+                return Ok(Self(Read(Err(error))));
+            }
+        }
+        Ok(Self(Read::from(item)))
+    }
+}
+
+/// A message item's `role`, read on its own.
+#[derive(Deserialize)]
+struct Speaker {
+    #[serde(rename = "role")]
+    _role: Role,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

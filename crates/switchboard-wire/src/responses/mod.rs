@@ -18,10 +18,16 @@ pub use conversation::McpApproval;
 pub use convert::{Converted, parse_input, to_chat};
 pub use encode::Encoder;
 pub use events::{Event, Sequenced, sse, write_sse};
-pub use items::{ContentPart, Item, MessageContent, Role, TextPart, ToolOutput, value_slot_bytes};
+pub use items::{
+    ContentPart, Execution, InputItem, Item, MessageContent, Role, TextPart, ToolOutput,
+    value_slot_bytes,
+};
 pub use request::{Input, ReasoningConfig, ResponsesRequest, TextConfig};
 pub use response::{
     EchoedTools, IncompleteDetails, InputTokensDetails, OutputTokensDetails, Response,
     ResponseError, ResponseUsage, Status,
 };
-pub use tools::{CallKind, DEFAULT_NAMESPACE, McpChoice, OfferedTools, model_name};
+pub use tools::{
+    CallKind, DEFAULT_NAMESPACE, Loadable, McpChoice, OfferedTools, ToolSearchTool, loaded_tools,
+    model_name,
+};

@@ -1,46 +1,36 @@
-//! `POST /v1/responses` request body. Input items and tools stay JSON values here: the
-//! conversion parses each with its own path (`input[4].call_id`), so that an error names
-//! exactly what was wrong.
+//! `POST /v1/responses` request body. Input items are read into their types where they
+//! stand, each keeping its problem for the conversion to name by its path
+//! (`input[4].call_id`); tools stay JSON values here, because the response echoes them as
+//! sent, and the conversion moves each into its kind's type with its path.
 
-use serde::de::{DeserializeOwned, Error as _};
+use std::fmt;
+
+use serde::de::{DeserializeOwned, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+use super::items::InputItem;
+
+#[derive(Debug)]
 pub struct ResponsesRequest {
     pub model: String,
     pub input: Input,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningConfig>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<TextConfig>,
     /// Absent means `true`, as on OpenAI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_response_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     /// Every other field (`include`, `prompt_cache_key`, `client_metadata`, …), kept verbatim.
-    #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
@@ -95,22 +85,41 @@ fn take<T: DeserializeOwned>(
 }
 
 /// `input`: a string (one user message) or a list of items.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 pub enum Input {
     Text(String),
-    Items(Vec<Value>),
+    Items(Vec<InputItem>),
 }
 
 impl<'de> Deserialize<'de> for Input {
-    /// By the value's own type: an untagged enum would copy the whole input into a buffer
-    /// to try each variant.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(text) => Ok(Input::Text(text)),
-            Value::Array(items) => Ok(Input::Items(items)),
-            _ => Err(D::Error::custom("expected a string or a list of items")),
+        struct Shape;
+
+        impl<'de> Visitor<'de> for Shape {
+            type Value = Input;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a string or a list of items")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
+                Ok(Input::Text(text.to_owned()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Input, E> {
+                Ok(Input::Text(text))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Input, A::Error> {
+                let mut list = Vec::new();
+                while let Some(item) = items.next_element()? {
+                    list.push(item);
+                }
+                Ok(Input::Items(list))
+            }
         }
+
+        deserializer.deserialize_any(Shape)
     }
 }
 

@@ -7,18 +7,71 @@ use serde_json::{Value, json};
 use switchboard_tools::{Content, Message};
 use switchboard_wire::anthropic::{self, MessageBuilder, MessagesRequest, SseEncoder};
 use switchboard_wire::ids::{IdMap, IdSource};
-use switchboard_wire::{ChatRequest, FinishReason, Format, StreamEvent, ToolChoice, Usage};
+use switchboard_wire::{
+    ChatRequest, ConvertError, FinishReason, Format, StreamEvent, ToolChoice, Usage,
+};
 
 fn parse(body: Value) -> ChatRequest {
-    let request: MessagesRequest = serde_json::from_value(body).unwrap();
-    anthropic::parse_request(request, &IdMap::new()).unwrap()
+    from_client(serde_json::from_value(body).unwrap(), &IdMap::new()).unwrap()
 }
 
 fn parse_error(body: Value) -> String {
-    let request: MessagesRequest = serde_json::from_value(body).unwrap();
-    anthropic::parse_request(request, &IdMap::new())
+    from_client(serde_json::from_value(body).unwrap(), &IdMap::new())
         .unwrap_err()
         .to_string()
+}
+
+/// A whole Anthropic client's request moved part by part, as the gateway's Messages
+/// front-end moves it once each part is checked.
+pub fn from_client(request: MessagesRequest, ids: &IdMap) -> Result<ChatRequest, ConvertError> {
+    use anthropic::from_client::{
+        push_message, reasoning_effort, response_format, system, tool, tool_choice,
+    };
+    let mut messages = request.system.map(system).unwrap_or_default();
+    for (position, message) in request.messages.into_iter().enumerate() {
+        let role = serde_json::from_value(Value::from(message.role)).unwrap();
+        push_message(
+            role,
+            message.content,
+            ids,
+            &format!("messages.{position}"),
+            &mut messages,
+        )?;
+    }
+    let object = |field: &str| request.extra.get(field).and_then(Value::as_object);
+    let (tool_choice, parallel_tool_calls) = request
+        .tool_choice
+        .map(tool_choice)
+        .map_or((None, None), |(choice, parallel)| (Some(choice), parallel));
+    Ok(ChatRequest {
+        model: request.model,
+        messages,
+        tools: request
+            .tools
+            .unwrap_or_default()
+            .into_iter()
+            .filter(anthropic::AnthropicTool::is_custom)
+            .map(tool)
+            .collect(),
+        tool_choice,
+        parallel_tool_calls,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        max_tokens: Some(request.max_tokens),
+        stop: request.stop_sequences.unwrap_or_default(),
+        stream: request.stream.unwrap_or(false),
+        reasoning_effort: reasoning_effort(object("thinking"), object("output_config"))?,
+        response_format: response_format(
+            object("output_config"),
+            request.extra.get("output_format"),
+        )?,
+        top_k: request
+            .extra
+            .get("top_k")
+            .and_then(Value::as_u64)
+            .and_then(|k| u32::try_from(k).ok()),
+        ..ChatRequest::default()
+    })
 }
 
 fn base(extra: Value) -> Value {

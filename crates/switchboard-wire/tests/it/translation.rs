@@ -107,7 +107,8 @@ fn anthropic_request_round_trip_is_identity_with_ids_rewritten_and_back() {
     assert_eq!(results.len(), 2);
     assert_eq!(results[0]["tool_use_id"], rewritten);
     assert_eq!(results[1]["tool_use_id"], "call_2");
-    let back = anthropic::parse_request(serde_json::from_value(wire).unwrap(), &ids).unwrap();
+    let back =
+        crate::anthropic_serving::from_client(serde_json::from_value(wire).unwrap(), &ids).unwrap();
     assert_eq!(back, request);
 }
 

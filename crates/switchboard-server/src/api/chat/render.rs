@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use switchboard_runtime::ToolEvent;
 use switchboard_tools::truncate_message;
 use switchboard_wire::StreamEvent;
-use switchboard_wire::openai::{ChunkEncoder, DONE, completion};
+use switchboard_wire::openai::{ChunkEncoder, DONE, WireUsage, completion};
 
 use crate::api::error::ApiError;
 use crate::api::sse::{Renderer, WholeBody};
@@ -112,7 +112,7 @@ fn completion_body(answer: &Answer, presentation: &Presentation) -> Value {
         presentation.created,
     ))
     .unwrap_or(Value::Null);
-    body["usage"] = json!({"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens, "total_tokens": usage.total_tokens});
+    body["usage"] = serde_json::to_value(WireUsage::from(&usage)).unwrap_or(Value::Null);
     attach_problems(&mut body["choices"][0], &answer.problems);
     attach_gateway_calls(&mut body["choices"][0], &answer.gateway_events);
     if presentation.gateway_events && !answer.gateway_events.is_empty() {

@@ -16,6 +16,7 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_tools::Content;
+use switchboard_wire::mcp::OpenAiTool;
 use switchboard_wire::openai::Stop;
 
 use crate::api::fields::{self, Sent, refuse_other_types};
@@ -28,10 +29,11 @@ pub struct ChatBody {
     pub model: Sent<String>,
     #[serde(default, deserialize_with = "fields::array")]
     pub messages: Option<Vec<ClientMessage>>,
-    /// Function definitions (JSON Schema documents, compiled and checked as such) and
-    /// `{"type": "mcp"}` servers for the gateway to run.
-    #[serde(default)]
-    pub tools: Option<Value>,
+    /// Function definitions (JSON Schema documents, compiled and checked as such), the
+    /// gateway's tool search, and `{"type": "mcp"}` servers for the gateway to run, each
+    /// read into its type.
+    #[serde(default, deserialize_with = "fields::array")]
+    pub tools: Option<Vec<OpenAiTool>>,
     #[serde(default)]
     pub tool_choice: Sent<ClientToolChoice>,
     #[serde(default)]

@@ -15,8 +15,8 @@ use super::request::{
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
 use switchboard_pipeline::compile_tools;
-use switchboard_wire::mcp::McpServerRequest;
-use switchboard_wire::path::{PathStyle, typed};
+use switchboard_wire::mcp::{McpServerRequest, OpenAiTool};
+use switchboard_wire::path::PathStyle;
 
 /// The request in the pipeline's model, and what presenting its answer needs.
 #[derive(Debug)]
@@ -34,7 +34,7 @@ pub fn check_request(body: ChatBody) -> Result<Checked, ApiError> {
     let ChatBody {
         model,
         messages,
-        mut tools,
+        tools,
         tool_choice,
         parallel_tool_calls,
         temperature,
@@ -53,7 +53,7 @@ pub fn check_request(body: ChatBody) -> Result<Checked, ApiError> {
     let mut problems = Vec::new();
     let model = fields::model(model, &mut problems);
     let messages = check_messages(messages, &mut problems);
-    let (mcp, positions) = take_mcp_tools(&mut tools, &mut problems);
+    let (mcp, tools, positions) = take_mcp_tools(tools, &mut problems);
     let toolset = check_tools(tools.as_ref(), &positions, &mut problems);
     let has_tools = tools
         .as_ref()
@@ -334,41 +334,40 @@ fn check_assistant_calls(
     checked
 }
 
-/// Takes the `{"type": "mcp"}` entries out of `tools`, each read into its type: servers
-/// for the gateway to run, not functions for the model. Returns them, and the position in
-/// `tools` of each entry left, by which its problems are named.
+/// Sorts `tools`: the `{"type": "mcp"}` entries, as read, are servers for the gateway to
+/// run, not functions for the model. Returns them, the other entries as one list (none
+/// when no entry is left), and the position in `tools` of each, by which its problems are
+/// named.
 fn take_mcp_tools(
-    tools: &mut Option<Value>,
+    tools: Option<Vec<OpenAiTool>>,
     problems: &mut Vec<Invalid>,
-) -> (Vec<McpServerRequest>, Vec<usize>) {
-    let Some(Value::Array(list)) = tools else {
-        return (Vec::new(), Vec::new());
-    };
+) -> (Vec<McpServerRequest>, Option<Value>, Vec<usize>) {
     let mut servers = Vec::new();
+    let mut left = Vec::new();
     let mut positions = Vec::new();
-    for (index, tool) in std::mem::take(list).into_iter().enumerate() {
-        match tool.get("type").and_then(Value::as_str) {
-            Some("mcp") => {}
+    for (index, tool) in tools.into_iter().flatten().enumerate() {
+        match tool {
+            OpenAiTool::Mcp(tool) => {
+                let path = PathStyle::Brackets.item("tools", index);
+                let read = tool
+                    .at(&path, PathStyle::Brackets)
+                    .and_then(|tool| McpServerRequest::from_openai(tool, &path));
+                match read {
+                    Ok(server) => servers.push(server),
+                    Err(error) => problems.push(fields::converted(error)),
+                }
+            }
             // The gateway's tool search, read in `tool_search.rs`: no function.
-            Some("tool_search") => continue,
-            _ => {
+            OpenAiTool::Other(tool)
+                if tool.get("type").and_then(Value::as_str) == Some("tool_search") => {}
+            OpenAiTool::Other(tool) => {
                 positions.push(index);
-                list.push(tool);
-                continue;
+                left.push(tool);
             }
         }
-        let path = PathStyle::Brackets.item("tools", index);
-        let read = typed(tool, &path, PathStyle::Brackets)
-            .and_then(|tool| McpServerRequest::from_openai(tool, &path));
-        match read {
-            Ok(server) => servers.push(server),
-            Err(error) => problems.push(fields::converted(error)),
-        }
     }
-    if list.is_empty() {
-        *tools = None;
-    }
-    (servers, positions)
+    let left = (!left.is_empty()).then_some(Value::Array(left));
+    (servers, left, positions)
 }
 
 /// The function tools compiled; a problem is named at the tool's place in the request

@@ -238,7 +238,7 @@ fn check_tool_result(
     }
     let content = block.content.and_then(|content| match content {
         Content::Text(text) => Some(ToolResultContent::Text(text)),
-        Content::Blocks(parts) => Some(ToolResultContent::Blocks(check_blocks(
+        Content::List(parts) => Some(ToolResultContent::Blocks(check_blocks(
             parts,
             &format!("{at}.content"),
             &mut Place::ToolResult(references),

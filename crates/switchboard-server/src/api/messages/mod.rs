@@ -20,8 +20,6 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use axum::routing::post;
 use switchboard_tools::{Content, Message, ToolDefinition};
-use switchboard_wire::anthropic::parse_request;
-use switchboard_wire::ids::IdMap;
 use switchboard_wire::{ChatRequest, Format, ToolChoice};
 
 use super::body::PathStyle;
@@ -91,7 +89,7 @@ impl Api for Messages {
             .flat_map(|value| value.split(','))
             .any(|beta| beta.trim() == LISTING_BETA);
         let checked = check_request(body, endpoint)?;
-        let mut request = parse_request(checked.request, &IdMap::new()).map_err(ApiError::from)?;
+        let mut request = checked.request;
         let forced = match &request.tool_choice {
             Some(ToolChoice::Function(name)) => Some(name.clone()),
             _ => None,

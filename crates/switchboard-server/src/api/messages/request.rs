@@ -7,14 +7,15 @@
 //! kind of block, since its `type` may come after them. Any other value of the wrong JSON
 //! type ends the parse at once, named by its path in serde's words.
 
-use std::fmt;
+use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use switchboard_wire::anthropic::Role;
 use switchboard_wire::anthropic::tool_search::{SERVER_ID_PREFIX, referenced};
+use switchboard_wire::mcp::{AnthropicMcpServer, PinnedTool, ToolConfig};
+use switchboard_wire::path::Read;
 
 use crate::api::fields::{self, Sent};
 
@@ -38,8 +39,9 @@ pub struct MessagesBody {
     pub metadata: Sent<Map<String, Value>>,
     pub thinking: Sent<Map<String, Value>>,
     pub output_config: Sent<Map<String, Value>>,
-    /// The MCP connector's servers, each read by the wire crate (`McpServerRequest`).
-    pub mcp_servers: Sent<Vec<Value>>,
+    /// The MCP connector's servers, each read into its type (a wrong one is listed with
+    /// the request's other problems, named by its path).
+    pub mcp_servers: Sent<Vec<Read<AnthropicMcpServer>>>,
     /// Every other field (`output_format`, `context_management`, …), for the translation to
     /// keep or drop.
     #[serde(flatten)]
@@ -53,81 +55,10 @@ pub struct Message {
     pub content: Option<Content>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    User,
-    Assistant,
-    System,
-}
-
-impl Role {
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::System => "system",
-        }
-    }
-}
-
 /// A string, or a list of content blocks: a message's content, the system prompt, a tool
 /// result's. Anything else is kept, for the problem to quote (or, in a block of a kind this
 /// gateway does not take, such as a server tool's result, to pass over).
-#[derive(Debug)]
-pub enum Content {
-    Text(String),
-    Blocks(Vec<Block>),
-    Other(Value),
-}
-
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Shape;
-
-        impl<'de> Visitor<'de> for Shape {
-            type Value = Content;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("a string or an array of content blocks")
-            }
-
-            fn visit_str<E: Error>(self, text: &str) -> Result<Content, E> {
-                Ok(Content::Text(text.to_owned()))
-            }
-
-            fn visit_string<E: Error>(self, text: String) -> Result<Content, E> {
-                Ok(Content::Text(text))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, blocks: A) -> Result<Content, A::Error> {
-                fields::collect(blocks).map(Content::Blocks)
-            }
-
-            fn visit_bool<E: Error>(self, value: bool) -> Result<Content, E> {
-                Ok(Content::Other(value.into()))
-            }
-
-            fn visit_i64<E: Error>(self, value: i64) -> Result<Content, E> {
-                Ok(Content::Other(value.into()))
-            }
-
-            fn visit_u64<E: Error>(self, value: u64) -> Result<Content, E> {
-                Ok(Content::Other(value.into()))
-            }
-
-            fn visit_f64<E: Error>(self, value: f64) -> Result<Content, E> {
-                Ok(Content::Other(value.into()))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Content, A::Error> {
-                Value::deserialize(MapAccessDeserializer::new(map)).map(Content::Other)
-            }
-        }
-
-        deserializer.deserialize_any(Shape)
-    }
-}
+pub type Content = fields::TextOrList<Block>;
 
 /// A content block: its `type`, and the fields of the kinds this gateway takes (`text`;
 /// `image`; `tool_use`, `tool_result` and the MCP connector's versions of them; `thinking`,
@@ -157,8 +88,8 @@ pub struct Block {
 }
 
 /// A tool offered to the model: a custom tool (no `type`, or `"custom"`), one of Anthropic's
-/// own tools (any other `type`), or the MCP connector's `mcp_toolset`, whose fields stay in
-/// `extra` for the wire crate to read.
+/// own tools (any other `type`), or the MCP connector's `mcp_toolset`. Like a block, it
+/// holds the fields of every kind, since its `type` may come after them.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Tool {
@@ -168,6 +99,13 @@ pub struct Tool {
     pub description: Option<String>,
     pub input_schema: Option<Value>,
     pub defer_loading: Option<bool>,
+    /// An `mcp_toolset`'s server.
+    pub mcp_server_name: Option<String>,
+    /// An `mcp_toolset`'s configuration of every tool, and of each by name.
+    pub default_config: Option<ToolConfig>,
+    pub configs: Option<BTreeMap<String, ToolConfig>>,
+    /// An `mcp_toolset`'s pinned listing (the 2026-09-15 beta).
+    pub tools: Option<Vec<PinnedTool>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -201,14 +139,14 @@ pub enum ChoiceKind {
 pub fn connector_blocks_as_tool_blocks(messages: Vec<Message>) -> Vec<Message> {
     let has_connector_blocks = |message: &Message| {
         message.role == Sent::Given(Role::Assistant)
-            && matches!(&message.content, Some(Content::Blocks(blocks)) if blocks.iter().any(is_connector_block))
+            && matches!(&message.content, Some(Content::List(blocks)) if blocks.iter().any(is_connector_block))
     };
     if !messages.iter().any(has_connector_blocks) {
         return messages;
     }
     let turn = |role, blocks| Message {
         role: Sent::Given(role),
-        content: Some(Content::Blocks(blocks)),
+        content: Some(Content::List(blocks)),
     };
     let mut rewritten = Vec::with_capacity(messages.len() + 2);
     // Whether the last message is a user message of results, which the next result joins.
@@ -217,7 +155,7 @@ pub fn connector_blocks_as_tool_blocks(messages: Vec<Message>) -> Vec<Message> {
         let blocks = match message {
             Message {
                 role: Sent::Given(Role::Assistant),
-                content: Some(Content::Blocks(blocks)),
+                content: Some(Content::List(blocks)),
             } if blocks.iter().any(is_connector_block) => blocks,
             message => {
                 rewritten.push(message);
@@ -244,7 +182,7 @@ pub fn connector_blocks_as_tool_blocks(messages: Vec<Message>) -> Vec<Message> {
                     block.kind = Some("tool_result".into());
                     match rewritten.last_mut() {
                         Some(Message {
-                            content: Some(Content::Blocks(results)),
+                            content: Some(Content::List(results)),
                             ..
                         }) if results_open => results.push(block),
                         _ => {
@@ -307,7 +245,7 @@ fn search_result(block: Block) -> Block {
             (Content::Text("No deferred tools matched.".into()), None)
         }
         Some(names) => (
-            Content::Blocks(
+            Content::List(
                 names
                     .into_iter()
                     .map(|name| Block {

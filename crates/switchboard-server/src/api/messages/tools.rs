@@ -1,18 +1,18 @@
 //! A Messages request's tools and `tool_choice`: custom tools compiled under the `api`
 //! profile, Anthropic's tool search tool kept for the gateway to run, Anthropic's other
-//! tools set aside (they cannot run here), the MCP connector's toolsets read into their
-//! type, and a choice that must name an offered tool.
+//! tools set aside (they cannot run here), the MCP connector's toolsets, and a choice that
+//! must name an offered tool.
 
 use serde_json::{Value, json};
 use switchboard_tools::{Toolset, quote, quote_value, truncate_message};
 use switchboard_wire::anthropic::tool_search::{SearchKind, search_kind};
 use switchboard_wire::anthropic::{AnthropicTool, AnthropicToolChoice};
 use switchboard_wire::mcp::McpToolset;
-use switchboard_wire::path::{PathStyle, typed};
+use switchboard_wire::path::PathStyle;
 
 use super::blocks::needed;
 use super::request::{ChoiceKind, Tool, ToolChoice};
-use crate::api::fields::{self, Invalid, Sent, invalid};
+use crate::api::fields::{Invalid, Sent, invalid};
 use switchboard_pipeline::compile_converted;
 
 /// Characters of the list of server tools a problem names (the names are the client's).
@@ -39,11 +39,13 @@ pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools
     for (index, tool) in list.into_iter().enumerate() {
         let at = format!("tools.{index}");
         if matches!(&tool.kind, Sent::Given(kind) if kind == "mcp_toolset") {
-            // Its fields are the connector's.
-            match typed(Value::Object(tool.extra), &at, PathStyle::Dots) {
-                Ok(toolset) => tools.toolsets.push((index, toolset)),
-                Err(error) => problems.push(fields::converted(error)),
-            }
+            let toolset = McpToolset {
+                mcp_server_name: tool.mcp_server_name,
+                default_config: tool.default_config,
+                configs: tool.configs,
+                tools: tool.tools,
+            };
+            tools.toolsets.push((index, toolset));
             continue;
         }
         let Some(name) = tool.name else {
@@ -100,9 +102,14 @@ pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools
             extra: tool.extra,
         });
     }
+    // Every tool deferred, custom or an MCP toolset's, and nothing to find them with.
     if tools.search.is_none()
-        && !tools.custom.is_empty()
+        && !(tools.custom.is_empty() && tools.toolsets.is_empty())
         && tools.deferred.len() == tools.custom.len()
+        && tools
+            .toolsets
+            .iter()
+            .all(|(_, toolset)| toolset.defers_all())
     {
         problems.push(invalid(
             "tools",
@@ -150,27 +157,22 @@ pub(super) fn check_tools(list: Vec<Tool>, problems: &mut Vec<Invalid>) -> Tools
 /// A problem's pointer into the compiled function list as a path into `tools`:
 /// `/1/function/parameters/type` → `tools.3.input_schema.type`.
 fn tool_path(pointer: &str, positions: &[usize]) -> String {
-    let mut segments = pointer
-        .split('/')
-        .skip(1)
-        .map(|segment| segment.replace("~1", "/").replace("~0", "~"));
-    let index = segments
-        .next()
-        .and_then(|segment| segment.parse::<usize>().ok())
-        .and_then(|compiled| positions.get(compiled).copied());
-    let mut path = match index {
-        Some(index) => format!("tools.{index}"),
-        None => "tools".to_owned(),
+    let rest = pointer.strip_prefix('/').unwrap_or(pointer);
+    let (compiled, below) = rest.split_once('/').unwrap_or((rest, ""));
+    let Some(index) = compiled
+        .parse::<usize>()
+        .ok()
+        .and_then(|compiled| positions.get(compiled).copied())
+    else {
+        return "tools".to_owned();
     };
-    for segment in segments.filter(|segment| segment != "function") {
-        path.push('.');
-        path.push_str(if segment == "parameters" {
-            "input_schema"
-        } else {
-            &segment
-        });
+    let at = PathStyle::Dots.item("tools", index);
+    // The function's fields are the tool's own, but its parameters are `input_schema`.
+    let below = below.strip_prefix("function").unwrap_or(below);
+    match below.strip_prefix("/parameters") {
+        Some(schema) => PathStyle::Dots.pointer(&format!("{at}.input_schema"), schema),
+        None => PathStyle::Dots.pointer(&at, below),
     }
-    path
 }
 
 pub(super) fn check_tool_choice(
@@ -242,5 +244,26 @@ pub(super) fn check_tool_choice(
             ));
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tool_path;
+
+    #[test]
+    fn a_compiled_pointer_names_the_tool_by_its_place_in_tools() {
+        let positions = [0, 3];
+        assert_eq!(
+            tool_path("/1/function/parameters/properties/a~1b/type", &positions),
+            "tools.3.input_schema.properties.a/b.type"
+        );
+        assert_eq!(
+            tool_path("/1/function/parameters", &positions),
+            "tools.3.input_schema"
+        );
+        assert_eq!(tool_path("/0/function/name", &positions), "tools.0.name");
+        assert_eq!(tool_path("/7/function/name", &positions), "tools");
+        assert_eq!(tool_path("", &positions), "tools");
     }
 }

@@ -1,21 +1,23 @@
 //! Checks a Messages request, read into `request.rs`'s types, before anything is sent
 //! anywhere, as strictly as the chat completions front-end does: every problem listed in one
 //! 400, each named by its path the way Anthropic names them
-//! (`messages.3.content.0.tool_use_id`). The request checked becomes the wire crate's
-//! `MessagesRequest` in the same pass, its parts moved, for the one Anthropic translation.
-//! What real clients send beyond the fields checked here (`metadata`, `context_management`,
-//! `cache_control`, keys added per message) is accepted and left for the translation to
-//! keep or drop.
+//! (`messages.3.content.0.tool_use_id`). The request checked becomes the pipeline's
+//! `ChatRequest` in the same pass, each part moved through the wire crate's translation of
+//! an Anthropic client's parts (`anthropic::from_client`). What real clients send beyond
+//! the fields checked here (`metadata`, `context_management`, `cache_control`, keys added
+//! per message) is accepted and left out.
 
-use serde_json::Value;
-use switchboard_tools::{Toolset, quote};
+use switchboard_tools::{Message, Toolset, quote};
+use switchboard_wire::ChatRequest;
+use switchboard_wire::anthropic::from_client;
 use switchboard_wire::anthropic::tool_search::SearchKind;
-use switchboard_wire::anthropic::{AnthropicMessage, MessageContent, MessagesRequest, System};
+use switchboard_wire::anthropic::{AnthropicTool, MessageContent, Role, System};
+use switchboard_wire::ids::IdMap;
 use switchboard_wire::mcp::{AnthropicMcpServer, McpServerRequest, McpToolset};
-use switchboard_wire::path::{PathStyle, typed};
+use switchboard_wire::path::{PathStyle, Read};
 
 use super::blocks::{Place, check_blocks, not_content};
-use super::request::{Content, Message, MessagesBody, Role, connector_blocks_as_tool_blocks};
+use super::request::{self, Content, MessagesBody, connector_blocks_as_tool_blocks};
 use super::tools::{Tools, check_tool_choice, check_tools};
 use crate::api::error::ApiError;
 use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
@@ -31,7 +33,7 @@ pub enum Endpoint {
 #[derive(Debug)]
 pub struct Checked {
     /// The request, with the MCP connector's parts taken out.
-    pub request: MessagesRequest,
+    pub request: ChatRequest,
     /// Every custom tool compiled under the `api` profile, to check the model's calls
     /// (deferred ones too: the model may call them once a tool search has shown them).
     pub tools: Toolset,
@@ -65,15 +67,20 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
         thinking,
         output_config,
         mcp_servers,
-        mut extra,
+        extra,
     } = body;
     let mut problems = Vec::new();
-    let mcp_servers = mcp_servers.check(
-        "mcp_servers",
-        "must be an array of MCP servers",
-        |_| true,
-        &mut problems,
-    );
+    let mcp_servers = match mcp_servers {
+        Sent::Given(servers) => servers,
+        Sent::Absent => Vec::new(),
+        wrong => {
+            problems.push(invalid(
+                "mcp_servers",
+                format!("must be an array of MCP servers, got {}", wrong.quoted()),
+            ));
+            Vec::new()
+        }
+    };
     let model = fields::model(model, &mut problems);
     let max_tokens = match (max_tokens, endpoint) {
         (Sent::Absent, Endpoint::CountTokens) => None,
@@ -83,32 +90,34 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
         }
         (sent, _) => fields::token_count(sent, "max_tokens", &mut problems),
     };
-    let system = system.and_then(|system| match system {
-        Content::Text(text) => Some(System::Text(text)),
-        Content::Blocks(blocks) => Some(System::Blocks(check_blocks(
+    let mut conversation = match system {
+        None => Vec::new(),
+        Some(Content::Text(text)) => from_client::system(System::Text(text)),
+        Some(Content::List(blocks)) => from_client::system(System::Blocks(check_blocks(
             blocks,
             "system",
             &mut Place::Prompt,
             &mut problems,
         ))),
-        Content::Other(other) => {
+        Some(Content::Other(other)) => {
             problems.push(not_content("system", "text blocks", Some(&other)));
-            None
+            Vec::new()
         }
-    });
+    };
     let mut references = Vec::new();
-    let messages = check_messages(
+    check_messages(
         messages.map(connector_blocks_as_tool_blocks),
+        &mut conversation,
         &mut references,
         &mut problems,
     );
     let mut tools = check_tools(tools.unwrap_or_default(), &mut problems);
-    load_referenced(&mut tools, &references, &mut problems);
-    let mcp = connector(
-        mcp_servers.unwrap_or_default(),
+    let mut mcp = connector(
+        mcp_servers,
         std::mem::take(&mut tools.toolsets),
         &mut problems,
     );
+    load_referenced(&mut tools, &mut mcp, &references, &mut problems);
     let tool_choice = check_tool_choice(tool_choice, &tools, &mut problems);
     let stream = fields::boolean(stream, "stream", &mut problems);
     let temperature = number(temperature, "temperature", 0.0, 1.0, &mut problems);
@@ -142,36 +151,45 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
             &mut problems,
         );
     }
+    let [_, (_, thinking), (_, output_config)] = &objects;
+    let reasoning_effort = from_client::reasoning_effort(thinking.as_ref(), output_config.as_ref())
+        .unwrap_or_else(|error| {
+            problems.push(fields::converted(error));
+            None
+        });
+    let response_format =
+        from_client::response_format(output_config.as_ref(), extra.get("output_format"))
+            .unwrap_or_else(|error| {
+                problems.push(fields::converted(error));
+                None
+            });
     if !problems.is_empty() {
         return Err(rejection(&problems));
     }
-    // The translation reads these among the fields it has no name for.
-    for (field, object) in objects {
-        if let Some(object) = object {
-            extra.insert(field.into(), Value::Object(object));
-        }
-    }
-    if let Some(top_k) = top_k {
-        extra.insert("top_k".into(), top_k.into());
-    }
+    let (tool_choice, parallel_tool_calls) = tool_choice
+        .map(from_client::tool_choice)
+        .map_or((None, None), |(choice, parallel)| (Some(choice), parallel));
     Ok(Checked {
-        request: MessagesRequest {
+        request: ChatRequest {
             model,
-            messages,
-            system,
-            // Counting takes no limit, but the request model has one; Messages needs one
-            // (checked above).
-            max_tokens: match endpoint {
-                Endpoint::Messages => max_tokens.unwrap_or_default(),
-                Endpoint::CountTokens => 1,
-            },
-            tools: Some(tools.custom),
+            messages: conversation,
+            tools: tools
+                .custom
+                .into_iter()
+                .filter(AnthropicTool::is_custom)
+                .map(from_client::tool)
+                .collect(),
             tool_choice,
+            parallel_tool_calls,
             temperature,
             top_p,
-            stop_sequences,
-            stream: Some(stream),
-            extra,
+            max_tokens,
+            stop: stop_sequences.unwrap_or_default(),
+            stream,
+            reasoning_effort,
+            response_format,
+            top_k: top_k.and_then(|top_k| u32::try_from(top_k).ok()),
+            ..ChatRequest::default()
         },
         tools: tools.compiled,
         deferred: tools.deferred,
@@ -181,10 +199,10 @@ pub fn check_request(body: MessagesBody, endpoint: Endpoint) -> Result<Checked, 
     })
 }
 
-/// The MCP connector: the `mcp_servers` entries read into their type and joined with the
-/// toolsets that name them. Nothing when any part is wrong (the problems say why).
+/// The MCP connector: the `mcp_servers` entries, as read, joined with the toolsets that
+/// name them. Nothing when any part is wrong (the problems say why).
 fn connector(
-    servers: Vec<Value>,
+    servers: Vec<Read<AnthropicMcpServer>>,
     toolsets: Vec<(usize, McpToolset)>,
     problems: &mut Vec<Invalid>,
 ) -> Vec<McpServerRequest> {
@@ -193,13 +211,10 @@ fn connector(
         .into_iter()
         .enumerate()
         .filter_map(|(index, server)| {
-            typed(
-                server,
-                &PathStyle::Dots.item("mcp_servers", index),
-                PathStyle::Dots,
-            )
-            .map_err(|error| problems.push(fields::converted(error)))
-            .ok()
+            server
+                .at(&PathStyle::Dots.item("mcp_servers", index), PathStyle::Dots)
+                .map_err(|error| problems.push(fields::converted(error)))
+                .ok()
         })
         .collect();
     if problems.len() > before {
@@ -213,18 +228,34 @@ fn connector(
 
 /// Deferred tools named by a `tool_reference` (each with its path) are loaded: offered to
 /// the model like any other. A reference to a tool the request does not define is refused,
-/// as Anthropic refuses it.
+/// as Anthropic refuses it; where an MCP toolset defers tools, a name that is none of the
+/// custom tools may be one of its server's (listed only once the server is reached), and
+/// loads it there.
 fn load_referenced(
     tools: &mut Tools,
+    mcp: &mut [McpServerRequest],
     references: &[(String, String)],
     problems: &mut Vec<Invalid>,
 ) {
+    let defers_mcp = mcp.iter().any(|server| server.deferred.any());
     for (at, name) in references {
-        if !tools.custom.iter().any(|tool| tool.name == *name) {
+        if tools.custom.iter().any(|tool| tool.name == *name) {
+            continue;
+        }
+        if !defers_mcp {
             problems.push(invalid(
                 at.clone(),
                 format!("{} is not one of the request's tools", quote(name)),
             ));
+            continue;
+        }
+        for server in mcp.iter_mut() {
+            // The model may know a server's tool by its own name or as `{label}_{tool}`.
+            let prefix = format!("{}_", server.label);
+            let tool = name.strip_prefix(&prefix).unwrap_or(name);
+            for tool in [name.as_str(), tool] {
+                server.deferred.load(tool);
+            }
         }
     }
     tools
@@ -232,20 +263,22 @@ fn load_referenced(
         .retain(|name| !references.iter().any(|(_, referenced)| referenced == name));
 }
 
+/// The conversation's messages, checked and appended to `conversation` in our model.
 fn check_messages(
-    messages: Option<Vec<Message>>,
+    messages: Option<Vec<request::Message>>,
+    conversation: &mut Vec<Message>,
     references: &mut Vec<(String, String)>,
     problems: &mut Vec<Invalid>,
-) -> Vec<AnthropicMessage> {
+) {
     let Some(messages) = messages.filter(|messages| !messages.is_empty()) else {
         problems.push(invalid("messages", "at least one message is required"));
-        return Vec::new();
+        return;
     };
     // The tool_use ids of the last assistant turn: results may answer them until the next
     // one (consecutive user messages are one turn, as Anthropic merges them).
     let mut offered = Vec::new();
     let last = messages.len() - 1;
-    let mut checked = Vec::with_capacity(messages.len());
+    conversation.reserve(messages.len());
     for (position, message) in messages.into_iter().enumerate() {
         let at = format!("messages.{position}");
         let role = match message.role {
@@ -263,7 +296,7 @@ fn check_messages(
         };
         let empty = |content: &Content| match content {
             Content::Text(text) => text.is_empty(),
-            Content::Blocks(blocks) => blocks.is_empty(),
+            Content::List(blocks) => blocks.is_empty(),
             Content::Other(_) => false,
         };
         if message.content.as_ref().is_some_and(empty)
@@ -281,7 +314,7 @@ fn check_messages(
                 }
                 MessageContent::Text(text)
             }
-            Some(Content::Blocks(blocks)) => {
+            Some(Content::List(blocks)) => {
                 let at = format!("{at}.content");
                 MessageContent::Blocks(match role {
                     Role::Assistant => {
@@ -313,19 +346,20 @@ fn check_messages(
                 continue;
             }
         };
-        checked.push(AnthropicMessage {
-            role: role.name().to_owned(),
-            content,
-        });
+        // The client's own ids: nothing to map back.
+        if let Err(error) =
+            from_client::push_message(role, content, &IdMap::new(), &at, conversation)
+        {
+            problems.push(fields::converted(error));
+        }
     }
-    checked
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::body::{PathStyle, parse_typed};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// The body read as the front-end reads it, and checked.
     fn check(body: &Value, endpoint: Endpoint) -> Result<Checked, ApiError> {
@@ -480,8 +514,12 @@ mod tests {
         };
         let checked = check(&searched("archive"), Endpoint::Messages).unwrap();
         assert_eq!(checked.deferred, ["list"]);
-        let read = parse_request_text(checked.request);
-        assert_eq!(read, "Tool loaded: archive");
+        match checked.request.messages.last() {
+            Some(Message::Tool { content, .. }) => {
+                assert_eq!(content.text(), "Tool loaded: archive")
+            }
+            other => panic!("not a tool result: {other:?}"),
+        }
         assert_eq!(
             problems(searched("delete")),
             "messages.2.content.0.content.0.tool_name: \"delete\" is not one of the request's tools"
@@ -493,19 +531,6 @@ mod tests {
                 "messages.2.content.0.content.0.tool_name: a tool_reference block needs"
             )
         );
-    }
-
-    /// What the model reads of the last message, a tool result.
-    fn parse_request_text(request: MessagesRequest) -> String {
-        let read = switchboard_wire::anthropic::parse_request(
-            request,
-            &switchboard_wire::ids::IdMap::new(),
-        )
-        .unwrap();
-        match read.messages.last() {
-            Some(switchboard_tools::Message::Tool { content, .. }) => content.text(),
-            other => panic!("not a tool result: {other:?}"),
-        }
     }
 
     #[test]
@@ -542,20 +567,20 @@ mod tests {
                 {"type": "mcp_tool_result", "tool_use_id": "t1", "is_error": false, "content": [{"type": "text", "text": "1"}]},
                 {"type": "text", "text": "It says 1."}]},
             {"role": "user", "content": "thanks"}]);
-        // Read as a request, rewritten and checked, in the wire crate's shape.
+        // Read as a request, rewritten and checked, in the pipeline's shape: the
+        // connector's call and result are a tool call and its result.
         let body = json!({"model": "m", "max_tokens": 1, "messages": messages});
         let messages = check(&body, Endpoint::Messages).unwrap().request.messages;
         assert_eq!(
             serde_json::to_value(messages).unwrap(),
             json!([
                 {"role": "user", "content": "hi"},
-                {"role": "assistant", "content": [
-                    {"type": "text", "text": "Let me look."},
-                    {"type": "tool_use", "id": "t1", "name": "echo", "input": {"m": 1}}]},
-                {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "t1", "is_error": false, "content": [{"type": "text", "text": "1"}]}]},
-                {"role": "assistant", "content": [{"type": "text", "text": "It says 1."}]},
-                {"role": "user", "content": "thanks"}])
+                {"role": "assistant", "content": "Let me look.", "tool_calls": [
+                    {"id": "t1", "type": "function", "function": {"name": "echo", "arguments": "{\"m\":1}"}}]},
+                {"role": "tool", "tool_call_id": "t1", "content": "1"},
+                {"role": "assistant", "content": "It says 1."},
+                {"role": "user", "content": "thanks"}
+            ])
         );
     }
 
@@ -616,7 +641,7 @@ mod tests {
     }
 
     #[test]
-    fn the_checked_request_is_the_one_the_wire_crate_reads_from_the_body() {
+    fn the_checked_request_is_the_pipelines_request_in_one_move() {
         let body = json!({
             "model": "m", "max_tokens": 512, "stream": true, "temperature": 0.5, "top_k": 40,
             "stop_sequences": ["END"],
@@ -635,8 +660,49 @@ mod tests {
             "thinking": {"type": "enabled", "budget_tokens": 2048},
             "context_management": {"edits": []}
         });
-        let read: MessagesRequest = serde_json::from_value(body.clone()).unwrap();
-        assert_eq!(check(&body, Endpoint::Messages).unwrap().request, read);
+        let request = check(&body, Endpoint::Messages).unwrap().request;
+        let expected = ChatRequest {
+            model: "m".into(),
+            messages: vec![
+                Message::system("Be brief."),
+                Message::User {
+                    content: switchboard_tools::Content::Parts(vec![
+                        json!({"type": "text", "text": "look"}),
+                        json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}),
+                    ]),
+                    name: None,
+                },
+                Message::Assistant {
+                    content: None,
+                    reasoning_content: Some("hm".into()),
+                    reasoning_signature: Some("s".into()),
+                    tool_calls: vec![switchboard_tools::ToolCall {
+                        id: "toolu_1".into(),
+                        name: "lookup".into(),
+                        arguments: r#"{"q":"x"}"#.into(),
+                    }],
+                    name: None,
+                },
+                Message::Tool {
+                    tool_call_id: "toolu_1".into(),
+                    content: switchboard_tools::Content::Text("Error: no".into()),
+                },
+            ],
+            tools: request.tools.clone(),
+            tool_choice: Some(switchboard_wire::ToolChoice::Auto),
+            parallel_tool_calls: Some(false),
+            temperature: Some(0.5),
+            max_tokens: Some(512),
+            stop: vec!["END".into()],
+            stream: true,
+            // A thinking budget of 2,048 tokens.
+            reasoning_effort: Some("low".into()),
+            top_k: Some(40),
+            ..ChatRequest::default()
+        };
+        assert_eq!(request, expected);
+        assert_eq!(request.tools.len(), 1);
+        assert_eq!(request.tools[0].function.name, "lookup");
     }
 
     #[test]
@@ -650,7 +716,7 @@ mod tests {
             (checked.mcp[0].label.as_str(), checked.mcp[0].path.as_str()),
             ("ev", "mcp_servers.0")
         );
-        assert_eq!(checked.request.tools.unwrap().len(), 1);
+        assert_eq!(checked.request.tools.len(), 1);
         body["tools"][1] = json!({"name": "f"});
         assert!(problems(body).starts_with("tools.1.input_schema:"));
     }

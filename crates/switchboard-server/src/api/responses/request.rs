@@ -1,13 +1,17 @@
 //! What a client may send to `POST /v1/responses`, as types shaped for naming its problems:
 //! the body is read once, from its bytes, into these, `validate` checks them and moves them
 //! into the wire crate's `ResponsesRequest`. Top-level scalars are [`Sent`], so every
-//! wrong one is listed in one answer. `input` and `tools` stay JSON here, moved as they
-//! are: the conversion parses each item and tool with its own path (`input[4].call_id`).
+//! wrong one is listed in one answer. `input`'s items are read into their types here, each
+//! keeping its problem for the conversion to name by its path (`input[4].call_id`);
+//! `tools` stay JSON, which the response echoes as sent, and the conversion moves each into
+//! its kind's type with its path.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::api::fields::Sent;
+use switchboard_wire::responses::InputItem;
+
+use crate::api::fields::{Sent, TextOrList};
 
 /// The body of `POST /v1/responses`.
 #[derive(Debug, Deserialize)]
@@ -16,7 +20,7 @@ pub struct ResponsesBody {
     #[serde(default)]
     pub model: Sent<String>,
     #[serde(default)]
-    pub input: Option<Value>,
+    pub input: Option<TextOrList<InputItem>>,
     #[serde(default)]
     pub instructions: Sent<String>,
     #[serde(default)]

@@ -9,7 +9,7 @@ use switchboard_wire::responses::{Input, ReasoningConfig, ResponsesRequest, Text
 
 use super::request::ResponsesBody;
 use crate::api::error::ApiError;
-use crate::api::fields::{self, Invalid, Sent, invalid, number, rejection};
+use crate::api::fields::{self, Invalid, Sent, TextOrList, invalid, number, rejection};
 
 const EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
 const VERBOSITIES: &[&str] = &["low", "medium", "high"];
@@ -38,16 +38,16 @@ pub fn check_request(body: ResponsesBody) -> Result<ResponsesRequest, ApiError> 
     let mut problems = Vec::new();
     let model = fields::model(model, &mut problems);
     let input = match input {
-        Some(Value::String(text)) => Some(Input::Text(text)),
-        Some(Value::Array(items)) => Some(Input::Items(items)),
-        None | Some(Value::Null) => {
+        Some(TextOrList::Text(text)) => Some(Input::Text(text)),
+        Some(TextOrList::List(items)) => Some(Input::Items(items)),
+        None => {
             problems.push(invalid(
                 "input",
                 "input is required: a string or a list of items",
             ));
             None
         }
-        Some(other) => {
+        Some(TextOrList::Other(other)) => {
             Sent::<()>::Wrong(other).check(
                 "input",
                 "must be a string or a list of items",

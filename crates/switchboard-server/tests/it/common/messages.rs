@@ -192,7 +192,7 @@ pub fn fold(events: &[(String, Value)]) -> Value {
                     ("signature_delta", "thinking") => {
                         block["signature"] = delta["signature"].clone()
                     }
-                    ("input_json_delta", "tool_use") => {
+                    ("input_json_delta", "tool_use" | "server_tool_use") => {
                         inputs[index].push_str(delta["partial_json"].as_str().unwrap())
                     }
                     other => panic!("delta {other:?} does not fit its block: {data}"),
@@ -208,7 +208,7 @@ pub fn fold(events: &[(String, Value)]) -> Value {
                 open = None;
                 let block = &mut message["content"][index];
                 match block["type"].as_str().unwrap() {
-                    "tool_use" => {
+                    "tool_use" | "server_tool_use" => {
                         // Input cut short (by the length limit) is `{}` in a whole body.
                         block["input"] = serde_json::from_str(&inputs[index])
                             .ok()
