@@ -57,6 +57,19 @@ impl OpenAiScript {
         self
     }
 
+    /// The closing usage (after [`finish`](Self::finish)) counts `reasoning_tokens` of the
+    /// completion as reasoning, as OpenAI's reasoning models report it.
+    pub fn reasoning_tokens(mut self, reasoning_tokens: u64) -> Self {
+        if let Some(usage) = self
+            .chunks
+            .last_mut()
+            .and_then(|chunk| chunk.get_mut("usage"))
+        {
+            usage["completion_tokens_details"] = json!({"reasoning_tokens": reasoning_tokens});
+        }
+        self
+    }
+
     /// The complete SSE body, `[DONE]` included.
     pub fn body(&self) -> String {
         sse_body(&self.chunks, true)

@@ -46,13 +46,21 @@ impl StreamEvent {
     }
 }
 
-/// Token counts; `total_tokens` is always the sum of the other two. Counts come from backends,
-/// so sums saturate at `u64::MAX` rather than overflow.
+/// Token counts; `total_tokens` is always the sum of the prompt's and the completion's.
+/// Counts come from backends, so sums saturate at `u64::MAX` rather than overflow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// Of `completion_tokens`, those the model spent reasoning, where the backend says
+    /// (OpenAI's `completion_tokens_details.reasoning_tokens`); 0 when it does not.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl Usage {
@@ -61,6 +69,15 @@ impl Usage {
             prompt_tokens,
             completion_tokens,
             total_tokens: prompt_tokens.saturating_add(completion_tokens),
+            reasoning_tokens: 0,
+        }
+    }
+
+    /// With `reasoning_tokens` of the completion spent reasoning (at most all of it).
+    pub fn with_reasoning(self, reasoning_tokens: u64) -> Self {
+        Self {
+            reasoning_tokens: reasoning_tokens.min(self.completion_tokens),
+            ..self
         }
     }
 
@@ -71,6 +88,7 @@ impl Usage {
             self.completion_tokens
                 .saturating_add(other.completion_tokens),
         )
+        .with_reasoning(self.reasoning_tokens.saturating_add(other.reasoning_tokens))
     }
 }
 
@@ -159,5 +177,13 @@ mod tests {
             Usage::new(u64::MAX, 0).plus(Usage::new(1, 1)),
             Usage::new(u64::MAX, 1)
         );
+        assert_eq!(
+            Usage::new(1, 5)
+                .with_reasoning(3)
+                .plus(Usage::new(1, 5).with_reasoning(2))
+                .reasoning_tokens,
+            5
+        );
+        assert_eq!(Usage::new(1, 2).with_reasoning(9).reasoning_tokens, 2);
     }
 }

@@ -112,6 +112,26 @@ async fn sdk_text_whole_and_streamed_agree() {
     gateway.stop().await.unwrap();
 }
 
+/// The SDK reads the backend's reasoning tokens as its own `thoughts_token_count`, apart
+/// from the answer's, whole and streamed alike.
+#[tokio::test]
+async fn sdk_reads_the_reasoning_tokens_as_thoughts() {
+    let script = OpenAiScript::new()
+        .text("Hello.")
+        .finish("stop", 5, 3)
+        .reasoning_tokens(2);
+    let backend = ScriptedServer::start(replies(&script)).await;
+    let gateway = gateway(&backend).await;
+    let result = sdk(&gateway, "text").await;
+    let whole = agree(&result);
+    assert_eq!(
+        whole["usage"],
+        json!({"prompt_token_count": 5, "candidates_token_count": 1,
+            "thoughts_token_count": 2, "total_token_count": 8})
+    );
+    gateway.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn sdk_function_call_whole_and_streamed_agree() {
     let backend = ScriptedServer::start(replies(&weather_call())).await;

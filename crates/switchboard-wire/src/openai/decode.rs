@@ -11,7 +11,7 @@ use super::types::{ChatCompletion, ChatCompletionChunk, Delta, WireToolCall, err
 use crate::calls::Calls;
 use crate::ids::IdSource;
 use crate::sse::{Sse, SseEvent};
-use crate::{DecodeError, DecodeErrorKind, FinishReason, StreamDecoder, StreamEvent, Usage};
+use crate::{DecodeError, DecodeErrorKind, FinishReason, StreamDecoder, StreamEvent};
 
 const TERMINATOR: &str = "data: [DONE]";
 
@@ -132,10 +132,7 @@ impl State {
             }
         }
         if let Some(usage) = chunk.usage {
-            out.push(StreamEvent::Usage(Usage::new(
-                usage.prompt_tokens,
-                usage.completion_tokens,
-            )));
+            out.push(StreamEvent::Usage(usage.usage()));
         }
         Ok(())
     }
@@ -266,10 +263,7 @@ pub fn body_events(body: &[u8], ids: IdSource) -> Result<Vec<StreamEvent>, Decod
         });
     state.finish(reason, 0, &mut out)?;
     if let Some(usage) = completion.usage {
-        out.push(StreamEvent::Usage(Usage::new(
-            usage.prompt_tokens,
-            usage.completion_tokens,
-        )));
+        out.push(StreamEvent::Usage(usage.usage()));
     }
     Ok(out)
 }

@@ -5,7 +5,7 @@ use super::types::{
     ChatCompletion, ChatCompletionChunk, Choice, ChunkChoice, Delta, ResponseMessage,
     WireFunctionCall, WireToolCall, WireUsage,
 };
-use crate::{ChatResponse, StreamEvent, Usage};
+use crate::{ChatResponse, StreamEvent};
 
 /// The last bytes of every OpenAI stream.
 pub const DONE: &str = "data: [DONE]\n\n";
@@ -64,7 +64,7 @@ impl ChunkEncoder {
             StreamEvent::ToolCallEnd { .. } | StreamEvent::ReasoningSignature(_) => return None,
             StreamEvent::Usage(usage) => {
                 let mut chunk = self.empty_chunk();
-                chunk.usage = Some(wire_usage(usage));
+                chunk.usage = Some(WireUsage::from(usage));
                 return Some(chunk);
             }
             StreamEvent::Finish(reason) => finish_reason = Some(reason.as_openai().to_owned()),
@@ -102,14 +102,6 @@ impl ChunkEncoder {
             system_fingerprint: None,
             error: None,
         }
-    }
-}
-
-fn wire_usage(usage: &Usage) -> WireUsage {
-    WireUsage {
-        prompt_tokens: usage.prompt_tokens,
-        completion_tokens: usage.completion_tokens,
-        total_tokens: usage.total_tokens,
     }
 }
 
@@ -154,7 +146,7 @@ pub fn completion(
             stop_reason: None,
             logprobs: None,
         }],
-        usage: response.usage.as_ref().map(wire_usage),
+        usage: response.usage.as_ref().map(WireUsage::from),
         system_fingerprint: None,
         extra: serde_json::Map::new(),
     }

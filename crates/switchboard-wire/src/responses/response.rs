@@ -128,11 +128,14 @@ pub struct OutputTokensDetails {
 }
 
 impl From<Usage> for ResponseUsage {
-    /// Backends report no cached or reasoning token counts through our model: both are 0.
+    /// Backends report no cached token counts through our model: that is 0.
     fn from(usage: Usage) -> Self {
         Self {
             input_tokens: usage.prompt_tokens,
             output_tokens: usage.completion_tokens,
+            output_tokens_details: OutputTokensDetails {
+                reasoning_tokens: usage.reasoning_tokens,
+            },
             total_tokens: usage.total_tokens,
             ..Self::default()
         }

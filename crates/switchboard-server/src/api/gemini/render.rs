@@ -8,10 +8,15 @@
 //! arguments an object), the finish reason and `usageMetadata` on the last response.
 //! One text part is held back each time, so that the last one carries the finish.
 
+use std::borrow::Cow;
+
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
 use crate::api::error::ApiError;
@@ -107,47 +112,165 @@ fn finish_reason(reason: &FinishReason, malformed: bool) -> &'static str {
     }
 }
 
-fn usage_metadata(usage: Usage) -> Value {
-    json!({"promptTokenCount": usage.prompt_tokens,
-        "candidatesTokenCount": usage.completion_tokens,
-        "totalTokenCount": usage.total_tokens})
+/// One `GenerateContentResponse`, serialised from borrowed parts: an answer's text is
+/// written out, never copied into a JSON tree first.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerateContentResponse<'a> {
+    candidates: [Candidate<'a>; 1],
+    model_version: &'a str,
+    response_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage_metadata: Option<UsageMetadata>,
 }
 
-/// A call as a `functionCall` part: its arguments an object (`{}` when the model's text
-/// was not one).
-fn call_part(id: &str, name: &str, arguments: &str) -> Value {
-    let args = serde_json::from_str::<Map<String, Value>>(arguments).unwrap_or_default();
-    json!({"functionCall": {"id": id, "name": name, "args": args}})
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate<'a> {
+    index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<ModelContent<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    finish_reason: Option<&'static str>,
 }
 
-fn text_part(text: &str, thought: bool) -> Value {
-    if thought {
-        json!({"text": text, "thought": true})
-    } else {
-        json!({"text": text})
+#[derive(Serialize)]
+struct ModelContent<'a> {
+    role: &'static str,
+    parts: &'a [Part<'a>],
+}
+
+/// A part of the model's turn: text (its reasoning when `thought`), or a call.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Part<'a> {
+    Text {
+        text: Cow<'a, str>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        thought: bool,
+    },
+    Call {
+        #[serde(rename = "functionCall")]
+        function_call: CallPart<'a>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct CallPart<'a> {
+    id: Cow<'a, str>,
+    name: Cow<'a, str>,
+    args: Args<'a>,
+}
+
+/// A call's arguments as an object: the model's text as it is when it is one (checked
+/// JSON, written out as it came rather than rebuilt), `{}` when it is not.
+#[derive(Debug)]
+enum Args<'a> {
+    Borrowed(&'a RawValue),
+    Owned(Box<RawValue>),
+    Empty,
+}
+
+fn is_object(arguments: &str) -> bool {
+    arguments.trim_start().starts_with('{')
+}
+
+impl Serialize for Args<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Args::Borrowed(raw) => raw.serialize(serializer),
+            Args::Owned(raw) => raw.serialize(serializer),
+            Args::Empty => serializer.serialize_map(Some(0))?.end(),
+        }
+    }
+}
+
+/// Google counts the model's reasoning apart from its answer: `candidatesTokenCount`
+/// leaves out `thoughtsTokenCount`, which is omitted when there were none.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageMetadata {
+    prompt_token_count: u64,
+    candidates_token_count: u64,
+    total_token_count: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    thoughts_token_count: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+impl From<Usage> for UsageMetadata {
+    fn from(usage: Usage) -> Self {
+        Self {
+            prompt_token_count: usage.prompt_tokens,
+            candidates_token_count: usage
+                .completion_tokens
+                .saturating_sub(usage.reasoning_tokens),
+            total_token_count: usage.total_tokens,
+            thoughts_token_count: usage.reasoning_tokens,
+        }
+    }
+}
+
+/// A call of the whole answer as a `functionCall` part.
+fn call_part<'a>(id: &'a str, name: &'a str, arguments: &'a str) -> Part<'a> {
+    let args = match serde_json::from_str::<&RawValue>(arguments) {
+        Ok(raw) if is_object(arguments) => Args::Borrowed(raw),
+        _ => Args::Empty,
+    };
+    Part::Call {
+        function_call: CallPart {
+            id: id.into(),
+            name: name.into(),
+            args,
+        },
+    }
+}
+
+/// A streamed call, assembled, as a `functionCall` part.
+fn owned_call_part(id: String, name: String, arguments: String) -> Part<'static> {
+    let args = match is_object(&arguments).then(|| RawValue::from_string(arguments)) {
+        Some(Ok(raw)) => Args::Owned(raw),
+        _ => Args::Empty,
+    };
+    Part::Call {
+        function_call: CallPart {
+            id: id.into(),
+            name: name.into(),
+            args,
+        },
+    }
+}
+
+fn text_part<'a>(text: impl Into<Cow<'a, str>>, thought: bool) -> Part<'a> {
+    Part::Text {
+        text: text.into(),
+        thought,
     }
 }
 
 /// One `GenerateContentResponse`: its parts, and on the last its finish and usage.
-fn response(
-    presentation: &Presentation,
-    parts: Vec<Value>,
+fn response<'a>(
+    presentation: &'a Presentation,
+    parts: &'a [Part<'a>],
     finish: Option<&'static str>,
     usage: Option<Usage>,
-) -> Value {
-    let mut candidate = json!({"index": 0});
-    if !parts.is_empty() {
-        candidate["content"] = json!({"role": "model", "parts": parts});
+) -> GenerateContentResponse<'a> {
+    GenerateContentResponse {
+        candidates: [Candidate {
+            index: 0,
+            content: (!parts.is_empty()).then_some(ModelContent {
+                role: "model",
+                parts,
+            }),
+            finish_reason: finish,
+        }],
+        model_version: &presentation.model,
+        response_id: &presentation.id,
+        usage_metadata: usage.map(UsageMetadata::from),
     }
-    if let Some(finish) = finish {
-        candidate["finishReason"] = json!(finish);
-    }
-    let mut body = json!({"candidates": [candidate], "modelVersion": presentation.model,
-        "responseId": presentation.id});
-    if let Some(usage) = usage {
-        body["usageMetadata"] = usage_metadata(usage);
-    }
-    body
 }
 
 /// The whole answer as one `GenerateContentResponse`.
@@ -155,60 +278,95 @@ pub struct WholeResponse(pub Presentation);
 
 impl WholeBody for WholeResponse {
     async fn respond(self, answer: Answer) -> Response {
-        let mut response = Json(whole_body(&answer, &self.0)).into_response();
+        let response = &answer.response;
+        let mut parts = Vec::with_capacity(2 + response.tool_calls.len());
+        if self.0.include_thoughts
+            && let Some(reasoning) = response
+                .reasoning_content
+                .as_deref()
+                .filter(|r| !r.is_empty())
+        {
+            parts.push(text_part(reasoning, true));
+        }
+        if let Some(text) = response.content.as_deref().filter(|text| !text.is_empty()) {
+            parts.push(text_part(text, false));
+        }
+        for call in &response.tool_calls {
+            parts.push(call_part(&call.id, &call.name, &call.arguments));
+        }
+        let malformed = !answer.problems.is_empty() && response.tool_calls.is_empty();
+        let finish = finish_reason(&response.finish_reason, malformed);
+        let body = self::response(
+            &self.0,
+            &parts,
+            Some(finish),
+            Some(response.usage.unwrap_or_default()),
+        );
+        let mut response = Json(body).into_response();
         name_dropped(&self.0.dropped_fields, response.headers_mut());
         response
     }
-}
-
-fn whole_body(answer: &Answer, presentation: &Presentation) -> Value {
-    let response = &answer.response;
-    let mut parts = Vec::new();
-    if presentation.include_thoughts
-        && let Some(reasoning) = response
-            .reasoning_content
-            .as_deref()
-            .filter(|r| !r.is_empty())
-    {
-        parts.push(text_part(reasoning, true));
-    }
-    if let Some(text) = response.content.as_deref().filter(|text| !text.is_empty()) {
-        parts.push(text_part(text, false));
-    }
-    for call in &response.tool_calls {
-        parts.push(call_part(&call.id, &call.name, &call.arguments));
-    }
-    let malformed = !answer.problems.is_empty() && response.tool_calls.is_empty();
-    let finish = finish_reason(&response.finish_reason, malformed);
-    self::response(
-        presentation,
-        parts,
-        Some(finish),
-        Some(response.usage.unwrap_or_default()),
-    )
 }
 
 /// Outputs as a stream of `GenerateContentResponse`s.
 #[derive(Debug)]
 pub struct ChunkRenderer {
     presentation: Presentation,
+    frames: Frames,
     /// Calls being assembled, by index: id, name, arguments so far.
     calls: Vec<(usize, String, String, String)>,
     /// The part rendered last, held so that the end can go with it.
-    held: Option<Value>,
+    held: Option<Part<'static>>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     /// Whether the finisher reported problems with the model's calls.
     problems: bool,
     /// Whether a call went out.
     called: bool,
-    /// Responses written so far.
+}
+
+/// How a stream's responses are framed, and how many went out.
+#[derive(Debug)]
+struct Frames {
+    framing: Framing,
     written: usize,
+}
+
+impl Frames {
+    /// One element or event of the stream: a response, or an error.
+    fn frame(&mut self, body: &impl Serialize) -> String {
+        self.written += 1;
+        let (before, after) = match self.framing {
+            Framing::Sse => ("data: ", "\n\n"),
+            Framing::JsonArray if self.written == 1 => ("[", ""),
+            Framing::JsonArray => (",\r\n", ""),
+        };
+        let mut text = before.as_bytes().to_vec();
+        // Our own types and JSON values always serialise.
+        if serde_json::to_writer(&mut text, body).is_err() {
+            text.truncate(before.len());
+            text.extend_from_slice(b"{}");
+        }
+        text.extend_from_slice(after.as_bytes());
+        // serde_json writes UTF-8.
+        String::from_utf8(text).unwrap_or_default()
+    }
+
+    fn close(&self) -> &'static str {
+        match self.framing {
+            Framing::Sse => "",
+            Framing::JsonArray => "]",
+        }
+    }
 }
 
 impl ChunkRenderer {
     pub fn new(presentation: Presentation) -> Self {
         Self {
+            frames: Frames {
+                framing: presentation.framing,
+                written: 0,
+            },
             presentation,
             calls: Vec::new(),
             held: None,
@@ -216,35 +374,19 @@ impl ChunkRenderer {
             usage: None,
             problems: false,
             called: false,
-            written: 0,
-        }
-    }
-
-    /// One element or event of the stream.
-    fn frame(&mut self, body: &Value) -> String {
-        self.written += 1;
-        match self.presentation.framing {
-            Framing::Sse => format!("data: {body}\n\n"),
-            Framing::JsonArray if self.written == 1 => format!("[{body}"),
-            Framing::JsonArray => format!(",\r\n{body}"),
         }
     }
 
     /// Holds `part`, sending the one held before.
-    fn hold(&mut self, part: Value) -> String {
+    fn hold(&mut self, part: Part<'static>) -> String {
         match self.held.replace(part) {
             None => String::new(),
-            Some(previous) => {
-                let body = response(&self.presentation, vec![previous], None, None);
-                self.frame(&body)
-            }
-        }
-    }
-
-    fn close(&self) -> &'static str {
-        match self.presentation.framing {
-            Framing::Sse => "",
-            Framing::JsonArray => "]",
+            Some(previous) => self.frames.frame(&response(
+                &self.presentation,
+                std::slice::from_ref(&previous),
+                None,
+                None,
+            )),
         }
     }
 }
@@ -272,11 +414,11 @@ impl Renderer for ChunkRenderer {
             Output::Event(event) => event,
         };
         match event {
-            StreamEvent::TextDelta(text) if !text.is_empty() => self.hold(text_part(&text, false)),
+            StreamEvent::TextDelta(text) if !text.is_empty() => self.hold(text_part(text, false)),
             StreamEvent::ReasoningDelta(text)
                 if !text.is_empty() && self.presentation.include_thoughts =>
             {
-                self.hold(text_part(&text, true))
+                self.hold(text_part(text, true))
             }
             StreamEvent::ToolCallStart { index, id, name } => {
                 self.calls.push((index, id, name, String::new()));
@@ -294,7 +436,7 @@ impl Renderer for ChunkRenderer {
                 };
                 let (_, id, name, arguments) = self.calls.remove(at);
                 self.called = true;
-                self.hold(call_part(&id, &name, &arguments))
+                self.hold(owned_call_part(id, name, arguments))
             }
             StreamEvent::Usage(usage) => {
                 self.usage = Some(usage);
@@ -314,29 +456,30 @@ impl Renderer for ChunkRenderer {
             self.finish.as_ref().unwrap_or(&FinishReason::Stop),
             malformed,
         );
-        let parts = self.held.take().into_iter().collect();
-        let body = response(
+        let held = self.held.take();
+        let mut text = self.frames.frame(&response(
             &self.presentation,
-            parts,
+            held.as_slice(),
             Some(finish),
             Some(self.usage.unwrap_or_default()),
-        );
-        let mut text = self.frame(&body);
-        text.push_str(self.close());
+        ));
+        text.push_str(self.frames.close());
         text
     }
 
     fn error(&mut self, error: &ApiError) -> String {
         // What was held is sent: the client keeps what it was given.
         let mut text = match self.held.take() {
-            Some(part) => {
-                let body = response(&self.presentation, vec![part], None, None);
-                self.frame(&body)
-            }
+            Some(part) => self.frames.frame(&response(
+                &self.presentation,
+                std::slice::from_ref(&part),
+                None,
+                None,
+            )),
             None => String::new(),
         };
-        text.push_str(&self.frame(&error_body(error)));
-        text.push_str(self.close());
+        text.push_str(&self.frames.frame(&error_body(error)));
+        text.push_str(self.frames.close());
         text
     }
 }

@@ -16,7 +16,7 @@ use super::request::{
 use crate::api::body::PathStyle;
 use crate::api::error::ApiError;
 use crate::api::fields::{Invalid, Sent, invalid, number, rejection};
-use switchboard_pipeline::compile_tools;
+use switchboard_pipeline::compile_converted;
 
 /// The request in the pipeline's model, and what presenting its answer needs.
 #[derive(Debug)]
@@ -204,7 +204,8 @@ fn check_contents(
 struct Turn {
     text: Vec<String>,
     thoughts: Vec<String>,
-    /// OpenAI-shaped content parts, for a user turn with images.
+    /// OpenAI-shaped content parts, for a user turn with images: made from its first
+    /// image on, the text before it included.
     parts: Vec<Value>,
     images: bool,
     calls: Vec<ToolCall>,
@@ -309,7 +310,9 @@ fn check_part(
                 into.thoughts.push(text);
             }
         } else {
-            into.parts.push(json!({"type": "text", "text": text}));
+            if into.images {
+                into.parts.push(text_content_part(&text));
+            }
             into.text.push(text);
         }
     } else if let Some(blob) = inline_data {
@@ -319,7 +322,14 @@ fn check_part(
                 "images are taken in user turns only",
             ));
         } else if let Some(url) = image_url(blob, &format!("{at}.inlineData"), problems) {
-            into.images = true;
+            if !into.images {
+                into.images = true;
+                into.parts = into
+                    .text
+                    .iter()
+                    .map(|text| text_content_part(text))
+                    .collect();
+            }
             into.parts
                 .push(json!({"type": "image_url", "image_url": {"url": url}}));
         }
@@ -393,6 +403,10 @@ fn check_part(
     }
 }
 
+fn text_content_part(text: &str) -> Value {
+    json!({"type": "text", "text": text})
+}
+
 /// A result as the model reads it: the text of `{"output": "…"}`, the JSON of any other.
 fn result_text(response: Option<Value>) -> String {
     match response {
@@ -445,13 +459,32 @@ fn standard_base64(data: &str) -> Option<String> {
     Some(standard)
 }
 
-/// A declared function in OpenAI's shape, with where it was declared.
+/// A declared function as the client wrote it, with where it was declared.
 struct Declared {
     at: String,
-    /// The field its schema came in (`parameters` or `parametersJsonSchema`).
+    /// The field its schema came in (`parameters`, Google's OpenAPI subset, or
+    /// `parametersJsonSchema`).
     schema_field: &'static str,
     name: String,
-    tool: Value,
+    description: Option<String>,
+    /// None: no parameters.
+    schema: Option<Value>,
+}
+
+impl Declared {
+    /// In OpenAI's function shape, its schema as JSON Schema.
+    fn function(&self) -> Value {
+        let parameters = match (&self.schema, self.schema_field) {
+            (Some(schema), "parameters") => json_schema(schema),
+            (Some(schema), _) => schema.clone(),
+            (None, _) => json!({"type": "object", "properties": {}}),
+        };
+        let mut function = json!({"name": self.name, "parameters": parameters});
+        if let Some(description) = &self.description {
+            function["description"] = json!(description);
+        }
+        json!({"type": "function", "function": function})
+    }
 }
 
 /// `tools`: the function declarations, each with its schema as JSON Schema; Google's
@@ -475,7 +508,7 @@ fn check_tools(
                 problems.push(invalid(format!("{at}.name"), "name the function"));
                 continue;
             };
-            let (schema_field, parameters) =
+            let (schema_field, schema) =
                 match (declaration.parameters, declaration.parameters_json_schema) {
                     (Some(_), Some(_)) => {
                         problems.push(invalid(
@@ -484,19 +517,16 @@ fn check_tools(
                         ));
                         continue;
                     }
-                    (Some(schema), None) => ("parameters", json_schema(&schema)),
-                    (None, Some(schema)) => ("parametersJsonSchema", schema),
-                    (None, None) => ("parameters", json!({"type": "object", "properties": {}})),
+                    (Some(schema), None) => ("parameters", Some(schema)),
+                    (None, Some(schema)) => ("parametersJsonSchema", Some(schema)),
+                    (None, None) => ("parameters", None),
                 };
-            let mut function = json!({"name": name, "parameters": parameters});
-            if let Some(description) = declaration.description {
-                function["description"] = Value::String(description);
-            }
             declared.push(Declared {
                 at,
                 schema_field,
                 name,
-                tool: json!({"type": "function", "function": function}),
+                description: declaration.description,
+                schema,
             });
         }
     }
@@ -569,8 +599,21 @@ fn compile(declared: &[Declared], problems: &mut Vec<Invalid>) -> Option<Toolset
     if declared.is_empty() {
         return None;
     }
-    let list = Value::Array(declared.iter().map(|tool| tool.tool.clone()).collect());
-    match compile_tools(&list) {
+    // Kept by what the declarations are made of, as the client wrote them: a list compiled
+    // before is neither converted to JSON Schema nor compiled again.
+    let made_of: Vec<_> = declared
+        .iter()
+        .map(|tool| {
+            (
+                &tool.name,
+                &tool.description,
+                tool.schema_field,
+                &tool.schema,
+            )
+        })
+        .collect();
+    let functions = || Value::Array(declared.iter().map(Declared::function).collect());
+    match compile_converted("gemini", &made_of, functions) {
         Ok(toolset) => Some(toolset),
         Err(found) => {
             for problem in found.0 {
@@ -888,6 +931,28 @@ mod tests {
             panic!("{:?}", camel.request.messages);
         };
         assert_eq!(parts[1]["image_url"]["url"], "data:image/png;base64,+/8=");
+    }
+
+    #[test]
+    fn a_turn_with_images_keeps_its_parts_in_order() {
+        let checked = checked(
+            json!({"contents": [{"role": "user", "parts": [{"text": "a"},
+            {"inlineData": {"mimeType": "image/png", "data": "AAAA"}}, {"text": "b"}]}]}),
+        )
+        .unwrap();
+        let Message::User {
+            content: Content::Parts(parts),
+            ..
+        } = &checked.request.messages[0]
+        else {
+            panic!("{:?}", checked.request.messages);
+        };
+        let kinds: Vec<_> = parts.iter().map(|part| part["type"].clone()).collect();
+        assert_eq!(kinds, [json!("text"), json!("image_url"), json!("text")]);
+        assert_eq!(
+            (&parts[0]["text"], &parts[2]["text"]),
+            (&json!("a"), &json!("b"))
+        );
     }
 
     #[test]
