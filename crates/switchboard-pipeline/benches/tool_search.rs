@@ -1,7 +1,8 @@
 //! One tool search over 1,000 deferred tools, as the gateway runs it inside a request: the
-//! index built for the request (each tool's searchable text and words), one regex search,
-//! one BM25 search, and the whole of a search round's own work (index, search, the
-//! result the model reads). Prints median and p99 of each.
+//! index (each tool's searchable text and words) built for a new list of tools and kept
+//! for the same list sent again, one regex search, one BM25 search, and the whole of a
+//! search round's own work (index, search, the result the model reads), new and kept.
+//! Prints median and p99 of each.
 //!
 //! `cargo bench -p switchboard-pipeline --bench tool_search`
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
@@ -62,10 +63,29 @@ fn main() {
         bm25.run(r#"{"query": "archive the weather"}"#)
             .is_ok_and(|found| !found.is_empty())
     );
+    // A list the gateway has not seen: one description changed on every run.
+    let mut changed = tools.clone();
+    let mut runs = 0_u64;
+    let mut new_list = move || {
+        runs += 1;
+        changed[0].function.description = Some(format!("list an issue, run {runs}"));
+        changed.clone()
+    };
     heading(&format!("tool search over {TOOLS} deferred tools"));
     report(
-        "index (per request)",
+        "index (a new list: built)",
         &measure(200, 1, || {
+            std::hint::black_box(ToolSearch::new(
+                "search",
+                SearchMode::Bm25,
+                None,
+                new_list(),
+            ));
+        }),
+    );
+    report(
+        "index (the same list again: kept)",
+        &measure(SAMPLES, 1, || {
             std::hint::black_box(ToolSearch::new(
                 "search",
                 SearchMode::Bm25,
@@ -86,12 +106,17 @@ fn main() {
             let _ = std::hint::black_box(bm25.run(r#"{"query": "archive the weather"}"#));
         }),
     );
+    let round = |tools: Vec<ToolDefinition>| {
+        let search = ToolSearch::new("search", SearchMode::Bm25, None, tools);
+        let found = search.run(r#"{"query": "archive the weather"}"#);
+        std::hint::black_box(result_text(&found));
+    };
     report(
-        "search round (index, bm25 search, result)",
-        &measure(200, 1, || {
-            let search = ToolSearch::new("search", SearchMode::Bm25, None, tools.clone());
-            let found = search.run(r#"{"query": "archive the weather"}"#);
-            std::hint::black_box(result_text(&found));
-        }),
+        "search round, new list (index, bm25, result)",
+        &measure(200, 1, || round(new_list())),
+    );
+    report(
+        "search round, kept list (index, bm25, result)",
+        &measure(SAMPLES, 1, || round(tools.clone())),
     );
 }

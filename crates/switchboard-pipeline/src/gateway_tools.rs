@@ -77,6 +77,8 @@ pub struct GatewayTool {
     pub runner: Runner,
     /// Calls wait for the client's approval.
     pub needs_approval: bool,
+    /// Offered only once the request's tool search finds it (`defer_loading`).
+    pub deferred: bool,
     pub definition: ToolDefinition,
 }
 
@@ -206,6 +208,7 @@ impl GatewayTools {
                     .map(|(server, tool)| ToolSource { server, tool }),
                 runner: runner.clone(),
                 needs_approval: false,
+                deferred: false,
                 definition,
             })
             .collect();
@@ -227,12 +230,20 @@ impl GatewayTools {
 
     /// `tools` (the request's MCP servers' tools, if any) with a tool search: a request
     /// that names no server runs the loop for the search alone, under its route's bounds
-    /// (`tool_search_max_results` where the API sets no number of its own).
+    /// (`tool_search_max_results` where the API sets no number of its own). The servers'
+    /// deferred tools join the search's, after the request's own.
     pub fn with_search(
         tools: Option<Self>,
         route: &ToolLoopSettings,
         mut search: ToolSearch,
     ) -> Self {
+        let deferred: Vec<ToolDefinition> = tools
+            .iter()
+            .flat_map(|tools| &tools.tools)
+            .filter(|tool| tool.deferred)
+            .map(|tool| tool.definition.clone())
+            .collect();
+        search.defer(deferred);
         search.max_results.get_or_insert(route.search_max_results);
         let mut tools = tools.unwrap_or_else(|| Self {
             tools: Vec::new(),
@@ -252,8 +263,41 @@ impl GatewayTools {
         tools
     }
 
+    /// The tools offered to the model from the start: all but the deferred ones, which
+    /// the search offers once it finds them.
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
-        self.tools.iter().map(|tool| &tool.definition)
+        self.tools
+            .iter()
+            .filter(|tool| !tool.deferred)
+            .map(|tool| &tool.definition)
+    }
+
+    /// What the model is offered from the start: the client's `tools`, then the gateway's
+    /// own that wait for no search, then the search tool.
+    pub fn offered_beside(&self, client: &[ToolDefinition]) -> Vec<ToolDefinition> {
+        let search = self.search.as_ref().map(|search| search.definition());
+        client
+            .iter()
+            .chain(self.definitions())
+            .cloned()
+            .chain(search)
+            .collect()
+    }
+
+    /// Leaves the tools `deferred` picks to the request's search as well (a Responses
+    /// `mcp` server marked `defer_loading`); nothing without a search.
+    pub fn defer(&mut self, deferred: impl Fn(&GatewayTool) -> bool) {
+        let Some(search) = &mut self.search else {
+            return;
+        };
+        let mut more = Vec::new();
+        for tool in &mut self.tools {
+            if !tool.deferred && deferred(tool) {
+                tool.deferred = true;
+                more.push(tool.definition.clone());
+            }
+        }
+        Arc::make_mut(search).defer(more);
     }
 
     /// The servers the request names and those `route` offers, resolved; `None` when
@@ -347,6 +391,7 @@ impl GatewayTools {
                 description: None,
                 allowed_tools: None,
                 excluded_tools: Vec::new(),
+                deferred: Default::default(),
                 read_only: false,
                 approval: switchboard_wire::mcp::Approval::Never,
                 headers: Vec::new(),
@@ -414,6 +459,7 @@ impl GatewayTools {
                     tool: tool.name.clone(),
                 },
                 needs_approval: request.approval.required(&tool.name, read_only),
+                deferred: request.deferred.defers(&tool.name),
                 definition,
             });
             listing.tools.push(ListedTool {
@@ -514,5 +560,38 @@ mod tests {
         assert_eq!(gateway_path("http://h/mcp/servers/"), None);
         assert_eq!(gateway_path("http://h/mcp"), None);
         assert_eq!(gateway_path("http://h/mcp/servers/a/b"), None);
+    }
+
+    #[test]
+    fn a_search_alone_is_offered_beside_the_clients_tools_and_hides_the_deferred() {
+        let tool = |name: &str| ToolDefinition {
+            kind: switchboard_tools::ToolKind::Function,
+            function: switchboard_tools::FunctionDefinition {
+                name: name.into(),
+                description: None,
+                parameters: Some(serde_json::json!({"type": "object"})),
+                strict: None,
+                output_schema: None,
+            },
+        };
+        let route = ToolLoopSettings {
+            servers: Vec::new(),
+            max_rounds: 4,
+            max_tool_time: std::time::Duration::from_secs(1),
+            max_conversation_bytes: 1 << 20,
+            max_calls_per_round: 4,
+            max_concurrent_calls: 4,
+            search_max_results: 5,
+        };
+        let search = ToolSearch::new(
+            "tool_search",
+            crate::tool_search::SearchMode::Bm25,
+            None,
+            vec![tool("archive")],
+        );
+        let tools = GatewayTools::with_search(None, &route, search);
+        let offered = tools.offered_beside(&[tool("list")]);
+        let names: Vec<&str> = offered.iter().map(|tool| tool.name()).collect();
+        assert_eq!(names, ["list", "tool_search"]);
     }
 }

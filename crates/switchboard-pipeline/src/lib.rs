@@ -37,7 +37,7 @@ pub use collect::{Answer, collect_with};
 pub use completion::Limits;
 pub use count::{TokenCount, estimate_text, estimate_tokens};
 pub use error::PipelineError;
-pub use gateway_tools::{ApprovalAnswer, Asked, GatewayTools, ToolFilter};
+pub use gateway_tools::{ApprovalAnswer, Asked, GatewayTool, GatewayTools, ToolFilter};
 pub use output::{GatewayEvent, Output, Outputs};
 pub use pipeline::{GatewayRequest, Pipeline, Settings, Started};
 pub use target::{CharacterId, Target};

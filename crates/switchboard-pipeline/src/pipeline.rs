@@ -18,6 +18,7 @@ use crate::gateway_tools::{Asked, GatewayTools, ToolFilter};
 use crate::ids::CallIdShape;
 use crate::output::Outputs;
 use crate::target::{CharacterId, Target};
+use crate::tool_search::ToolSearch;
 use crate::tool_servers::ToolServers;
 use crate::{character, completion, tool_loop};
 use switchboard_upstream::{Route, RouteTable, UpstreamRecord};
@@ -73,18 +74,14 @@ pub struct GatewayRequest {
 }
 
 impl GatewayRequest {
-    /// The request as the model is offered it: the gateway's own tools beside the client's,
-    /// as the tool loop offers them. What a prompt's count or estimate is taken of.
+    /// The request as the model is offered it: the gateway's own tools and the search tool
+    /// beside the client's, as the tool loop offers them. What a prompt's count or estimate
+    /// is taken of.
     pub fn offered(&self) -> std::borrow::Cow<'_, ChatRequest> {
         match &self.gateway {
-            Some(gateway) if !gateway.tools.is_empty() => {
+            Some(gateway) if !gateway.tools.is_empty() || gateway.search.is_some() => {
                 let mut request = self.request.clone();
-                request.tools = request
-                    .tools
-                    .iter()
-                    .chain(gateway.definitions())
-                    .cloned()
-                    .collect();
+                request.tools = gateway.offered_beside(&request.tools).into();
                 std::borrow::Cow::Owned(request)
             }
             _ => std::borrow::Cow::Borrowed(&self.request),
@@ -114,7 +111,7 @@ impl Pipeline {
             mut request,
             tools,
             mut call_ids,
-            gateway,
+            mut gateway,
             tool_filter,
         } = request;
         // The request's parsed tools give way to the identical list of an earlier request
@@ -131,7 +128,12 @@ impl Pipeline {
         let label = target.label();
         let (route, character) = match target {
             Target::Character(character) => {
-                if gateway.is_some() {
+                // A character runs its own tools; of the gateway's, only a tool search over
+                // the client's deferred tools.
+                if gateway
+                    .as_ref()
+                    .is_some_and(|gateway| !gateway.tools.is_empty())
+                {
                     return Err(PipelineError::invalid(
                         "character routes run the character's own tools; send the request without MCP servers",
                         Some("tools".into()),
@@ -141,11 +143,16 @@ impl Pipeline {
                     .character_route
                     .clone()
                     .ok_or(PipelineError::NoCharacterRoute)?;
-                character::conversation(&mut request)?;
-                // The character's calls go no further than its own tools and its backend.
-                call_ids = CallIdShape::Backend;
+                let search = gateway.as_mut().and_then(|gateway| gateway.search.take());
+                character::conversation(&mut request, search.is_some())?;
+                // Without client tools the character's calls go no further than its own
+                // tools and its backend; a found client tool's call goes back to the client,
+                // in its API's shape.
+                if search.is_none() {
+                    call_ids = CallIdShape::Backend;
+                }
                 request.max_tokens = Some(self.character_max_tokens(&request));
-                (route, Some(character))
+                (route, Some((character, search)))
             }
             Target::Route(route) => (route, None),
         };
@@ -170,9 +177,13 @@ impl Pipeline {
             received: 0,
         };
         let outputs = match (character, gateway) {
-            (Some(character), _) => {
-                character::start(character, completion, &self.tool_servers, tool_filter)
-            }
+            (Some((character, search)), _) => character::start(
+                character,
+                completion,
+                &self.tool_servers,
+                tool_filter,
+                search,
+            ),
             (None, None) => completion::start(completion),
             (None, Some(gateway)) => tool_loop::start(completion, gateway)?,
         };
@@ -208,6 +219,25 @@ impl Pipeline {
                 Some(asked.servers[0].path.clone()),
             )),
         }
+    }
+
+    /// `gateway` (the MCP servers' tools a request to `target` runs, if any) with the
+    /// request's tool search, under the bounds of the route that answers: a route's own,
+    /// or for a character the route characters talk through.
+    pub fn with_search(
+        &self,
+        target: &Target,
+        gateway: Option<GatewayTools>,
+        search: ToolSearch,
+    ) -> Result<GatewayTools, PipelineError> {
+        let route = match target {
+            Target::Route(route) => route,
+            Target::Character(_) => self
+                .character_route
+                .as_ref()
+                .ok_or(PipelineError::NoCharacterRoute)?,
+        };
+        Ok(GatewayTools::with_search(gateway, &route.tool_loop, search))
     }
 
     /// Most tokens a character's reply to `request` may take: `character_max_tokens`, or

@@ -49,14 +49,7 @@ pub fn start(mut completion: Completion, tools: GatewayTools) -> Result<Outputs,
 /// against from the start but offered only once a search has found them.
 pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), PipelineError> {
     let request = &mut completion.request;
-    let search = tools.search.as_ref().map(|search| search.definition());
-    let offered: Vec<_> = request
-        .tools
-        .iter()
-        .chain(tools.definitions())
-        .chain(search.as_ref())
-        .cloned()
-        .collect();
+    let offered = tools.offered_beside(&request.tools);
     let checked: Vec<_> = offered
         .iter()
         .chain(tools.search.iter().flat_map(|search| search.deferred()))
@@ -76,7 +69,7 @@ pub fn offer(completion: &mut Completion, tools: &GatewayTools) -> Result<(), Pi
         .tools
         .iter()
         .map(|tool| tool.name.clone())
-        .chain(search.map(|search| search.function.name))
+        .chain(tools.search.as_ref().map(|search| search.name.clone()))
         .collect();
     Ok(())
 }
@@ -116,11 +109,17 @@ pub async fn run(
     completion.request.messages.extend(answered);
     // Where the client offered no tools (deferred or not), every call is the gateway's to
     // answer.
-    let client_offered = completion.request.tools.len() > completion.gateway_run.len()
-        || tools
-            .search
-            .as_ref()
-            .is_some_and(|search| !search.deferred().is_empty());
+    let client_offered = completion
+        .request
+        .tools
+        .iter()
+        .chain(tools.search.iter().flat_map(|search| search.deferred()))
+        .any(|tool| {
+            !completion
+                .gateway_run
+                .iter()
+                .any(|name| name == tool.name())
+        });
     let mut rounds = 0;
     let reason = loop {
         let spent = usage.map_or(0, |usage| usage.completion_tokens);

@@ -6,9 +6,18 @@
 //! names and descriptions. A regular expression is Rust's `regex` (linear in the text,
 //! case-insensitive, its compiled size bounded); words are ranked by BM25. Bad input is
 //! the model's to read, never the client's error.
+//!
+//! Agents send the same deferred tools on every turn, so the index a search reads (each
+//! tool's text and words) is kept between requests, keyed by a hash of what it was built
+//! from and checked against it on every use: a kept index serves only the very same text,
+//! so keeping never changes a result. The kept indexes are bounded in number and in text.
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::num::NonZeroUsize;
+use std::sync::{Arc, LazyLock, Mutex};
 
+use lru::LruCache;
 use regex::RegexBuilder;
 use serde_json::{Value, json};
 use switchboard_tools::ToolDefinition;
@@ -24,12 +33,19 @@ pub const DEFAULT_MAX_RESULTS: usize = 5;
 /// large automaton (`a{1000}{1000}`).
 const MAX_COMPILED_BYTES: usize = 1 << 20;
 
+/// The most indexes kept between requests, least recently used first out.
+pub const KEPT_INDEXES: usize = 64;
+
+/// The searchable text all kept indexes may be built from together (an index holds about
+/// ten times its text in words); a larger one is built for its request alone.
+pub const KEPT_TEXT_BYTES: usize = 8 * 1024 * 1024;
+
 /// BM25's usual constants: term saturation and length normalisation.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 /// How the model searches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SearchMode {
     /// A regular expression, `{"pattern": …}`.
     Regex,
@@ -61,30 +77,38 @@ pub enum SearchError {
 }
 
 /// The search tool of one request, over its deferred tools.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ToolSearch {
     /// The name the model calls it by.
     pub name: String,
     pub mode: SearchMode,
     /// The most tools one search returns; `None`: the route's `tool_search_max_results`.
     pub max_results: Option<usize>,
+    /// What the model is told of the deferred tools before it searches, after the search
+    /// tool's own description (Responses shows their names and descriptions).
+    pub about: Option<String>,
     deferred: Vec<ToolDefinition>,
-    /// Each deferred tool's searchable text, lowercased for BM25's words.
+    index: Arc<Index>,
+}
+
+/// What a search reads of the deferred tools, in their order: built from their searchable
+/// text alone, so one index serves every request with the same text.
+#[derive(Debug)]
+struct Index {
+    mode: SearchMode,
+    /// Each deferred tool's searchable text.
     texts: Vec<String>,
     /// Each deferred tool's words with their counts, for BM25 (none for a regex search).
     words: Vec<HashMap<String, usize>>,
+    /// Each deferred tool's number of words, for BM25.
+    lengths: Vec<usize>,
 }
 
-impl ToolSearch {
-    pub fn new(
-        name: impl Into<String>,
-        mode: SearchMode,
-        max_results: Option<usize>,
-        deferred: Vec<ToolDefinition>,
-    ) -> Self {
+impl Index {
+    fn build(mode: SearchMode, deferred: &[ToolDefinition]) -> Self {
         let texts: Vec<String> = deferred.iter().map(searchable).collect();
         // Only BM25 reads words.
-        let words = texts
+        let words: Vec<HashMap<String, usize>> = texts
             .iter()
             .filter(|_| mode == SearchMode::Bm25)
             .map(|text| {
@@ -95,14 +119,117 @@ impl ToolSearch {
                 counts
             })
             .collect();
+        let lengths = words.iter().map(|words| words.values().sum()).collect();
+        Self {
+            mode,
+            texts,
+            words,
+            lengths,
+        }
+    }
+
+    /// Whether this index was built, in `mode`, from exactly these tools' text.
+    fn reads(&self, mode: SearchMode, deferred: &[ToolDefinition]) -> bool {
+        self.mode == mode
+            && self.texts.len() == deferred.len()
+            && self
+                .texts
+                .iter()
+                .zip(deferred)
+                .all(|(text, tool)| text_of(text, tool))
+    }
+
+    fn text_bytes(&self) -> usize {
+        self.texts.iter().map(String::len).sum()
+    }
+}
+
+/// The indexes kept between requests, with the text they were built from in all.
+struct Kept {
+    indexes: LruCache<u64, Arc<Index>>,
+    text_bytes: usize,
+}
+
+static KEPT: LazyLock<Mutex<Kept>> = LazyLock::new(|| {
+    Mutex::new(Kept {
+        indexes: NonZeroUsize::new(KEPT_INDEXES).map_or_else(LruCache::unbounded, LruCache::new),
+        text_bytes: 0,
+    })
+});
+
+/// The index of `deferred` for a `mode` search: a kept one built from the same text, or
+/// one built now (and kept, within the bounds).
+fn index(mode: SearchMode, deferred: &[ToolDefinition]) -> Arc<Index> {
+    let key = key(mode, deferred);
+    // A poisoned lock only means a panic elsewhere mid-update; the cache is still usable.
+    let lock = || {
+        KEPT.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    let found = lock().indexes.get(&key).cloned();
+    if let Some(index) = found
+        && index.reads(mode, deferred)
+    {
+        return index;
+    }
+    let index = Arc::new(Index::build(mode, deferred));
+    let bytes = index.text_bytes();
+    if bytes <= KEPT_TEXT_BYTES {
+        let mut kept = lock();
+        kept.text_bytes += bytes;
+        if let Some((_, out)) = kept.indexes.push(key, Arc::clone(&index)) {
+            kept.text_bytes -= out.text_bytes();
+        }
+        while kept.text_bytes > KEPT_TEXT_BYTES {
+            match kept.indexes.pop_lru() {
+                Some((_, out)) => kept.text_bytes -= out.text_bytes(),
+                None => break,
+            }
+        }
+    }
+    index
+}
+
+/// The hash of what an index of `deferred` is built from: the mode and each tool's
+/// searchable pieces, read in place.
+fn key(mode: SearchMode, deferred: &[ToolDefinition]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    mode.hash(&mut hasher);
+    for tool in deferred {
+        for piece in pieces(tool) {
+            piece.hash(&mut hasher);
+        }
+        // Where one tool ends and the next begins.
+        hasher.write_u8(0);
+    }
+    hasher.finish()
+}
+
+impl ToolSearch {
+    pub fn new(
+        name: impl Into<String>,
+        mode: SearchMode,
+        max_results: Option<usize>,
+        deferred: Vec<ToolDefinition>,
+    ) -> Self {
         Self {
             name: name.into(),
             mode,
             max_results: max_results.map(|max| max.max(1)),
+            about: None,
+            index: index(mode, &deferred),
             deferred,
-            texts,
-            words,
         }
+    }
+
+    /// Adds tools for the search to find (those of a deferred MCP server, known once the
+    /// server is listed).
+    pub fn defer(&mut self, more: Vec<ToolDefinition>) {
+        if more.is_empty() {
+            return;
+        }
+        self.deferred.extend(more);
+        self.index = index(self.mode, &self.deferred);
     }
 
     /// The deferred tools, in the request's order.
@@ -128,9 +255,13 @@ impl ToolSearch {
             ),
         };
         let field = self.mode.field();
+        let description = match &self.about {
+            Some(about) => format!("{description}\n\n{about}"),
+            None => description.to_owned(),
+        };
         ToolDefinition::function(
             self.name.clone(),
-            description.to_owned(),
+            description,
             json!({
                 "type": "object",
                 "properties": {field: {"type": "string", "description": about}},
@@ -175,7 +306,7 @@ impl ToolSearch {
             .build()
             .map_err(|error| SearchError::InvalidPattern(last_line(&error.to_string())))?;
         let (mut by_name, mut by_text) = (Vec::new(), Vec::new());
-        for (index, text) in self.texts.iter().enumerate() {
+        for (index, text) in self.index.texts.iter().enumerate() {
             if regex.is_match(self.deferred[index].name()) {
                 by_name.push(index);
             } else if regex.is_match(text) {
@@ -188,12 +319,8 @@ impl ToolSearch {
 
     /// Tools ranked by BM25 over the query's words; tools sharing none are left out.
     fn by_words(&self, query: &str) -> Vec<usize> {
-        let documents = self.words.len() as f64;
-        let lengths: Vec<usize> = self
-            .words
-            .iter()
-            .map(|words| words.values().sum())
-            .collect();
+        let Index { words, lengths, .. } = &*self.index;
+        let documents = words.len() as f64;
         let average = (lengths.iter().sum::<usize>() as f64 / documents.max(1.0)).max(1.0);
         let mut query: Vec<String> = tokens(&query.to_lowercase()).collect();
         query.sort();
@@ -202,8 +329,7 @@ impl ToolSearch {
         let weights: Vec<(String, f64)> = query
             .into_iter()
             .map(|word| {
-                let holding = self
-                    .words
+                let holding = words
                     .iter()
                     .filter(|words| words.contains_key(&word))
                     .count() as f64;
@@ -212,7 +338,7 @@ impl ToolSearch {
             })
             .collect();
         let mut scored: Vec<(usize, f64)> = Vec::new();
-        for (index, words) in self.words.iter().enumerate() {
+        for (index, words) in words.iter().enumerate() {
             let norm = K1 * (1.0 - B + B * lengths[index] as f64 / average);
             let mut score = 0.0;
             for (word, idf) in &weights {
@@ -232,28 +358,45 @@ impl ToolSearch {
 }
 
 /// What a search reads of a tool: its name, description, and each parameter's name and
-/// description, one per line.
-fn searchable(tool: &ToolDefinition) -> String {
-    let mut text = vec![tool.name().to_owned()];
-    text.extend(tool.function.description.clone());
-    if let Some(properties) = tool
+/// description.
+fn pieces(tool: &ToolDefinition) -> impl Iterator<Item = &str> {
+    let properties = tool
         .function
         .parameters
         .as_ref()
         .and_then(|parameters| parameters.get("properties"))
         .and_then(Value::as_object)
-    {
-        for (name, schema) in properties {
-            text.push(name.clone());
-            text.extend(
-                schema
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-            );
+        .into_iter()
+        .flatten()
+        .flat_map(|(name, schema)| {
+            std::iter::once(name.as_str()).chain(schema.get("description").and_then(Value::as_str))
+        });
+    std::iter::once(tool.name())
+        .chain(tool.function.description.as_deref())
+        .chain(properties)
+}
+
+/// A tool's searchable text: its pieces, one per line.
+fn searchable(tool: &ToolDefinition) -> String {
+    pieces(tool).collect::<Vec<_>>().join("\n")
+}
+
+/// Whether `text` is `tool`'s searchable text, compared piece by piece in place.
+fn text_of(text: &str, tool: &ToolDefinition) -> bool {
+    let mut rest = text;
+    for (at, piece) in pieces(tool).enumerate() {
+        if at > 0 {
+            let Some(after) = rest.strip_prefix('\n') else {
+                return false;
+            };
+            rest = after;
         }
+        let Some(after) = rest.strip_prefix(piece) else {
+            return false;
+        };
+        rest = after;
     }
-    text.join("\n")
+    rest.is_empty()
 }
 
 /// BM25's words: runs of letters and digits, lowercased, `get_weather` and `getWeather`
@@ -393,6 +536,60 @@ mod tests {
             search.run(r#"{"query": "  "}"#),
             Err(SearchError::Empty("query"))
         );
+    }
+
+    #[test]
+    fn kept_indexes_stay_within_their_bounds() {
+        let kept = || {
+            let kept = KEPT
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (kept.indexes.len(), kept.text_bytes)
+        };
+        // More lists than are kept: the least recently used go.
+        for number in 0..KEPT_INDEXES + 10 {
+            let list = vec![tool(&format!("tool_{number}"), "a tool of its own list")];
+            ToolSearch::new("s", SearchMode::Regex, None, list);
+        }
+        let (indexes, bytes) = kept();
+        assert!(indexes <= KEPT_INDEXES, "{indexes} kept");
+        assert!(bytes <= KEPT_TEXT_BYTES, "{bytes} bytes kept");
+        // A list whose text is over the bound is indexed for its request alone.
+        let huge = vec![tool("huge", &"x".repeat(KEPT_TEXT_BYTES + 1))];
+        let first = ToolSearch::new("s", SearchMode::Regex, None, huge.clone());
+        let again = ToolSearch::new("s", SearchMode::Regex, None, huge);
+        assert!(!Arc::ptr_eq(&first.index, &again.index), "never kept");
+        assert!(kept().1 <= KEPT_TEXT_BYTES);
+    }
+
+    #[test]
+    fn a_kept_index_serves_only_the_same_text() {
+        let first = ToolSearch::new("s", SearchMode::Bm25, None, tools());
+        let again = ToolSearch::new("other", SearchMode::Bm25, Some(1), tools());
+        assert!(Arc::ptr_eq(&first.index, &again.index), "built once");
+        let regex = ToolSearch::new("s", SearchMode::Regex, None, tools());
+        assert!(!Arc::ptr_eq(&first.index, &regex.index));
+        // The same names, described otherwise: an index of their own, and their results.
+        let renamed: Vec<_> = tools()
+            .iter()
+            .map(|tool| self::tool(tool.name(), "Archive old records"))
+            .collect();
+        let other = ToolSearch::new("s", SearchMode::Bm25, None, renamed);
+        assert!(!Arc::ptr_eq(&first.index, &other.index));
+        assert_eq!(names(first.run(r#"{"query": "current"}"#)), ["get_weather"]);
+        assert!(names(other.run(r#"{"query": "current"}"#)).is_empty());
+        assert_eq!(names(other.run(r#"{"query": "archive"}"#)).len(), 4);
+        // Text that only hashes alike is never served: the index is checked against it.
+        let index = index(SearchMode::Bm25, &tools());
+        assert!(index.reads(SearchMode::Bm25, &tools()));
+        let mut moved = tools();
+        moved.swap(0, 1);
+        assert!(!index.reads(SearchMode::Bm25, &moved));
+        assert!(!index.reads(SearchMode::Regex, &tools()));
+        for tool in tools() {
+            assert!(text_of(&searchable(&tool), &tool));
+            assert!(!text_of(&format!("{}\n", searchable(&tool)), &tool));
+        }
     }
 
     #[test]

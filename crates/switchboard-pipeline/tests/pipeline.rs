@@ -259,6 +259,7 @@ fn named_py(approval: Approval) -> McpServerRequest {
         description: None,
         allowed_tools: None,
         excluded_tools: Vec::new(),
+        deferred: Default::default(),
         read_only: false,
         approval,
         headers: Vec::new(),

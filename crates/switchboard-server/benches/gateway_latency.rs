@@ -23,6 +23,13 @@
 //! without keys: two gateways doing the same work differ by some microseconds, and a
 //! difference below that is no difference.
 //!
+//! Then a tool search round: a Chat Completions request with 100 deferred tools and the
+//! `tool_search` tool, whose model searches and then calls the tool found, so the gateway
+//! runs the search and asks the model twice; against the same two backend rounds sent
+//! directly, and against the client running the same loop itself through the gateway (every
+//! tool offered, its own `tool_search` function answered by a second request). The search's
+//! own cost is what the first adds over the direct rounds beyond a plain request's.
+//!
 //! `cargo bench -p switchboard-server --bench gateway_latency -- [--rate N] [--seconds S] [--warmup S] [--only TEXT]`
 //! (`--only` runs the cases whose name contains TEXT)
 #![allow(clippy::print_stdout)] // printing the figures is what a benchmark is for
@@ -47,6 +54,12 @@ use switchboard_testkit::{OpenAiScript, RedisServer};
 
 const NATIVE_MODEL: &str = "fast-native";
 const HERMES_MODEL: &str = "fast-hermes";
+/// The backend model of the search round: it searches first, then calls the tool found.
+const SEARCH_MODEL: &str = "fast-search";
+/// The deferred tools of the search round's request.
+const DEFERRED_TOOLS: usize = 100;
+const SEARCH_CALL_ID: &str = "call_Sr3R9s8T7u6V5w4Y3z2A1b0C";
+const SEARCH_ARGUMENTS: &str = r#"{"query": "current weather in a city"}"#;
 const CALL_ID: &str = "call_Xq3R9s8T7u6V5w4Y3z2A1b0C";
 const ARGUMENTS: &str = r#"{"city": "Paris", "unit": "celsius"}"#;
 const SSE_DONE: &[u8] = b"data: [DONE]\n\n";
@@ -162,6 +175,14 @@ fn main() -> Result<(), Failure> {
         println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
     }
 
+    if settings
+        .only
+        .as_ref()
+        .is_none_or(|only| SEARCH_ROUND.name.contains(only.as_str()))
+    {
+        search_round(&load, &settings, &client, &backend, &gateway.base_url())?;
+    }
+
     // Access control: the same gateway without keys against one with a limited key.
     let redis = redis_installed().then(RedisServer::start);
     let mut keyed = vec![(
@@ -229,6 +250,131 @@ fn main() -> Result<(), Failure> {
     gateway_runtime
         .block_on(gateway.stop())
         .map_err(|error| error.to_string())
+}
+
+/// The search round's case: whole answers on the `search` route.
+const SEARCH_ROUND: Case = Case {
+    name: "tool search round: 100 deferred tools, the model searches, then calls the tool found (Chat Completions, whole)",
+    route: "search",
+    backend_model: SEARCH_MODEL,
+    stream: false,
+    also: &[],
+};
+
+/// The tool search round against its two direct backend rounds, and against the client
+/// running the same loop itself through the gateway, interleaved in one run.
+fn search_round(
+    load: &tokio::runtime::Runtime,
+    settings: &Settings,
+    client: &reqwest::Client,
+    backend: &str,
+    base: &str,
+) -> Result<(), Failure> {
+    let city = json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]});
+    let weather = json!({"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city", "parameters": city}});
+    // The search as a client offers it itself, and as the gateway offers it to the model.
+    let search = json!({"type": "function", "function": {"name": "tool_search", "description": "Search the deferred tools with words describing what you need.", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}});
+    let verbs = ["list", "get", "create", "update", "delete", "archive"];
+    let subjects = [
+        "issue",
+        "invoice",
+        "customer",
+        "calendar_event",
+        "file",
+        "ticket",
+    ];
+    let tools: Vec<Value> = std::iter::once(weather.clone())
+        .chain((1..DEFERRED_TOOLS).map(|n| {
+            let verb = verbs[n % verbs.len()];
+            let subject = subjects[(n / verbs.len()) % subjects.len()];
+            json!({"type": "function", "function": {"name": format!("{verb}_{subject}_{n}"),
+                "description": format!("{verb} a {subject} in workspace {n}, with its owner and labels"),
+                "parameters": {"type": "object", "properties": {"id": {"type": "string", "description": format!("The {subject}'s id")}}, "required": ["id"]}}})
+        }))
+        .collect();
+    let deferred: Vec<Value> = std::iter::once(json!({"type": "tool_search"}))
+        .chain(tools.iter().map(|tool| {
+            let mut tool = tool.clone();
+            tool["defer_loading"] = json!(true);
+            tool
+        }))
+        .collect();
+    let asked = json!([
+        {"role": "system", "content": "You are a weather assistant."},
+        {"role": "user", "content": "What is the weather in Paris?"}
+    ]);
+    // The second round: the search's call and what it found.
+    let answered = |asked: &Value| {
+        let mut messages = asked.as_array().cloned().unwrap_or_default();
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": SEARCH_CALL_ID, "type": "function",
+            "function": {"name": "tool_search", "arguments": SEARCH_ARGUMENTS}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": SEARCH_CALL_ID,
+            "content": "Tools found (callable from your next turn on):\n- get_weather: Current weather in a city"}));
+        Value::Array(messages)
+    };
+    let body = |model: &str, messages: &Value, tools: &[Value]| {
+        Bytes::from(
+            json!({"model": model, "stream": false, "messages": messages, "tools": tools})
+                .to_string(),
+        )
+    };
+    let target = |url: String, first: Bytes, then: Option<Bytes>| Target {
+        client: client.clone(),
+        url,
+        body: first,
+        follow_up: then,
+        api: Api::ChatCompletions,
+        end: None,
+        key: None,
+        stream: false,
+    };
+    let chat = "/v1/chat/completions";
+    let direct = target(
+        format!("{backend}{chat}"),
+        body(SEARCH_MODEL, &asked, std::slice::from_ref(&search)),
+        Some(body(
+            SEARCH_MODEL,
+            &answered(&asked),
+            &[search.clone(), weather],
+        )),
+    );
+    let searched = target(
+        format!("{base}{chat}"),
+        body("search", &asked, &deferred),
+        None,
+    );
+    let mut offered = vec![search];
+    offered.extend(tools);
+    let client_loop = target(
+        format!("{base}{chat}"),
+        body("search", &asked, &offered),
+        Some(body("search", &answered(&asked), &offered)),
+    );
+    load.block_on(check_answers(&direct, &searched, SEARCH_ROUND))?;
+    load.block_on(check_answers(&direct, &client_loop, SEARCH_ROUND))?;
+    let targets = [&direct, &searched, &client_loop];
+    run(load, settings, &targets, settings.warmup)?;
+    let (times, lag) = run(load, settings, &targets, settings.measured)?;
+    let summaries: Vec<Summary> = times
+        .into_iter()
+        .map(|mut times| summarize(&mut times))
+        .collect();
+    heading(SEARCH_ROUND.name);
+    report("direct to the backend, its two rounds", &summaries[0]);
+    report("through the gateway, which searches", &summaries[1]);
+    report("through the gateway, the client's own loop", &summaries[2]);
+    print_added(
+        "added by the gateway's search round",
+        &summaries[0],
+        &summaries[1],
+    );
+    print_added(
+        "added by the gateway to the client's loop",
+        &summaries[0],
+        &summaries[2],
+    );
+    println!("{:<48} p99 {:>12?}", "(launch lag of the pacer)", lag.p99);
+    Ok(())
 }
 
 /// A key with limits high enough never to refuse, so every request is checked and counted
@@ -374,6 +520,8 @@ struct Target {
     client: reqwest::Client,
     url: String,
     body: Bytes,
+    /// A second request sent once the first's answer is read: a client's second round.
+    follow_up: Option<Bytes>,
     api: Api,
     /// How a complete streamed Chat Completions or Messages body ends.
     end: Option<&'static [u8]>,
@@ -405,6 +553,7 @@ impl Target {
                 client: client.clone(),
                 url: format!("{base}/v1/responses"),
                 body: Bytes::from(body.to_string()),
+                follow_up: None,
                 api,
                 end: None,
                 key: None,
@@ -431,6 +580,7 @@ impl Target {
                 client: client.clone(),
                 url: format!("{base}/v1beta/models/{model}:{method}"),
                 body: Bytes::from(body.to_string()),
+                follow_up: None,
                 api,
                 end: None,
                 key: None,
@@ -453,6 +603,7 @@ impl Target {
                 client: client.clone(),
                 url: format!("{base}/v1/messages"),
                 body: Bytes::from(body.to_string()),
+                follow_up: None,
                 api,
                 end: case.stream.then_some(MESSAGE_STOP),
                 key: None,
@@ -479,6 +630,7 @@ impl Target {
             client: client.clone(),
             url: format!("{base}{path}"),
             body: Bytes::from(body.to_string()),
+            follow_up: None,
             api,
             end,
             key: None,
@@ -491,13 +643,22 @@ impl Target {
         self
     }
 
-    /// Sends the request and reads the whole body; checks it is a complete success.
+    /// Sends the request (and its follow-up, once answered); returns the last answer.
     async fn call(&self) -> Result<Bytes, Failure> {
+        let answer = self.post(self.body.clone()).await?;
+        match &self.follow_up {
+            Some(next) => self.post(next.clone()).await,
+            None => Ok(answer),
+        }
+    }
+
+    /// Sends one request and reads the whole body; checks it is a complete success.
+    async fn post(&self, body: Bytes) -> Result<Bytes, Failure> {
         let mut request = self
             .client
             .post(&self.url)
             .header(CONTENT_TYPE, "application/json")
-            .body(self.body.clone());
+            .body(body);
         if let Some(key) = self.key {
             request = request.bearer_auth(key);
         }
@@ -870,6 +1031,9 @@ struct Answers {
     native_stream: Bytes,
     hermes_whole: Bytes,
     hermes_stream: Bytes,
+    /// The search round's first answer: a `tool_search` call.
+    search_whole: Bytes,
+    search_stream: Bytes,
 }
 
 impl Answers {
@@ -889,6 +1053,10 @@ impl Answers {
         let native_stream = OpenAiScript::new()
             .tool_call(CALL_ID, "get_weather", &[head, tail])
             .finish("tool_calls", 180, 24)
+            .body();
+        let search_stream = OpenAiScript::new()
+            .tool_call(SEARCH_CALL_ID, "tool_search", &[SEARCH_ARGUMENTS])
+            .finish("tool_calls", 180, 12)
             .body();
         // The model's text arrives in small pieces, as tokens do.
         let pieces: Vec<String> = markup
@@ -910,6 +1078,12 @@ impl Answers {
             native_stream: Bytes::from(native_stream),
             hermes_whole: whole(json!({"role": "assistant", "content": markup}), "stop"),
             hermes_stream: Bytes::from(hermes_stream),
+            search_whole: whole(
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": SEARCH_CALL_ID, "type": "function",
+                    "function": {"name": "tool_search", "arguments": SEARCH_ARGUMENTS}}]}),
+                "tool_calls",
+            ),
+            search_stream: Bytes::from(search_stream),
         }
     }
 }
@@ -921,8 +1095,35 @@ struct Asked {
     stream: bool,
 }
 
+/// What the search round's backend reads: whether the conversation ends in a result.
+#[derive(Deserialize)]
+struct Conversation {
+    messages: Vec<Role>,
+}
+
+#[derive(Deserialize)]
+struct Role {
+    role: String,
+}
+
 async fn answer(State(answers): State<Arc<Answers>>, body: Bytes) -> Response {
     let (bytes, content_type) = match serde_json::from_slice::<Asked>(&body) {
+        // The search round searches first, then calls the tool found, as the native route.
+        Ok(asked)
+            if asked.model == SEARCH_MODEL
+                && serde_json::from_slice::<Conversation>(&body).is_ok_and(|conversation| {
+                    conversation
+                        .messages
+                        .last()
+                        .is_none_or(|last| last.role != "tool")
+                }) =>
+        {
+            if asked.stream {
+                (answers.search_stream.clone(), "text/event-stream")
+            } else {
+                (answers.search_whole.clone(), "application/json")
+            }
+        }
         Ok(asked) => match (asked.model == HERMES_MODEL, asked.stream) {
             (false, false) => (answers.native_whole.clone(), "application/json"),
             (false, true) => (answers.native_stream.clone(), "text/event-stream"),
@@ -954,7 +1155,8 @@ async fn start_backend() -> Result<String, Failure> {
     Ok(format!("http://{address}"))
 }
 
-/// The gateway with a native and a prompted route, both to the fast backend; `access`
+/// The gateway with a native and a prompted route (and the search round's), all to the fast
+/// backend; `access`
 /// holds top-level settings and `[[key]]` tables.
 async fn start_gateway(backend: &str, access: &str) -> Result<RunningGateway, Failure> {
     let config = Config::from_toml(&format!(
@@ -968,6 +1170,12 @@ name = "native"
 provider = "openai"
 url = "{backend}/v1"
 model = "{NATIVE_MODEL}"
+
+[[route]]
+name = "search"
+provider = "openai"
+url = "{backend}/v1"
+model = "{SEARCH_MODEL}"
 
 [[route]]
 name = "hermes"

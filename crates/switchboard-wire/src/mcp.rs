@@ -1,17 +1,19 @@
 //! MCP servers a request names for the server side to run while the model works: OpenAI's
 //! `{"type": "mcp", …}` tool (Responses, and Chat Completions by the same fields) and
 //! Anthropic's MCP connector (`mcp_servers` with `mcp_toolset` tools, every beta shape).
-//! Each is read into its own typed shape ([`McpTool`], [`AnthropicMcpServer`],
-//! [`McpToolset`]; [`crate::path::typed`] names a wrong field by its path), and both
-//! vendors' become one [`McpServerRequest`]; which servers may actually run is the
-//! gateway's decision, not this crate's.
+//! Each is read into its own typed shape where it stands in the body ([`OpenAiTool`],
+//! [`AnthropicMcpServer`] through [`Read`], which keeps a wrong field's path; an
+//! [`McpToolset`]'s fields are read in place by the Messages body), and both vendors'
+//! become one [`McpServerRequest`]; which servers may actually run is the gateway's
+//! decision, not this crate's.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
 use crate::ConvertError;
-use crate::path::PathStyle;
+use crate::path::{PathStyle, Read};
 
 /// One MCP server a request names, with what it allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +26,8 @@ pub struct McpServerRequest {
     pub allowed_tools: Option<Vec<String>>,
     /// Tools never offered from it (an Anthropic toolset's disabled ones).
     pub excluded_tools: Vec<String>,
+    /// Tools offered only once a tool search finds them (`defer_loading`).
+    pub deferred: Deferred,
     /// Only tools annotated `readOnlyHint` (OpenAI's `allowed_tools.read_only`).
     pub read_only: bool,
     pub approval: Approval,
@@ -32,6 +36,40 @@ pub struct McpServerRequest {
     pub headers: Vec<(String, String)>,
     /// Where the request named it (`tools[2]`, `mcp_servers.0`), for errors.
     pub path: String,
+}
+
+/// Which of a server's tools are deferred: not offered to the model until a tool search
+/// finds them (an Anthropic toolset's `default_config.defer_loading`, overridden per tool
+/// by `configs`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Deferred {
+    /// Every tool not in `except` is deferred.
+    pub by_default: bool,
+    /// Tools deferred when `by_default` is not, or offered at once when it is.
+    pub except: Vec<String>,
+}
+
+impl Deferred {
+    /// Whether `tool` waits for a search.
+    pub fn defers(&self, tool: &str) -> bool {
+        self.by_default != self.except.iter().any(|name| name == tool)
+    }
+
+    /// Whether any tool may be deferred.
+    pub fn any(&self) -> bool {
+        self.by_default || !self.except.is_empty()
+    }
+
+    /// Offers `tool` at once (a search of an earlier turn found it).
+    pub fn load(&mut self, tool: &str) {
+        if self.by_default {
+            if !self.except.iter().any(|name| name == tool) {
+                self.except.push(tool.to_owned());
+            }
+        } else {
+            self.except.retain(|name| name != tool);
+        }
+    }
 }
 
 /// Which of a server's calls wait for the client's approval.
@@ -90,6 +128,31 @@ pub struct McpTool {
     /// Secret: a bearer token.
     #[serde(default)]
     pub authorization: Option<String>,
+    /// The server's tools wait for a tool search to find them (Responses' hosted
+    /// `tool_search`); read by the Responses front-end, which defers them.
+    #[serde(default)]
+    pub defer_loading: Option<bool>,
+}
+
+/// An entry of an OpenAI `tools` list (Chat Completions, Responses) as a body reads it:
+/// an `{"type": "mcp"}` server, read into its type where it stands, or any other tool,
+/// kept as sent for the API's own checks.
+#[derive(Debug)]
+pub enum OpenAiTool {
+    Mcp(Read<McpTool>),
+    Other(Value),
+}
+
+impl<'de> Deserialize<'de> for OpenAiTool {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Its `type` may come after its other fields: the entry is read whole first.
+        let tool = Value::deserialize(deserializer)?;
+        Ok(if tool.get("type").and_then(Value::as_str) == Some("mcp") {
+            Self::Mcp(Read::from(tool))
+        } else {
+            Self::Other(tool)
+        })
+    }
 }
 
 /// `allowed_tools`: the names, or a filter.
@@ -152,27 +215,26 @@ pub struct ToolConfiguration {
 }
 
 /// An `mcp_toolset` tool (the 2025-11-20 and 2026-09-15 betas): which server's tools it
-/// offers, and which of them.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// offers, which of them, and which wait for a tool search. The Messages body reads these
+/// fields in place, among those of every kind of tool.
+#[derive(Debug, Clone, Default)]
 pub struct McpToolset {
-    #[serde(default)]
     pub mcp_server_name: Option<String>,
-    /// `enabled` for every tool not in `configs`.
-    #[serde(default)]
-    pub default_config: Option<Enabled>,
-    /// `enabled` by tool name.
-    #[serde(default)]
-    pub configs: Option<BTreeMap<String, Enabled>>,
-    /// The 2026-09-15 beta's pinned list: the tools offered, outright.
-    #[serde(default)]
+    /// For every tool not in `configs`.
+    pub default_config: Option<ToolConfig>,
+    /// By tool name.
+    pub configs: Option<BTreeMap<String, ToolConfig>>,
+    /// The 2026-09-15 beta's pinned list: the tools offered, outright (configured alike).
     pub tools: Option<Vec<PinnedTool>>,
 }
 
-/// `{"enabled": …}`; absent means enabled.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-pub struct Enabled {
+/// `{"enabled": …, "defer_loading": …}`; absent means enabled and offered at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct ToolConfig {
     #[serde(default)]
     pub enabled: Option<bool>,
+    #[serde(default)]
+    pub defer_loading: Option<bool>,
 }
 
 /// A pinned tool: its name, or an object naming it.
@@ -233,6 +295,7 @@ impl McpServerRequest {
             require_approval,
             headers,
             authorization,
+            defer_loading: _,
         } = tool;
         let label = server_label
             .filter(|label| !label.is_empty())
@@ -275,6 +338,7 @@ impl McpServerRequest {
             description: server_description,
             allowed_tools,
             excluded_tools: Vec::new(),
+            deferred: Deferred::default(),
             read_only,
             approval,
             headers,
@@ -312,6 +376,7 @@ impl McpServerRequest {
                 description: None,
                 allowed_tools: None,
                 excluded_tools: Vec::new(),
+                deferred: Deferred::default(),
                 read_only: false,
                 approval: Approval::Never,
                 headers: server
@@ -351,6 +416,7 @@ impl McpServerRequest {
                     format!("\"{name}\" has two mcp_toolset tools"),
                 ));
             }
+            found[position].deferred = toolset.deferred();
             let (allowed, excluded) = toolset.offered();
             found[position].allowed_tools = allowed;
             found[position].excluded_tools = excluded;
@@ -368,25 +434,59 @@ impl McpServerRequest {
 }
 
 impl McpToolset {
-    /// The tools allowed (`None`: all) and those excluded: the pinned `tools` outright;
-    /// else `default_config.enabled` for every tool, `configs.NAME.enabled` for one.
+    /// Whether every tool it offers is deferred (none of `configs` offers one at once).
+    pub fn defers_all(&self) -> bool {
+        let deferred = self.deferred();
+        deferred.by_default && deferred.except.is_empty()
+    }
+
+    /// Which tools wait for a search: `default_config.defer_loading` for every tool,
+    /// `configs.NAME.defer_loading` for one.
+    fn deferred(&self) -> Deferred {
+        let by_default = self
+            .default_config
+            .and_then(|config| config.defer_loading)
+            .unwrap_or(false);
+        let except = self
+            .configs
+            .iter()
+            .flatten()
+            .filter(|(_, config)| {
+                config
+                    .defer_loading
+                    .is_some_and(|defer| defer != by_default)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        Deferred { by_default, except }
+    }
+
+    /// The tools allowed (`None`: all) and those excluded: `default_config.enabled` for
+    /// every tool, `configs.NAME.enabled` for one, over the pinned `tools` when there are.
     fn offered(self) -> (Option<Vec<String>>, Vec<String>) {
-        if let Some(pinned) = self.tools {
-            return (
-                Some(pinned.into_iter().map(PinnedTool::name).collect()),
-                Vec::new(),
-            );
-        }
         let enabled_by_default = self
             .default_config
             .and_then(|config| config.enabled)
             .unwrap_or(true);
-        let named = |enabled: bool| -> Vec<String> {
-            self.configs
-                .iter()
-                .flatten()
-                .filter(|(_, config)| config.enabled.unwrap_or(true) == enabled)
-                .map(|(name, _)| name.clone())
+        let configs = self.configs.unwrap_or_default();
+        let enabled = |name: &String| {
+            configs
+                .get(name)
+                .and_then(|config| config.enabled)
+                .unwrap_or(enabled_by_default)
+        };
+        if let Some(pinned) = self.tools {
+            let pinned = pinned.into_iter().map(PinnedTool::name);
+            return (
+                Some(pinned.filter(|name| enabled(name)).collect()),
+                Vec::new(),
+            );
+        }
+        let named = |wanted: bool| -> Vec<String> {
+            configs
+                .keys()
+                .filter(|name| enabled(name) == wanted)
+                .cloned()
                 .collect()
         };
         if enabled_by_default {
@@ -415,6 +515,20 @@ mod tests {
         McpServerRequest::from_openai(typed(tool, path, PathStyle::Brackets)?, path)
     }
 
+    /// A toolset's fields, as the Messages body reads them in place.
+    fn toolset(tool: &Value) -> McpToolset {
+        fn field<T: serde::de::DeserializeOwned>(tool: &Value, name: &str) -> Option<T> {
+            tool.get(name)
+                .map(|value| serde_json::from_value(value.clone()).unwrap())
+        }
+        McpToolset {
+            mcp_server_name: field(tool, "mcp_server_name"),
+            default_config: field(tool, "default_config"),
+            configs: field(tool, "configs"),
+            tools: field(tool, "tools"),
+        }
+    }
+
     fn anthropic(
         servers: &[Value],
         toolsets: &[(usize, Value)],
@@ -432,13 +546,8 @@ mod tests {
             .collect::<Result<_, _>>()?;
         let toolsets = toolsets
             .iter()
-            .map(|(index, toolset)| {
-                Ok((
-                    *index,
-                    typed(toolset.clone(), &format!("tools.{index}"), PathStyle::Dots)?,
-                ))
-            })
-            .collect::<Result<_, ConvertError>>()?;
+            .map(|(index, tool)| (*index, toolset(tool)))
+            .collect();
         McpServerRequest::from_anthropic(servers, toolsets, PathStyle::Dots)
     }
 
@@ -549,5 +658,32 @@ mod tests {
                 "invalid type: sequence, expected a string"
             )
         );
+    }
+
+    #[test]
+    fn a_toolset_defers_by_default_and_each_config_overrides_it() {
+        let servers = [json!({"type": "url", "url": "http://h/a", "name": "a"})];
+        let deferred = |toolset: Value| anthropic(&servers, &[(0, toolset)]).unwrap().remove(0);
+        let server = deferred(json!({"type": "mcp_toolset", "mcp_server_name": "a",
+            "default_config": {"defer_loading": true},
+            "configs": {"echo": {"defer_loading": false}, "add": {"enabled": false}}}));
+        assert!(server.deferred.defers("sum") && !server.deferred.defers("echo"));
+        assert!(!server.allows("add", false) && server.allows("sum", false));
+        let server = deferred(json!({"type": "mcp_toolset", "mcp_server_name": "a",
+            "configs": {"echo": {"defer_loading": true}}}));
+        assert!(server.deferred.defers("echo") && !server.deferred.defers("sum"));
+        assert!(!toolset(&json!({"configs": {"echo": {"defer_loading": true}}})).defers_all());
+        assert!(
+            !toolset(&json!({"default_config": {"defer_loading": true},
+                "configs": {"echo": {"defer_loading": false}}}))
+            .defers_all()
+        );
+        assert!(toolset(&json!({"default_config": {"defer_loading": true}})).defers_all());
+        let mut loaded = server.deferred.clone();
+        loaded.load("echo");
+        assert!(!loaded.defers("echo"));
+        let pinned = deferred(json!({"type": "mcp_toolset", "mcp_server_name": "a",
+            "tools": ["y", "z"], "configs": {"z": {"enabled": false}}}));
+        assert_eq!(pinned.allowed_tools.as_deref(), Some(&["y".to_owned()][..]));
     }
 }

@@ -31,9 +31,7 @@ use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use switchboard_pipeline::ids::CallIdShape;
 use switchboard_pipeline::tool_search::ToolSearch;
-use switchboard_pipeline::{
-    GatewayRequest, GatewayTools, Started, Target, TokenCount, estimate_tokens,
-};
+use switchboard_pipeline::{GatewayRequest, Started, Target, TokenCount, estimate_tokens};
 use switchboard_tools::Toolset;
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::McpServerRequest;
@@ -252,11 +250,10 @@ async fn start<A: Api>(
     } else {
         None
     };
-    // A tool search runs in the tool loop, beside the MCP servers' tools.
-    let gateway = match (search, &target) {
-        (Some(search), Target::Route(route)) if runs_tools => {
-            Some(GatewayTools::with_search(gateway, &route.tool_loop, search))
-        }
+    // A tool search runs in the tool loop, beside the MCP servers' tools or a character's.
+    let pipeline = &caller.snapshot().pipeline;
+    let gateway = match search {
+        Some(search) if runs_tools => Some(pipeline.with_search(&target, gateway, search)?),
         _ => gateway,
     };
     let mut request = GatewayRequest {
@@ -269,7 +266,6 @@ async fn start<A: Api>(
     };
     A::with_gateway_tools(&mut request, &mut presentation)?;
     // count
-    let pipeline = &caller.snapshot().pipeline;
     let head = stream.then(|| Head {
         estimate: if A::HEAD_COUNT {
             estimate_tokens(&request.offered())

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::custom_input::InputStream;
 use super::events::{Event, Sequenced};
-use super::items::{ContentPart, Item, MessageContent, Role, TextPart};
+use super::items::{ContentPart, Execution, Item, MessageContent, Role, TextPart};
 use super::response::{IncompleteDetails, Response, ResponseError, Status};
 use super::tools::CallKind;
 use crate::ids::item_id;
@@ -318,6 +318,43 @@ impl Encoder {
             );
         }
         self.done_item(output_index, item, &mut out);
+        out
+    }
+
+    /// A tool search the server side ran: its `tool_search_call` (the model's arguments as
+    /// an object, `call_id: null`) and its `tool_search_output` (the tools it loaded, in the
+    /// client's shapes), each announced and closed in turn. A search whose input was
+    /// unusable loaded nothing: its output says so with `status: "incomplete"`.
+    pub fn tool_search(&mut self, arguments: &str, loaded: Option<Vec<Value>>) -> Vec<Sequenced> {
+        let mut out = Vec::new();
+        self.ensure_started(&mut out);
+        self.close_text(&mut out);
+        let call = Item::ToolSearchCall {
+            id: Some(item_id("tsc")),
+            call_id: None,
+            execution: Some(Execution::Server),
+            arguments: match serde_json::from_str::<Value>(arguments) {
+                Ok(value @ Value::Object(_)) => value,
+                _ => Value::String(arguments.to_owned()),
+            },
+            status: Some("completed".into()),
+        };
+        let output_index = self.add_item(call.clone(), &mut out);
+        self.done_item(output_index, call, &mut out);
+        let status = if loaded.is_some() {
+            "completed"
+        } else {
+            "incomplete"
+        };
+        let output = Item::ToolSearchOutput {
+            id: Some(item_id("tso")),
+            call_id: None,
+            execution: Some(Execution::Server),
+            tools: loaded.unwrap_or_default(),
+            status: Some(status.into()),
+        };
+        let output_index = self.add_item(output.clone(), &mut out);
+        self.done_item(output_index, output, &mut out);
         out
     }
 
@@ -676,7 +713,7 @@ fn call_item(call: &OpenCall, status: &str, input: String) -> Item {
         CallKind::ToolSearch => Item::ToolSearchCall {
             id,
             call_id: Some(call.call_id.clone()),
-            execution: Some("client".to_owned()),
+            execution: Some(Execution::Client),
             arguments: Value::Object(object(&call.arguments)),
             status,
         },

@@ -8,6 +8,7 @@ use serde_json::Value;
 use switchboard_pipeline::tool_search::{SearchMode, ToolSearch};
 use switchboard_tools::ToolDefinition;
 use switchboard_wire::ChatRequest;
+use switchboard_wire::mcp::OpenAiTool;
 
 use crate::api::error::ApiError;
 use crate::api::fields::{Invalid, invalid, rejection};
@@ -25,14 +26,17 @@ pub struct Asked {
 /// Reads the `{"type": "tool_search"}` entry of `tools` (the check leaves it out of the
 /// functions, where its place still names the others) and takes the `defer_loading` marks
 /// off its functions; `None` when the request asks for no search.
-pub fn take(tools: &mut Option<Value>) -> Result<Option<Asked>, ApiError> {
-    let Some(Value::Array(list)) = tools else {
+pub fn take(tools: &mut Option<Vec<OpenAiTool>>) -> Result<Option<Asked>, ApiError> {
+    let Some(list) = tools else {
         return Ok(None);
     };
     let mut problems: Vec<Invalid> = Vec::new();
     let mut mode = None;
     let mut deferred = Vec::new();
     for (index, tool) in list.iter_mut().enumerate() {
+        let OpenAiTool::Other(tool) = tool else {
+            continue;
+        };
         let at = format!("tools[{index}]");
         if tool.get("type").and_then(Value::as_str) == Some(NAME) {
             let asked = match tool.get("mode") {

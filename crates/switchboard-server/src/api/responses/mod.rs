@@ -2,7 +2,8 @@
 //! stored responses): the request, with the stored conversation it continues, becomes the
 //! pipeline's request (its tools plain functions; its `mcp` tools servers the gateway runs
 //! itself, with OpenAI's approval round trip; other hosted tools left out and named in the
-//! `x-switchboard-dropped-tools` header); the answer is rendered as Responses events or one
+//! `x-switchboard-dropped-tools` header; the hosted `tool_search` a search the gateway runs
+//! over the tools marked `defer_loading`); the answer is rendered as Responses events or one
 //! response object, calls mapped back to the kinds of tool the client offered.
 
 mod render;
@@ -20,8 +21,9 @@ use axum::{Json, Router};
 use serde_json::{Map, Value, json};
 use switchboard_tools::{ToolDefinition, Toolset};
 use switchboard_wire::ToolChoice;
+use switchboard_wire::anthropic::tool_search::SearchKind;
 use switchboard_wire::responses::{
-    CallKind, Converted, EchoedTools, Encoder, Input, Item, McpChoice, OfferedTools,
+    CallKind, Converted, EchoedTools, Encoder, Input, Item, Loadable, McpChoice, OfferedTools,
     Response as ResponseObject, ResponsesRequest, Status, parse_input, to_chat,
 };
 
@@ -35,6 +37,7 @@ use crate::store::{self, Conversation, StoredResponse};
 use render::{Keep, ResponseRenderer};
 use request::ResponsesBody;
 use switchboard_pipeline::ids::{CallIdShape, response_id};
+use switchboard_pipeline::tool_search::{SearchMode, ToolSearch};
 use switchboard_pipeline::{ApprovalAnswer, GatewayRequest, compile_converted};
 use validate::check_request;
 
@@ -56,7 +59,17 @@ pub struct Presentation {
     listed: HashSet<String>,
     /// The MCP tool `tool_choice` forces, by its server's label and its name.
     forced: Option<(String, String)>,
+    /// What a hosted search's output shows of each deferred tool, by the name the model
+    /// calls it.
+    loadable: HashMap<String, Loadable>,
+    /// Labels of the MCP servers whose tools wait for the hosted search.
+    deferred_servers: Vec<String>,
+    /// Tools of those servers that the conversation's searches loaded: (label, tool).
+    loaded_mcp: Vec<(String, String)>,
 }
+
+/// The name the model calls the hosted tool search by.
+const SEARCH_NAME: &str = "tool_search";
 
 /// OpenAI's Responses and its stored responses.
 pub const FRONT_END: super::front_end::FrontEnd = super::front_end::FrontEnd {
@@ -222,13 +235,24 @@ impl Api for Responses {
             request.stream.unwrap_or(false),
         );
         let Converted {
-            request: chat,
+            request: mut chat,
             tools: mut offered,
             input,
             approvals,
             listed,
         } = to_chat(request, history.iter(), input).map_err(ApiError::from)?;
         let tools = compile(&chat.tools, &offered)?;
+        if offered.search.is_some() && chat.tools.iter().any(|tool| tool.name() == SEARCH_NAME) {
+            return Err(ApiError::invalid_request(
+                format!(
+                    "tools: a tool named \"{SEARCH_NAME}\" cannot be offered beside the hosted tool_search, which the model calls by that name"
+                ),
+                Some("tools".into()),
+            ));
+        }
+        let search = offered
+            .search
+            .map(|mode| hosted_search(mode, &offered, &mut chat));
         let keep = if store {
             // Told now, before the backend is asked, rather than after an answer not kept.
             state.responses.ready().await.map_err(store_error)?;
@@ -265,10 +289,14 @@ impl Api for Responses {
                 .collect(),
             listed: listed.into_iter().collect(),
             forced,
+            loadable: std::mem::take(&mut offered.loadable),
+            deferred_servers: std::mem::take(&mut offered.deferred_servers),
+            loaded_mcp: std::mem::take(&mut offered.loaded_mcp),
         };
         Ok(Checked {
             stream,
             mcp: std::mem::take(&mut offered.mcp),
+            search,
             max_tool_calls,
             dropped: offered.dropped,
             ..Checked::new(chat, tools, CallIdShape::OpenAi, presentation)
@@ -280,6 +308,9 @@ impl Api for Responses {
         presentation: &mut Presentation,
     ) -> Result<(), ApiError> {
         let approvals = std::mem::take(&mut presentation.approvals);
+        if let Some(gateway) = &mut request.gateway {
+            defer_servers(gateway, presentation);
+        }
         match &mut request.gateway {
             Some(gateway) => {
                 // Listed once per conversation: a listing in the input stands.
@@ -321,10 +352,80 @@ impl Api for Responses {
             Encoder::new(presentation.skeleton, presentation.kinds),
             presentation.keep,
             presentation.approval_ids,
+            presentation.loadable,
         );
         match streamed {
             Some(_) => Delivery::Streamed(renderer),
             None => Delivery::Whole(renderer),
+        }
+    }
+}
+
+/// The hosted search over the request's deferred tools, which leave the tools the model
+/// is offered (a forced one stays); the model reads their names and descriptions (a
+/// namespace's or an MCP server's own) in the search tool's description.
+fn hosted_search(
+    mode: SearchKind,
+    offered: &OfferedTools,
+    request: &mut switchboard_wire::ChatRequest,
+) -> ToolSearch {
+    let forced = match &request.tool_choice {
+        Some(ToolChoice::Function(name)) => Some(name.as_str()),
+        _ => None,
+    };
+    let (hidden, shown): (Vec<ToolDefinition>, Vec<ToolDefinition>) =
+        request.tools.iter().cloned().partition(|tool| {
+            offered.deferred.iter().any(|name| name == tool.name()) && forced != Some(tool.name())
+        });
+    request.tools = shown.into();
+    let mode = match mode {
+        SearchKind::Regex => SearchMode::Regex,
+        SearchKind::Bm25 => SearchMode::Bm25,
+    };
+    let mut search = ToolSearch::new(SEARCH_NAME, mode, None, hidden);
+    if !offered.shown.is_empty() {
+        let mut about = "Tools you can load with this search:".to_owned();
+        for (name, description) in &offered.shown {
+            about.push_str("\n- ");
+            about.push_str(name);
+            if let Some(description) = description.as_deref().filter(|text| !text.is_empty()) {
+                about.push_str(": ");
+                about.push_str(description);
+            }
+        }
+        search.about = Some(about);
+    }
+    search
+}
+
+/// Leaves the tools of the MCP servers marked `defer_loading` to the hosted search (but
+/// those the conversation's searches loaded), and notes how its output shows each.
+fn defer_servers(
+    gateway: &mut switchboard_pipeline::GatewayTools,
+    presentation: &mut Presentation,
+) {
+    if presentation.deferred_servers.is_empty() {
+        return;
+    }
+    let waits = |tool: &switchboard_pipeline::GatewayTool| {
+        tool.source.as_ref().is_some_and(|source| {
+            presentation.deferred_servers.contains(&source.server)
+                && !presentation
+                    .loaded_mcp
+                    .iter()
+                    .any(|(label, name)| *label == source.server && *name == source.tool)
+        })
+    };
+    gateway.defer(waits);
+    for tool in &gateway.tools {
+        if let Some(source) = tool.source.as_ref().filter(|_| waits(tool)) {
+            presentation.loadable.insert(
+                tool.name.clone(),
+                Loadable::Mcp {
+                    server_label: source.server.clone(),
+                    tool: source.tool.clone(),
+                },
+            );
         }
     }
 }

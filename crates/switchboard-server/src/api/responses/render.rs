@@ -4,13 +4,15 @@
 //! A response made with `store: true` is kept before its last event goes out, so a client
 //! that continues from it at once finds it; one that could not be kept says `store: false`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use switchboard_runtime::ToolEvent;
-use switchboard_wire::responses::{Encoder, Event, Response, Sequenced, sse, write_sse};
+use switchboard_wire::responses::{
+    Encoder, Event, Loadable, Response, Sequenced, loaded_tools, sse, write_sse,
+};
 
 use axum::Json;
 use axum::http::HeaderValue;
@@ -44,10 +46,17 @@ pub struct ResponseRenderer {
     unkept: Arc<OnceLock<&'static str>>,
     /// Ids of the approval requests the request answers.
     approvals: HashSet<String>,
+    /// What a hosted search's output shows of each deferred tool.
+    loadable: HashMap<String, Loadable>,
 }
 
 impl ResponseRenderer {
-    pub fn new(encoder: Encoder, keep: Option<Keep>, approvals: HashSet<String>) -> Self {
+    pub fn new(
+        encoder: Encoder,
+        keep: Option<Keep>,
+        approvals: HashSet<String>,
+        loadable: HashMap<String, Loadable>,
+    ) -> Self {
         Self {
             encoder,
             problems: Vec::new(),
@@ -55,11 +64,12 @@ impl ResponseRenderer {
             ending: None,
             unkept: Arc::default(),
             approvals,
+            loadable,
         }
     }
 
-    /// What the gateway did, as MCP items: listings, calls, approval requests. A
-    /// character's own tools have no place in this API.
+    /// What the gateway did, as MCP items (listings, calls, approval requests) and hosted
+    /// tool search items. A character's own tools have no place in this API.
     fn gateway_event(&mut self, event: GatewayEvent) -> Vec<Sequenced> {
         match event {
             GatewayEvent::ToolList(listing) => {
@@ -104,9 +114,15 @@ impl ResponseRenderer {
             } => self
                 .encoder
                 .mcp_approval_request(&id, &source.server, &source.tool, &arguments),
-            GatewayEvent::Tool { source: None, .. }
-            | GatewayEvent::SystemPrompt { .. }
-            | GatewayEvent::ToolSearch { .. } => Vec::new(),
+            GatewayEvent::ToolSearch {
+                arguments, found, ..
+            } => {
+                let loaded = found.ok().map(|found| loaded_tools(&found, &self.loadable));
+                self.encoder.tool_search(&arguments, loaded)
+            }
+            GatewayEvent::Tool { source: None, .. } | GatewayEvent::SystemPrompt { .. } => {
+                Vec::new()
+            }
         }
     }
 
