@@ -3,6 +3,7 @@
 //! configuration file is converted into this, so no file format lives here.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use switchboard_wire::secrets::Secrets;
@@ -52,6 +53,12 @@ pub struct UpstreamConfig {
     pub max_tools: usize,
     /// The bound on one listing's bytes, every page together.
     pub max_list_bytes: usize,
+    /// Where an HTTP server's host name was found when the gateway checked it (a URL a
+    /// request names): every connection goes to these addresses and the name is not looked
+    /// up again, so a name that answers the check with a public address and the connection
+    /// with an internal one (DNS rebinding) reaches nothing it was not checked for. Empty:
+    /// the name is looked up for each connection, as for the servers the operator names.
+    pub resolved: Vec<SocketAddr>,
 }
 
 /// How the server is reached.
@@ -85,6 +92,7 @@ impl UpstreamConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_tools: DEFAULT_MAX_TOOLS,
             max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            resolved: Vec::new(),
         }
     }
 

@@ -21,6 +21,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use futures::stream::BoxStream;
@@ -51,11 +52,28 @@ pub(crate) struct SessionAwareClient {
 }
 
 impl SessionAwareClient {
-    pub fn new(server: &str, fault: Arc<Fault>, secrets: Secrets) -> Result<Self, String> {
-        reqwest::Client::builder()
+    /// `resolved`: the addresses the URL's host was checked at, which every connection then
+    /// goes to (see `UpstreamConfig::resolved`); empty, the host is looked up as usual.
+    pub fn new(
+        server: &str,
+        url: &str,
+        resolved: &[SocketAddr],
+        fault: Arc<Fault>,
+        secrets: Secrets,
+    ) -> Result<Self, String> {
+        let mut builder = reqwest::Client::builder()
             // Redirects would replay the configured headers (credentials) to wherever they
             // point; an upstream's URL is configured, so it is not followed elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(reqwest::redirect::Policy::none());
+        if !resolved.is_empty()
+            && let Some(host) = reqwest::Url::parse(url)
+                .ok()
+                .and_then(|url| url.domain().map(str::to_owned))
+        {
+            // The port comes from the URL; reqwest ignores the addresses' own.
+            builder = builder.resolve_to_addrs(&host, resolved);
+        }
+        builder
             .build()
             .map(|http| Self {
                 http,

@@ -702,8 +702,13 @@ async fn connect(shared: &Arc<Shared>) -> Result<Connection, String> {
                     .collect();
                 let fault = shared.http_fault.clone();
                 fault.clear();
-                let client =
-                    SessionAwareClient::new(&shared.name, fault.clone(), shared.secrets.clone())?;
+                let client = SessionAwareClient::new(
+                    &shared.name,
+                    url,
+                    &config.resolved,
+                    fault.clone(),
+                    shared.secrets.clone(),
+                )?;
                 let transport =
                     StreamableHttpClientTransport::with_client(client, transport_config);
                 let running = handler

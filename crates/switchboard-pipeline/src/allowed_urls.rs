@@ -13,9 +13,11 @@
 //! A URL with a user name or password is refused (its credentials belong in headers), and so
 //! is one whose host resolves to a loopback, private, link-local or otherwise internal
 //! address, unless the pattern that allows it names its host without `*`: a name anyone can
-//! point at `127.0.0.1` must not open the gateway's own network.
+//! point at `127.0.0.1` must not open the gateway's own network. The addresses checked are
+//! the ones connected to ([`Allowed::resolved`]): the name is not looked up a second time,
+//! where it could answer otherwise (DNS rebinding).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -169,6 +171,17 @@ fn segments(pattern: &str) -> Result<GlobMatcher, globset::Error> {
         .compile_matcher())
 }
 
+/// A URL a request may name an MCP server by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowed {
+    /// Parsed and spelled anew, so the client reads exactly what the patterns matched.
+    pub url: Url,
+    /// The addresses its host was checked at, which the connection must go to; empty where
+    /// the allowing pattern names the host itself (the operator chose it, and it is looked
+    /// up as any configured server is).
+    pub resolved: Vec<SocketAddr>,
+}
+
 /// The URL a request names, if `patterns` allow it: parsed, without credentials, matched
 /// part by part, and its host's addresses checked unless the allowing pattern names the host
 /// itself. `resolve_wait` bounds the name lookup.
@@ -176,7 +189,7 @@ pub async fn check(
     url: &str,
     patterns: &[String],
     resolve_wait: Duration,
-) -> Result<Url, UrlRefused> {
+) -> Result<Allowed, UrlRefused> {
     let parsed = Url::parse(url).map_err(UrlRefused::Unparsable)?;
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(UrlRefused::Userinfo);
@@ -191,7 +204,10 @@ pub async fn check(
         return Err(UrlRefused::NotAllowed(url.to_owned()));
     }
     if allowing.iter().any(UrlPattern::names_host) {
-        return Ok(parsed);
+        return Ok(Allowed {
+            url: parsed,
+            resolved: Vec::new(),
+        });
     }
     let internal = |why: String| UrlRefused::Internal {
         url: url.to_owned(),
@@ -205,13 +221,17 @@ pub async fn check(
     let addresses = tokio::time::timeout(resolve_wait, tokio::net::lookup_host((host, port)))
         .await
         .map_err(|_| internal("did not resolve in time".to_owned()))?
-        .map_err(|_| internal("does not resolve".to_owned()))?;
-    for address in addresses {
+        .map_err(|_| internal("does not resolve".to_owned()))?
+        .collect::<Vec<_>>();
+    for address in &addresses {
         if let Some(kind) = internal_kind(address.ip()) {
             return Err(internal(format!("resolves to a {kind} address")));
         }
     }
-    Ok(parsed)
+    Ok(Allowed {
+        url: parsed,
+        resolved: addresses,
+    })
 }
 
 /// What kind of address `ip` is when it is not a public one.
@@ -353,6 +373,16 @@ mod tests {
                 "{url}"
             );
         }
+        // What was checked is what is connected to: the addresses travel with the URL.
+        let public = ["http://*.*.*.*:*/*".to_owned()];
+        let allowed = check("http://93.184.216.34:9/mcp", &public, wait)
+            .await
+            .unwrap();
+        assert_eq!(allowed.resolved, [([93, 184, 216, 34], 9).into()]);
+        let named = check("http://127.0.0.1:9/mcp", &literal, wait)
+            .await
+            .unwrap();
+        assert!(named.resolved.is_empty(), "{named:?}");
         assert_eq!(
             internal_kind("169.254.169.254".parse().unwrap()),
             Some("link-local")

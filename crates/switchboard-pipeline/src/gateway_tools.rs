@@ -529,13 +529,12 @@ async fn connect(
             ),
         ));
     };
-    // The URL as checked is the one connected to: parsed and spelled anew, so that the
-    // client reads exactly what the patterns were matched against.
-    let url = allowed_urls::check(url, allowed_urls, CONNECT_WAIT)
+    // The URL and addresses as checked are the ones connected to.
+    let allowed = allowed_urls::check(url, allowed_urls, CONNECT_WAIT)
         .await
         .map_err(|refused| invalid(&request.path, refused.to_string()))?;
     // It connects in the background; the caller waits for every such server at once.
-    ToolServer::for_request(&request.label, url.as_str(), &request.headers)
+    ToolServer::for_request(&request.label, allowed, &request.headers)
         .map_err(|error| invalid(&request.path, error.to_string()))
 }
 

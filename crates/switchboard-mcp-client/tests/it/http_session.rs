@@ -269,3 +269,36 @@ async fn an_http_server_that_went_away_fails_calls_clearly_and_serves_again_once
         }
     }
 }
+
+/// A request's URL is checked at the addresses its host had then (no internal one), and the
+/// connection goes there: the name is not looked up again, so it cannot answer otherwise the
+/// second time (DNS rebinding). `.invalid` never resolves (RFC 6761), so any lookup fails.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_checked_at_its_addresses_is_reached_there_reopened_sessions_too() {
+    let Some(python) = python(None) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "double.py", DOUBLE);
+    let port = free_port();
+    let _double = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
+    let headers = BTreeMap::from([("X-Api-Key".to_owned(), "secret-key-4711".to_owned())]);
+    let url = format!("http://mcp.rebinding.invalid:{port}/mcp");
+    let mut config = http("pinned", &url, headers.clone());
+    config.resolved = vec![([127, 0, 0, 1], port).into()];
+    let upstream = connected(config).await;
+    let first = upstream
+        .call("whoami", args(json!({})), None)
+        .await
+        .unwrap();
+    assert_eq!(first.text, "session s1");
+    http_request(port, "POST", "/expire").await;
+    let second = upstream
+        .call("whoami", args(json!({})), None)
+        .await
+        .unwrap();
+    assert_eq!(second.text, "session s2");
+    // Without the addresses the same name is looked up, and does not resolve.
+    let mut unpinned = http("unpinned", &url, headers);
+    unpinned.connect_timeout = std::time::Duration::from_secs(5);
+    let upstream = Upstream::start(unpinned).unwrap();
+    assert!(upstream.ready().await.is_err());
+}

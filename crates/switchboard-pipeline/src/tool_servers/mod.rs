@@ -23,6 +23,7 @@ use switchboard_tools::{CompiledTool, Profile, Toolset, schema_size};
 use tracing::Instrument;
 use tracing::field::Empty;
 
+use crate::allowed_urls::Allowed;
 use crate::tools::compile_off_serving_threads;
 use crate::trace_context::{TARGET, current_traceparent};
 
@@ -208,18 +209,19 @@ impl ToolServers {
 
 impl ToolServer {
     /// A server a request names by URL (one the operator's `mcp_allowed_urls` let through),
-    /// connected for that request alone, with the request's own headers; it closes when
-    /// the request drops it. `label` is the request's name for it.
+    /// connected for that request alone, at the addresses checked, with the request's own
+    /// headers; it closes when the request drops it. `label` is the request's name for it.
     pub fn for_request(
         label: &str,
-        url: &str,
+        allowed: Allowed,
         headers: &[(String, String)],
     ) -> Result<Arc<Self>, UpstreamError> {
         let transport = Transport::Http {
-            url: url.to_owned(),
+            url: allowed.url.into(),
             headers: headers.iter().cloned().collect(),
         };
-        let started_from = UpstreamConfig::new(label, transport);
+        let mut started_from = UpstreamConfig::new(label, transport);
+        started_from.resolved = allowed.resolved;
         let upstream = Upstream::start(started_from.clone())?;
         Ok(Arc::new(Self::new(
             label,
