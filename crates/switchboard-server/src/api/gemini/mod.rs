@@ -11,12 +11,15 @@ mod render;
 mod request;
 mod validate;
 
+use std::borrow::Cow;
+
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Extension, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, routing::get};
+use percent_encoding::percent_decode_str;
 use serde_json::{Value, json};
 
 use super::body::PathStyle;
@@ -75,20 +78,20 @@ pub fn key_from_query(request: &mut Request) {
         return;
     }
     let key =
-        query_param(request.uri().query(), "key").and_then(|key| HeaderValue::from_str(key).ok());
+        query_param(request.uri().query(), "key").and_then(|key| HeaderValue::from_str(&key).ok());
     if let Some(mut key) = key {
         key.set_sensitive(true);
         request.headers_mut().insert(KEY_HEADER, key);
     }
 }
 
-/// The value of `name` in a query string (as sent: Google's parameters need no decoding).
-fn query_param<'q>(query: Option<&'q str>, name: &str) -> Option<&'q str> {
+/// The value of `name` in a query string, percent-decoded (a key may hold `+` or `/`).
+fn query_param<'q>(query: Option<&'q str>, name: &str) -> Option<Cow<'q, str>> {
     query?
         .split('&')
         .filter_map(|pair| pair.split_once('='))
         .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
+        .map(|(_, value)| percent_decode_str(value).decode_utf8_lossy())
 }
 
 /// Whether a request to a path both APIs share (`GET /v1/models`) comes from Google's
@@ -167,10 +170,13 @@ impl Call {
             .strip_prefix("/v1beta/models/")
             .or_else(|| path.strip_prefix("/v1/models/"))
             .unwrap_or(path);
-        let method = match model_and_method(rest) {
+        // A client may escape the model's `/` or `:` (`character%2Fnarrator`), as Google's
+        // own paths allow; the name is the decoded one.
+        let rest = percent_decode_str(rest).decode_utf8_lossy();
+        let method = match model_and_method(&rest) {
             Some((model, "generateContent")) => Some((model, Method::Generate)),
             Some((model, "streamGenerateContent")) => {
-                let framing = match query_param(uri.query(), "alt") {
+                let framing = match query_param(uri.query(), "alt").as_deref() {
                     Some("sse") => Framing::Sse,
                     _ => Framing::JsonArray,
                 };
@@ -291,7 +297,7 @@ pub(super) async fn list_models(
     RawQuery(query): RawQuery,
 ) -> Response {
     let query = query.as_deref();
-    let size = match query_param(query, "pageSize").map(str::parse::<usize>) {
+    let size = match query_param(query, "pageSize").map(|size| size.parse::<usize>()) {
         None | Some(Ok(0)) => DEFAULT_PAGE_SIZE,
         Some(Ok(size)) => size.min(MAX_PAGE_SIZE),
         Some(Err(_)) => {
@@ -377,9 +383,27 @@ mod tests {
     }
 
     #[test]
-    fn query_parameters_are_found_by_name() {
-        assert_eq!(query_param(Some("alt=sse&key=k1"), "key"), Some("k1"));
+    fn query_parameters_are_found_by_name_and_decoded() {
+        assert_eq!(
+            query_param(Some("alt=sse&key=k1"), "key").as_deref(),
+            Some("k1")
+        );
+        assert_eq!(
+            query_param(Some("key=sk%2Bab%2Fc"), "key").as_deref(),
+            Some("sk+ab/c")
+        );
         assert_eq!(query_param(Some("alt=sse"), "key"), None);
         assert_eq!(query_param(None, "alt"), None);
+    }
+
+    #[test]
+    fn an_escaped_model_name_is_read_decoded() {
+        let call = |path: &str| Call::of(&path.parse::<Uri>().unwrap()).unwrap();
+        let escaped = call("/v1beta/models/character%2Fnarrator:generateContent");
+        assert_eq!(escaped.model, "character/narrator");
+        assert_eq!(escaped.method, Method::Generate);
+        let colon = call("/v1/models/models%2Fqwen%3Alatest:streamGenerateContent?alt=sse");
+        assert_eq!(colon.model, "qwen:latest");
+        assert_eq!(colon.method, Method::Stream(Framing::Sse));
     }
 }
