@@ -19,7 +19,8 @@
 //!
 //! Admission comes before the gateway's tools: a request refused for its key's tokens never
 //! waits on MCP servers it would not use. An API is one [`Api`] impl (its parser, checks
-//! and renderers); the request log is written here, the same way for all.
+//! and renderers); the request log is written here, the same way for all. A token count
+//! ([`count`]) runs body, check, admit (reserving nothing) and tools, then counts.
 
 use std::future::Future;
 
@@ -232,40 +233,15 @@ async fn start<A: Api>(
     if let Some(response) = A::answered(&checked.presentation) {
         return Ok(Ready::Answered(target.label(), response));
     }
-    let Checked {
+    // tools
+    let Equipped {
         request,
-        tools,
-        call_ids,
-        mcp,
-        search,
-        max_tool_calls,
-        runs_tools,
         stream,
         dropped,
-        mut presentation,
-    } = checked;
-    // tools
-    let gateway = if runs_tools {
-        caller::gateway_tools(caller, &target, &mcp, &request, max_tool_calls).await?
-    } else {
-        None
-    };
-    // A tool search runs in the tool loop, beside the MCP servers' tools or a character's.
-    let pipeline = &caller.snapshot().pipeline;
-    let gateway = match search {
-        Some(search) if runs_tools => Some(pipeline.with_search(&target, gateway, search)?),
-        _ => gateway,
-    };
-    let mut request = GatewayRequest {
-        target,
-        request,
-        tools,
-        call_ids,
-        gateway,
-        tool_filter: caller.tool_filter(),
-    };
-    A::with_gateway_tools(&mut request, &mut presentation)?;
+        presentation,
+    } = equipped::<A>(caller, target, checked).await?;
     // count
+    let pipeline = &caller.snapshot().pipeline;
     let head = stream.then(|| Head {
         estimate: if A::HEAD_COUNT {
             estimate_tokens(&request.offered())
@@ -285,6 +261,66 @@ async fn start<A: Api>(
         A::delivery(presentation, head),
         dropped,
     ))
+}
+
+/// The request with the gateway's tools, and what its answer still needs.
+struct Equipped<P> {
+    request: GatewayRequest,
+    stream: bool,
+    dropped: Vec<String>,
+    presentation: P,
+}
+
+/// The tools phase: the MCP servers the request and its route name and a tool search,
+/// joined to the request as the pipeline takes it. A count goes through it too, so that it
+/// counts what the model would be offered.
+async fn equipped<A: Api>(
+    caller: &Caller,
+    target: Target,
+    checked: Checked<A::Presentation>,
+) -> Result<Equipped<A::Presentation>, ApiError> {
+    let Checked {
+        request,
+        tools,
+        call_ids,
+        mcp,
+        search,
+        max_tool_calls,
+        runs_tools,
+        stream,
+        dropped,
+        mut presentation,
+    } = checked;
+    let gateway = if runs_tools {
+        caller::gateway_tools(caller, &target, &mcp, &request, max_tool_calls).await?
+    } else {
+        None
+    };
+    // A tool search runs in the tool loop, beside the MCP servers' tools or a character's.
+    let gateway = match search {
+        Some(search) if runs_tools => Some(
+            caller
+                .snapshot()
+                .pipeline
+                .with_search(&target, gateway, search)?,
+        ),
+        _ => gateway,
+    };
+    let mut request = GatewayRequest {
+        target,
+        request,
+        tools,
+        call_ids,
+        gateway,
+        tool_filter: caller.tool_filter(),
+    };
+    A::with_gateway_tools(&mut request, &mut presentation)?;
+    Ok(Equipped {
+        request,
+        stream,
+        dropped,
+        presentation,
+    })
 }
 
 /// The body read and checked, and the request admitted: its model resolved for the key,
@@ -319,8 +355,9 @@ pub trait Counts: Api {
     fn counted(count: TokenCount, presentation: &Self::Presentation) -> Response;
 }
 
-/// The handler of an API's token count: the same phases up to admission (nothing
-/// reserved, no tool resolved), then the prompt counted as the backend would see it.
+/// The handler of an API's token count: the same phases up to the tools (nothing reserved;
+/// the gateway's tools joined, so they are counted), then the prompt counted as the backend
+/// would see it.
 pub async fn count<A: Counts>(
     State(state): State<AppState>,
     Extension(RequestId(request_id)): Extension<RequestId>,
@@ -338,22 +375,26 @@ pub async fn count<A: Counts>(
         uri: &uri,
         body_bytes: 0,
     };
-    let (response, dropped) = match checked_and_admitted::<A>(&mut context, &log, body, false).await
-    {
-        Ok((checked, target)) => {
-            let label = target.label();
-            let request = GatewayRequest {
-                target,
-                request: checked.request,
-                tools: checked.tools,
-                call_ids: checked.call_ids,
-                gateway: None,
-                tool_filter: caller.tool_filter(),
-            };
-            let count = caller.snapshot().pipeline.count_tokens(&request).await;
+    let counted = async {
+        let (checked, target) =
+            checked_and_admitted::<A>(&mut context, &log, body, false).await?;
+        let equipped = equipped::<A>(caller, target, checked).await?;
+        let count = caller
+            .snapshot()
+            .pipeline
+            .count_tokens(&equipped.request)
+            .await;
+        Ok::<_, ApiError>((count, equipped))
+    };
+    let (response, dropped) = match counted.await {
+        Ok((count, equipped)) => {
             // A count consumes nothing: no tokens are tallied.
+            let label = equipped.request.target.label();
             log.finish(&label, axum::http::StatusCode::OK, Tally::default(), false);
-            (A::counted(count, &checked.presentation), checked.dropped)
+            (
+                A::counted(count, &equipped.presentation),
+                equipped.dropped,
+            )
         }
         Err(error) => (log.fail("-", error, A::error), Vec::new()),
     };

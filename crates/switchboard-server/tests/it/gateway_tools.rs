@@ -925,3 +925,57 @@ async fn a_streamed_heads_count_includes_the_gateways_tools() {
     );
     gateway.stop().await.unwrap();
 }
+
+/// A token count goes through the tools phase as an answer does: what it counts is what the
+/// model would be offered, the route's MCP servers' tools included (Messages' `count_tokens`
+/// and Gemini's `:countTokens` alike).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_count_includes_the_gateways_tools_on_every_api_that_counts() {
+    let Some(servers) = everything() else { return };
+    let backend = ScriptedServer::responding(|request: &Captured| {
+        if request.head.starts_with("post /tokenize ") {
+            return switchboard_testkit::Reply::json(200, &json!({"count": 123, "tokens": []}));
+        }
+        OpenAiScript::new().text("unused").finish("stop", 1, 1).reply()
+    })
+    .await;
+    let gateway = gateway(&servers, &backend, "mcp_servers = [\"everything\"]").await;
+    let asks = [
+        (
+            format!("http://{}/v1/messages/count_tokens", gateway.address),
+            json!({"model": "local", "messages": [{"role": "user", "content": "hi"}]}),
+            "input_tokens",
+        ),
+        (
+            format!(
+                "http://{}/v1beta/models/local:countTokens",
+                gateway.address
+            ),
+            json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+            "totalTokens",
+        ),
+    ];
+    for (url, body, field) in asks {
+        let answer = client().post(&url).json(&body).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{url}");
+        let counted: Value = answer.json().await.unwrap();
+        assert_eq!(counted[field], 123, "{url}: {counted}");
+    }
+    let counts: Vec<_> = backend
+        .requests()
+        .into_iter()
+        .filter(|request| request.head.starts_with("post /tokenize "))
+        .collect();
+    assert_eq!(counts.len(), 2, "each count asked the tokenizer once");
+    for counted in counts {
+        let has_echo = counted.body["tools"].as_array().is_some_and(|tools| {
+            tools.iter().any(|tool| {
+                tool["function"]["name"]
+                    .as_str()
+                    .is_some_and(|name| name.ends_with("echo"))
+            })
+        });
+        assert!(has_echo, "the server's tools are counted: {}", counted.body);
+    }
+    gateway.stop().await.unwrap();
+}
