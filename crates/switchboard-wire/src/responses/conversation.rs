@@ -15,6 +15,12 @@ use super::items::{ContentPart, Execution, Item, MessageContent, Role, ToolOutpu
 use super::tools::model_name;
 use crate::ConvertError;
 
+/// What the model reads, replayed, of a search that loaded nothing because its input was
+/// unusable (`tool_search_output` with `status: "incomplete"`): the detail is not kept in
+/// the item, the failure is.
+const UNRUN_SEARCH: &str =
+    "Error: invalid_tool_input: the search could not run on that input; no tools were loaded";
+
 /// An MCP call the model asked for and the client answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpApproval {
@@ -215,6 +221,7 @@ pub(super) fn messages(
                 call_id,
                 tools: found,
                 execution,
+                status,
                 ..
             } => {
                 turn.flush(&mut messages);
@@ -230,10 +237,14 @@ pub(super) fn messages(
                     )
                 })?;
                 answer(call_id, path, &calls)?;
-                messages.push(Message::tool(
-                    call_id,
-                    Value::from(found.clone()).to_string(),
-                ));
+                // A search that could not run on its input loaded nothing, and says so:
+                // read as an empty list it would tell the model that nothing matched.
+                let content = if status.as_deref() == Some("incomplete") && found.is_empty() {
+                    UNRUN_SEARCH.to_owned()
+                } else {
+                    Value::from(found.clone()).to_string()
+                };
+                messages.push(Message::tool(call_id, content));
             }
             Item::LocalShellCallOutput { id, output, .. } => {
                 turn.flush(&mut messages);

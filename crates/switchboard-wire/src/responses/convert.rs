@@ -463,6 +463,22 @@ mod tests {
     }
 
     #[test]
+    fn a_hosted_search_that_could_not_run_reads_as_an_error_not_as_no_match() {
+        let converted = convert(json!({"model": "m", "input": [
+            {"role": "user", "content": "weather?"},
+            {"type": "tool_search_call", "id": "tsc_1", "call_id": null, "execution": "server",
+                "arguments": {"query": ""}, "status": "completed"},
+            {"type": "tool_search_output", "id": "tso_1", "call_id": null, "execution": "server",
+                "tools": [], "status": "incomplete"}],
+            "tools": [{"type": "tool_search"}, {"type": "function", "name": "weather", "defer_loading": true}]}))
+        .unwrap();
+        let messages = serde_json::to_value(&converted.request.messages).unwrap();
+        let read = messages[2]["content"].as_str().unwrap();
+        assert!(read.starts_with("Error: invalid_tool_input:"), "{read}");
+        assert_eq!(converted.tools.deferred.len(), 1);
+    }
+
+    #[test]
     fn bad_items_name_their_path() {
         let error = convert(json!({"model": "m", "input": [{"role": "user", "content": "hi"}, {"type": "function_call", "name": "f", "arguments": "{}"}]})).unwrap_err();
         assert!(
