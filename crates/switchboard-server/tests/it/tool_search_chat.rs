@@ -5,18 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::{Value, json};
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer};
+use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, tool_names};
 
 use crate::common::{self, accumulate, parse_sse, post_with, route, summary, without_ids};
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-        .collect()
-}
 
 /// Searches until the weather tool is offered, then calls it.
 fn model(request: &Captured) -> Reply {
@@ -120,6 +111,28 @@ async fn the_gateway_searches_and_the_client_sees_only_its_own_call() {
         .filter_map(|chunk| chunk["character_event"]["type"].as_str())
         .collect();
     assert_eq!(kinds, ["tool_search", "tool_started", "tool_finished"]);
+    gateway.stop().await.unwrap();
+}
+
+/// The client saw only its own call; in its next request the call in the history keeps the
+/// tool found offered, without another search.
+#[tokio::test]
+async fn a_tool_the_history_called_stays_offered_in_the_next_request() {
+    let backend = ScriptedServer::responding(model).await;
+    let gateway = common::one_route("openai", &format!("{}/v1", backend.base), "").await;
+    let mut request = body();
+    request["model"] = json!("qwen");
+    request["messages"].as_array_mut().unwrap().extend([
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_w", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_w", "content": "18 degrees"}),
+    ]);
+    let answer = post_with(&gateway, "/v1/chat/completions", &request, &[]).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(
+        tool_names(&common::sent(&backend, 0)),
+        ["get_weather", "tool_search"]
+    );
     gateway.stop().await.unwrap();
 }
 

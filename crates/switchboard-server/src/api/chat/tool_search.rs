@@ -4,9 +4,11 @@
 //! place it. The gateway runs the search (`switchboard_pipeline::tool_search`); the client
 //! sees only calls to its own tools.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 use switchboard_pipeline::tool_search::{SearchMode, ToolSearch};
-use switchboard_tools::ToolDefinition;
+use switchboard_tools::{Message, ToolDefinition};
 use switchboard_wire::ChatRequest;
 use switchboard_wire::mcp::OpenAiTool;
 
@@ -86,15 +88,28 @@ pub fn take(tools: &mut Option<Vec<OpenAiTool>>) -> Result<Option<Asked>, ApiErr
 }
 
 /// The search over the request's deferred functions, which leave the tools the model is
-/// offered (a forced one stays).
+/// offered. A forced one stays, and so does one the history's assistant turns called: the
+/// client sees only calls to its own tools, so a call is what is left of a search that
+/// found the tool in an earlier request, and the model keeps it without searching again.
 pub fn search(asked: Asked, request: &mut ChatRequest) -> ToolSearch {
     let forced = match &request.tool_choice {
         Some(switchboard_wire::ToolChoice::Function(name)) => Some(name.as_str()),
         _ => None,
     };
+    let called: HashSet<&str> = request
+        .messages
+        .iter()
+        .flat_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
+        })
+        .map(|call| call.name.as_str())
+        .collect();
     let (hidden, offered): (Vec<ToolDefinition>, Vec<ToolDefinition>) =
         request.tools.iter().cloned().partition(|tool| {
-            asked.deferred.iter().any(|name| name == tool.name()) && forced != Some(tool.name())
+            asked.deferred.iter().any(|name| name == tool.name())
+                && forced != Some(tool.name())
+                && !called.contains(tool.name())
         });
     request.tools = offered.into();
     ToolSearch::new(NAME, asked.mode, None, hidden)
