@@ -30,7 +30,7 @@ pub use llama::LlamaServer;
 pub use nginx::Nginx;
 pub use npm::{cache_dir, npm_package};
 pub use ollama::OllamaScript;
-pub use openai::{OpenAiScript, message_text, sse_body};
+pub use openai::{OpenAiScript, last_message, message_text, sse_body, tool_names};
 pub use process::rss_mib;
 pub use redis::RedisServer;
 pub use server::{Captured, Chunking, Reply, ScriptedServer};

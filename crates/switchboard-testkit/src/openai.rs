@@ -114,6 +114,26 @@ pub fn sse_body(chunks: &[Value], done: bool) -> String {
     body
 }
 
+/// The function names a Chat Completions request offers, in order: what a test reads to see
+/// which tools reached the model.
+pub fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The last message of a Chat Completions request (`null` when it has none).
+pub fn last_message(body: &Value) -> Value {
+    body["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
 /// The text of a Chat Completions message's content, whichever shape it has (a string, or
 /// parts of which the text ones count): how a scripted model reads what an agent sent it.
 pub fn message_text(message: &Value) -> String {

@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use common::*;
 use serde_json::{Value, json};
 use switchboard_testkit::peers::peer;
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
+use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, message_text, npm_package};
 
 const CODEX_VERSION: &str = "0.169.0";
 /// The backend model of the route whose model answers in Hermes markup.
@@ -42,18 +42,6 @@ fn codex() -> Option<PathBuf> {
     })
 }
 
-/// The text of a chat message's content.
-fn text(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|part| part["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
-}
-
 /// The tools the model was offered: native tool names, or the names in a prompted route's
 /// system prompt.
 fn offered(body: &Value, name: &str) -> bool {
@@ -64,7 +52,7 @@ fn offered(body: &Value, name: &str) -> bool {
         _ => body["messages"]
             .as_array()
             .and_then(|messages| messages.first())
-            .is_some_and(|system| text(system).contains(&format!("\"{name}\""))),
+            .is_some_and(|system| message_text(system).contains(&format!("\"{name}\""))),
     }
 }
 
@@ -102,7 +90,7 @@ fn model(request: &Captured) -> Reply {
     let hermes = body["model"] == HERMES_MODEL;
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let answered = last["role"] == "tool"
-        || (hermes && last["role"] == "user" && text(&last).contains("<tool_response>"));
+        || (hermes && last["role"] == "user" && message_text(&last).contains("<tool_response>"));
     let task = messages
         .iter()
         .rev()
@@ -200,8 +188,8 @@ fn results(backend: &ScriptedServer) -> Vec<String> {
                 .and_then(|messages| messages.last())
                 .cloned()
         })
-        .filter(|last| last["role"] == "tool" || text(last).contains("<tool_response>"))
-        .map(|last| text(&last))
+        .filter(|last| last["role"] == "tool" || message_text(last).contains("<tool_response>"))
+        .map(|last| message_text(&last))
         .collect()
 }
 

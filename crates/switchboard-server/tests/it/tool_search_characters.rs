@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 use switchboard_server::RunningGateway;
-use switchboard_testkit::{Captured, Chunking, OpenAiScript, Reply, ScriptedServer};
+use switchboard_testkit::{Captured, Chunking, OpenAiScript, Reply, ScriptedServer, message_text, tool_names};
 
 use crate::common::messages::{fold, parse_events, post_messages, without_message_ids};
 use crate::common::{self, accumulate, parse_sse, post_with, sent, summary, without_ids};
@@ -16,25 +16,6 @@ const CHARACTER: &str = "character/narrator";
 const OWN_TOOL: &str = "log_story_event";
 const FOUND: &str = "get_weather";
 
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
-fn text(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|part| part["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
-}
 
 /// The model: logs a story event with the narrator's tool, then searches for the weather
 /// tool (with whichever search tool it is offered), calls it once offered, and narrates
@@ -61,7 +42,7 @@ fn model(request: &Captured, chunking: Chunking) -> Reply {
                 &[r#"{"event": "A storm"#, r#" gathers"}"#],
             )
             .finish("tool_calls", 100, 10)
-    } else if text(&last).contains("18 degrees") {
+    } else if message_text(&last).contains("18 degrees") {
         OpenAiScript::new()
             .text("It is 18 degrees ")
             .text("in Paris.")
@@ -107,7 +88,7 @@ fn check_rounds(backend: &ScriptedServer, search: &str) {
     assert_eq!(tool_names(&second), [OWN_TOOL, search]);
     let logged = second["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(logged["role"], "tool");
-    assert_eq!(text(logged), "Logged story event: A storm gathers");
+    assert_eq!(message_text(logged), "Logged story event: A storm gathers");
     let third = sent(backend, 2);
     assert_eq!(tool_names(&third), [OWN_TOOL, search, FOUND]);
     assert_eq!(
@@ -117,7 +98,7 @@ fn check_rounds(backend: &ScriptedServer, search: &str) {
     );
     let result = third["messages"].as_array().unwrap().last().unwrap();
     assert!(
-        text(result).contains("- get_weather: Current weather in a city"),
+        message_text(result).contains("- get_weather: Current weather in a city"),
         "{result}"
     );
 }

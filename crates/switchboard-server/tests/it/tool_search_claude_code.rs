@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::mcp::{python, script};
 use switchboard_testkit::peers::peer;
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, claude_code};
+use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, claude_code, tool_names};
 
 use crate::common::{route, sent};
 use crate::messages_claude_code::{Scratch, claude};
@@ -42,15 +42,6 @@ server.run()
 
 const FOUND: &str = "mcp__inventory__archive_delta";
 const TIMEOUT_SECS: &str = "180";
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-        .collect()
-}
 
 /// The text of each tool result in the conversation.
 fn results(body: &Value) -> Vec<String> {

@@ -8,32 +8,13 @@
 
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer};
+use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, message_text, tool_names};
 
 use crate::common::{python_client, route, sent};
 
 const FOUND: &str = "get_weather";
 
 /// The text of a chat message.
-fn text(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|part| part["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-        .collect()
-}
 
 /// The model: the user's "Find: X" has it search for X once ("Always: X" on every turn),
 /// then call the weather tool once it is offered, then answer in words.
@@ -66,11 +47,11 @@ fn model(request: &Captured) -> Reply {
     };
     let script = if let Some(asked) = user.strip_prefix("Always: ") {
         search_call(asked)
-    } else if last["role"] == "tool" && text(&last).starts_with("Error") {
+    } else if last["role"] == "tool" && message_text(&last).starts_with("Error") {
         OpenAiScript::new()
             .text("The search failed.")
             .finish("stop", 120, 4)
-    } else if last["role"] == "tool" && text(&last).contains("18 degrees") {
+    } else if last["role"] == "tool" && message_text(&last).contains("18 degrees") {
         OpenAiScript::new()
             .text("It is 18 degrees.")
             .finish("stop", 140, 5)

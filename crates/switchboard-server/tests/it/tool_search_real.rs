@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::{Value, json};
-use switchboard_testkit::{LlamaServer, Tap};
+use switchboard_testkit::{LlamaServer, Tap, tool_names};
 
 use crate::common::{post, route, start};
 
@@ -25,15 +25,6 @@ fn few_shot(ask: &str) -> Vec<Value> {
     }
     messages.push(json!({"role": "user", "content": format!("Weather in {ask}?")}));
     messages
-}
-
-fn names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-        .collect()
 }
 
 #[tokio::test]
@@ -71,7 +62,7 @@ async fn the_real_model_searches_and_the_next_round_offers_the_tool_found() {
     let answer = answer.json();
     let sent = tap.requests();
     assert!(sent.len() >= 2, "the model never searched: {answer}");
-    assert_eq!(names(&sent[0]), ["tool_search"], "{}", sent[0]);
+    assert_eq!(tool_names(&sent[0]), ["tool_search"], "{}", sent[0]);
     let ran = &answer["choices"][0]["gateway_tool_calls"][0];
     assert_eq!(ran["name"], "tool_search", "{answer}");
     assert!(
@@ -80,7 +71,7 @@ async fn the_real_model_searches_and_the_next_round_offers_the_tool_found() {
     );
     let next = &sent[1];
     assert!(
-        names(next).iter().any(|name| name == "get_weather"),
+        tool_names(next).iter().any(|name| name == "get_weather"),
         "{next}"
     );
     assert!(

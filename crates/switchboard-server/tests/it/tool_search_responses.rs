@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use switchboard_server::RunningGateway;
-use switchboard_testkit::{Captured, Chunking, OpenAiScript, Reply, ScriptedServer, message_text};
+use switchboard_testkit::{Captured, Chunking, OpenAiScript, Reply, ScriptedServer, last_message, message_text, tool_names};
 
 use crate::common::{self, post_with, python_client, route};
 use crate::gateway_tools::{everything, gateway};
@@ -23,22 +23,6 @@ use crate::gateway_tools::{everything, gateway};
 /// A parameter's description no request before a search may carry.
 const HIDDEN: &str = "zz-hidden-parameter";
 
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
-fn last_message(body: &Value) -> Value {
-    body["messages"]
-        .as_array()
-        .and_then(|messages| messages.last())
-        .cloned()
-        .unwrap_or(Value::Null)
-}
 
 fn schema() -> Value {
     json!({"type": "object", "properties": {"id": {"type": "string", "description": HIDDEN}},

@@ -214,12 +214,12 @@ impl From<Usage> for UsageMetadata {
     }
 }
 
-/// A call of the whole answer as a `functionCall` part.
-fn call_part<'a>(id: &'a str, name: &'a str, arguments: &'a str) -> Part<'a> {
-    let args = match serde_json::from_str::<&RawValue>(arguments) {
-        Ok(raw) if is_object(arguments) => Args::Borrowed(raw),
-        _ => Args::Empty,
-    };
+/// A call as a `functionCall` part.
+fn call_part<'a>(
+    id: impl Into<Cow<'a, str>>,
+    name: impl Into<Cow<'a, str>>,
+    args: Args<'a>,
+) -> Part<'a> {
     Part::Call {
         function_call: CallPart {
             id: id.into(),
@@ -229,18 +229,23 @@ fn call_part<'a>(id: &'a str, name: &'a str, arguments: &'a str) -> Part<'a> {
     }
 }
 
-/// A streamed call, assembled, as a `functionCall` part.
-fn owned_call_part(id: String, name: String, arguments: String) -> Part<'static> {
-    let args = match is_object(&arguments).then(|| RawValue::from_string(arguments)) {
-        Some(Ok(raw)) => Args::Owned(raw),
-        _ => Args::Empty,
-    };
-    Part::Call {
-        function_call: CallPart {
-            id: id.into(),
-            name: name.into(),
-            args,
-        },
+impl<'a> Args<'a> {
+    /// A whole answer's arguments, borrowed where they are an object.
+    fn borrowed(arguments: &'a str) -> Self {
+        match serde_json::from_str::<&RawValue>(arguments) {
+            Ok(raw) if is_object(arguments) => Args::Borrowed(raw),
+            _ => Args::Empty,
+        }
+    }
+}
+
+impl Args<'static> {
+    /// A streamed call's arguments, assembled, kept where they are an object.
+    fn owned(arguments: String) -> Self {
+        match is_object(&arguments).then(|| RawValue::from_string(arguments)) {
+            Some(Ok(raw)) => Args::Owned(raw),
+            _ => Args::Empty,
+        }
     }
 }
 
@@ -292,7 +297,11 @@ impl WholeBody for WholeResponse {
             parts.push(text_part(text, false));
         }
         for call in &response.tool_calls {
-            parts.push(call_part(&call.id, &call.name, &call.arguments));
+            parts.push(call_part(
+                call.id.as_str(),
+                call.name.as_str(),
+                Args::borrowed(&call.arguments),
+            ));
         }
         let malformed = !answer.problems.is_empty() && response.tool_calls.is_empty();
         let finish = finish_reason(&response.finish_reason, malformed);
@@ -436,7 +445,7 @@ impl Renderer for ChunkRenderer {
                 };
                 let (_, id, name, arguments) = self.calls.remove(at);
                 self.called = true;
-                self.hold(owned_call_part(id, name, arguments))
+                self.hold(call_part(id, name, Args::owned(arguments)))
             }
             StreamEvent::Usage(usage) => {
                 self.usage = Some(usage);
