@@ -376,8 +376,7 @@ pub async fn count<A: Counts>(
         body_bytes: 0,
     };
     let counted = async {
-        let (checked, target) =
-            checked_and_admitted::<A>(&mut context, &log, body, false).await?;
+        let (checked, target) = checked_and_admitted::<A>(&mut context, &log, body, false).await?;
         let equipped = equipped::<A>(caller, target, checked).await?;
         let count = caller
             .snapshot()
@@ -391,10 +390,7 @@ pub async fn count<A: Counts>(
             // A count consumes nothing: no tokens are tallied.
             let label = equipped.request.target.label();
             log.finish(&label, axum::http::StatusCode::OK, Tally::default(), false);
-            (
-                A::counted(count, &equipped.presentation),
-                equipped.dropped,
-            )
+            (A::counted(count, &equipped.presentation), equipped.dropped)
         }
         Err(error) => (log.fail("-", error, A::error), Vec::new()),
     };

@@ -936,7 +936,10 @@ async fn a_token_count_includes_the_gateways_tools_on_every_api_that_counts() {
         if request.head.starts_with("post /tokenize ") {
             return switchboard_testkit::Reply::json(200, &json!({"count": 123, "tokens": []}));
         }
-        OpenAiScript::new().text("unused").finish("stop", 1, 1).reply()
+        OpenAiScript::new()
+            .text("unused")
+            .finish("stop", 1, 1)
+            .reply()
     })
     .await;
     let gateway = gateway(&servers, &backend, "mcp_servers = [\"everything\"]").await;
@@ -947,10 +950,7 @@ async fn a_token_count_includes_the_gateways_tools_on_every_api_that_counts() {
             "input_tokens",
         ),
         (
-            format!(
-                "http://{}/v1beta/models/local:countTokens",
-                gateway.address
-            ),
+            format!("http://{}/v1beta/models/local:countTokens", gateway.address),
             json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
             "totalTokens",
         ),

@@ -24,7 +24,9 @@ use std::process::{Command, Stdio};
 use common::*;
 use serde_json::{Value, json};
 use switchboard_testkit::peers::peer;
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, message_text, npm_package};
+use switchboard_testkit::{
+    Captured, OpenAiScript, Reply, ScriptedServer, message_text, npm_package,
+};
 
 const CODEX_VERSION: &str = "0.169.0";
 /// The backend model of the route whose model answers in Hermes markup.
@@ -95,7 +97,7 @@ fn model(request: &Captured) -> Reply {
         .iter()
         .rev()
         .find(|message| message["role"] == "user")
-        .map(text)
+        .map(message_text)
         .unwrap_or_default();
     let reply = match (answered, call_for(body, &task)) {
         (false, Some((name, arguments))) if offered(body, &name) => {

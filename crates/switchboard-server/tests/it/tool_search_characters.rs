@@ -7,7 +7,9 @@
 
 use serde_json::{Value, json};
 use switchboard_server::RunningGateway;
-use switchboard_testkit::{Captured, Chunking, OpenAiScript, Reply, ScriptedServer, message_text, tool_names};
+use switchboard_testkit::{
+    Captured, Chunking, OpenAiScript, Reply, ScriptedServer, message_text, tool_names,
+};
 
 use crate::common::messages::{fold, parse_events, post_messages, without_message_ids};
 use crate::common::{self, accumulate, parse_sse, post_with, sent, summary, without_ids};
@@ -15,7 +17,6 @@ use crate::common::{self, accumulate, parse_sse, post_with, sent, summary, witho
 const CHARACTER: &str = "character/narrator";
 const OWN_TOOL: &str = "log_story_event";
 const FOUND: &str = "get_weather";
-
 
 /// The model: logs a story event with the narrator's tool, then searches for the weather
 /// tool (with whichever search tool it is offered), calls it once offered, and narrates

@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
-use switchboard_testkit::{AnthropicScript, Captured, Chunking, ScriptedServer};
+use switchboard_testkit::{AnthropicScript, Captured, Chunking, ScriptedServer, message_text};
 
 use crate::common::{CHARACTERS, client, python_client, route};
 use crate::gateway_tools::{everything, ready};
@@ -45,14 +45,7 @@ fn last_results(request: &Captured) -> String {
     blocks
         .iter()
         .filter(|block| block["type"] == "tool_result")
-        .map(|block| match &block["content"] {
-            Value::String(text) => text.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|part| part["text"].as_str())
-                .collect(),
-            _ => String::new(),
-        })
+        .map(message_text)
         .collect()
 }
 

@@ -8,13 +8,13 @@
 
 use serde_json::{Value, json};
 use switchboard_server::{Config, RunningGateway};
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, message_text, tool_names};
+use switchboard_testkit::{
+    Captured, OpenAiScript, Reply, ScriptedServer, message_text, tool_names,
+};
 
 use crate::common::{python_client, route, sent};
 
 const FOUND: &str = "get_weather";
-
-/// The text of a chat message.
 
 /// The model: the user's "Find: X" has it search for X once ("Always: X" on every turn),
 /// then call the weather tool once it is offered, then answer in words.
@@ -24,7 +24,7 @@ fn model(request: &Captured) -> Reply {
     let user = messages
         .iter()
         .find(|message| message["role"] == "user")
-        .map(text)
+        .map(message_text)
         .unwrap_or_default();
     let tools = tool_names(body);
     let search = tools

@@ -15,14 +15,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use switchboard_server::RunningGateway;
-use switchboard_testkit::{Captured, Chunking, OpenAiScript, Reply, ScriptedServer, last_message, message_text, tool_names};
+use switchboard_testkit::{
+    Captured, Chunking, OpenAiScript, Reply, ScriptedServer, last_message, message_text, tool_names,
+};
 
 use crate::common::{self, post_with, python_client, route};
 use crate::gateway_tools::{everything, gateway};
 
 /// A parameter's description no request before a search may carry.
 const HIDDEN: &str = "zz-hidden-parameter";
-
 
 fn schema() -> Value {
     json!({"type": "object", "properties": {"id": {"type": "string", "description": HIDDEN}},
