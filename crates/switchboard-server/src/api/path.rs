@@ -133,8 +133,6 @@ pub struct Checked<P> {
     pub search: Option<ToolSearch>,
     /// Calls the gateway's tools may take in all (OpenAI's `max_tool_calls`).
     pub max_tool_calls: Option<usize>,
-    /// Whether the gateway resolves tools for it at all (a token count runs nothing).
-    pub runs_tools: bool,
     pub stream: bool,
     /// Tools left out (hosted tools that cannot run here), named in a header.
     pub dropped: Vec<String>,
@@ -158,7 +156,6 @@ impl<P> Checked<P> {
             mcp: Vec::new(),
             search: None,
             max_tool_calls: None,
-            runs_tools: true,
             dropped: Vec::new(),
             presentation,
         }
@@ -286,25 +283,20 @@ async fn equipped<A: Api>(
         mcp,
         search,
         max_tool_calls,
-        runs_tools,
         stream,
         dropped,
         mut presentation,
     } = checked;
-    let gateway = if runs_tools {
-        caller::gateway_tools(caller, &target, &mcp, &request, max_tool_calls).await?
-    } else {
-        None
-    };
+    let gateway = caller::gateway_tools(caller, &target, &mcp, &request, max_tool_calls).await?;
     // A tool search runs in the tool loop, beside the MCP servers' tools or a character's.
     let gateway = match search {
-        Some(search) if runs_tools => Some(
+        Some(search) => Some(
             caller
                 .snapshot()
                 .pipeline
                 .with_search(&target, gateway, search)?,
         ),
-        _ => gateway,
+        None => gateway,
     };
     let mut request = GatewayRequest {
         target,

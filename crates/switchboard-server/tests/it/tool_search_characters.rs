@@ -166,8 +166,9 @@ async fn chat_a_character_searches_the_clients_deferred_tools_beside_its_own() {
         "It is 18 degrees in Paris."
     );
     assert_eq!(answer["choices"][0]["finish_reason"], "stop");
+    // The history called the tool found: it stays offered, with no search again.
     let continued = sent(&backend, 3);
-    assert_eq!(tool_names(&continued), [OWN_TOOL, "tool_search"]);
+    assert_eq!(tool_names(&continued), [FOUND, OWN_TOOL, "tool_search"]);
     let result = continued["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(result["role"], "tool");
     assert_eq!(result["tool_call_id"], call_id.as_str());

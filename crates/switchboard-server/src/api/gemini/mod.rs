@@ -255,7 +255,6 @@ impl Api for Gemini {
             dropped_fields,
         };
         Ok(path::Checked {
-            runs_tools: !counting,
             dropped: dropped_tools,
             ..path::Checked::new(request, tools, CallIdShape::OpenAi, presentation)
         })

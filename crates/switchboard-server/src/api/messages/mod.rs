@@ -121,21 +121,11 @@ impl Api for Messages {
             input_estimate: 0,
             tool_listing,
         };
-        // A count runs nothing, but counts the search tool the model would see.
-        if let Some(search) = &search
-            && endpoint == Endpoint::CountTokens
-        {
-            let mut tools = request.tools.to_vec();
-            tools.push(search.definition());
-            request.tools = tools.into();
-        }
         let stream = request.stream && endpoint == Endpoint::Messages;
         Ok(Checked {
             mcp: checked.mcp,
             search,
             stream,
-            // Counting tokens runs nothing.
-            runs_tools: endpoint == Endpoint::Messages,
             dropped: checked.dropped,
             ..Checked::new(request, checked.tools, CallIdShape::Anthropic, presentation)
         })
