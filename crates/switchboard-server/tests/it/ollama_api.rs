@@ -716,3 +716,26 @@ async fn embeddings_pass_through_to_a_route_whose_backend_is_ollama() {
     );
     gateway.stop().await.unwrap();
 }
+
+/// An answer is read up to a bound (16 MiB): a backend's larger embeddings are an error that
+/// says why, in Ollama's shape, and the gateway never holds more than the bound.
+#[tokio::test]
+async fn embeddings_past_the_bound_on_an_answer_are_an_error_that_says_why() {
+    // About 18 MiB: three million numbers of six bytes each.
+    let huge = json!({"model": BACKEND_MODEL, "embeddings": [vec![0.125; 3_000_000]]});
+    let backend = ScriptedServer::start(vec![Reply::json(200, &huge)]).await;
+    let gateway = start("", &[route("local", "ollama", &backend.base, "")]).await;
+    let answer = post_to(
+        &gateway,
+        "/api/embed",
+        &json!({"model": "local", "input": "why is the sky blue?"}),
+    )
+    .await;
+    assert_eq!(answer.status, 502, "{}", answer.text);
+    let error = answer.json()["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(error.contains("larger than the gateway reads"), "{error}");
+    gateway.stop().await.unwrap();
+}
