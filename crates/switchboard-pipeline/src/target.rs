@@ -6,10 +6,8 @@ use std::sync::Arc;
 
 use switchboard_characters::Character;
 
+use switchboard_upstream::CHARACTER_PREFIX as PREFIX;
 use switchboard_upstream::Route;
-
-/// The model-name prefix that names a character.
-const PREFIX: &str = "character/";
 
 /// The route or character that answers a request.
 #[derive(Debug, Clone)]
@@ -21,7 +19,8 @@ pub enum Target {
 /// A character's model id, `character/<name>`: by its file stem where the character is
 /// listed and authorized (file stems make ids without spaces), or by whichever name a
 /// client used (`character/<CHARACTER_NAME>` reaches the same character). The one place
-/// that spells the prefix.
+/// that builds and reads ids with the prefix (which the route settings spell, so that no
+/// route may take one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CharacterId(String);
 

@@ -20,5 +20,7 @@ pub use health::Health;
 pub use pool::PoolBackend;
 pub use request::{PoolError, RetryReason, SendOptions, UpstreamRecord};
 pub use route::{ClientHooks, Route, ToolLoopSettings, WrapClient};
-pub use settings::{Balance, RouteConfig, ToolCallPolicy, ToolCalling, check_routes};
+pub use settings::{
+    Balance, CHARACTER_PREFIX, RouteConfig, ToolCallPolicy, ToolCalling, check_routes,
+};
 pub use table::RouteTable;

@@ -182,6 +182,10 @@ pub enum ToolCallPolicy {
 
 /// Every problem of the configured routes, each starting with its key path
 /// (`route[2] ("local").url: …`). `request_timeout_secs` bounds their first-byte waits.
+/// The model-name prefix that names a character (`character/narrator`): spelled here, where
+/// routes are refused names that start with it, and read by the pipeline, which resolves it.
+pub const CHARACTER_PREFIX: &str = "character/";
+
 pub fn check_routes(routes: &[RouteConfig], request_timeout_secs: u64) -> Vec<String> {
     let mut problems = Vec::new();
     for (index, route) in routes.iter().enumerate() {
@@ -189,9 +193,9 @@ pub fn check_routes(routes: &[RouteConfig], request_timeout_secs: u64) -> Vec<St
         if route.name.trim().is_empty() {
             problems.push(format!("route[{index}].name must not be empty"));
         }
-        if route.name.starts_with("character/") {
+        if route.name.starts_with(CHARACTER_PREFIX) {
             problems.push(format!(
-                "{place}.name: \"character/\" names are reserved for characters"
+                "{place}.name: \"{CHARACTER_PREFIX}\" names are reserved for characters"
             ));
         }
         if routes[..index].iter().any(|other| other.name == route.name) {
