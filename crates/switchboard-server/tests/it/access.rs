@@ -588,6 +588,23 @@ async fn no_secret_reaches_a_log_line_a_metric_an_error_or_the_backend() {
     ];
     let statuses: Vec<u16> = answers.iter().map(|answer| answer.status).collect();
     assert_eq!(statuses, [200, 502, 404, 429, 401, 200]);
+    // Google's clients may send the key in the query (`?key=`): it reaches the gate (the
+    // key's minute is spent, so each is a 429) and no log line, error or header.
+    let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+    for key in [KEY, NEAR_MISS] {
+        let path = format!("/v1beta/models/qwen:generateContent?key={key}");
+        let answer = send(
+            &gateway,
+            Method::POST,
+            &path,
+            Credential::None,
+            Some(&gemini),
+        )
+        .await;
+        let status = if key == KEY { 429 } else { 401 };
+        assert_eq!(answer.status, status, "{}", answer.text);
+        answers.push(answer);
+    }
     // The backend's refusal of the route's key is not passed on: it quoted the key.
     assert_eq!(answers[1].error(502)["code"], "backend_auth_failed");
     answers.push(
