@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{Answer, parse_sse, post, post_to, post_with, request, route, start, streaming};
+use common::{Answer, parse_sse, post, post_to, post_with, request, streaming};
 use serde_json::{Value, json};
 use switchboard_testkit::{Chunking, OpenAiScript, Reply, ScriptedServer};
 
@@ -56,16 +56,7 @@ fn sse_data(text: &str) -> Vec<Value> {
 
 /// Gemini whole, as SSE and as Google's JSON array: each `usageMetadata` as read.
 async fn gemini_usages(backend: &ScriptedServer) -> Vec<Value> {
-    let gateway = start(
-        "",
-        &[route(
-            "native",
-            "openai",
-            &format!("{}/v1", backend.base),
-            "",
-        )],
-    )
-    .await;
+    let gateway = common::native_route(backend).await;
     let whole = gemini(&gateway, "generateContent").await;
     let sse = gemini(&gateway, "streamGenerateContent?alt=sse").await;
     let array = gemini(&gateway, "streamGenerateContent").await;
@@ -125,16 +116,7 @@ async fn chat_and_responses_pass_the_reasoning_count_on_whole_and_streamed() {
             .collect(),
     )
     .await;
-    let gateway = start(
-        "",
-        &[route(
-            "native",
-            "openai",
-            &format!("{}/v1", backend.base),
-            "",
-        )],
-    )
-    .await;
+    let gateway = common::native_route(&backend).await;
     let details = json!({"reasoning_tokens": 5});
 
     let whole = post(&gateway, &request("native", "weather?")).await;

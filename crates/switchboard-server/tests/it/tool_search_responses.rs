@@ -253,16 +253,7 @@ fn weather_model(request: &Captured) -> Reply {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stored_response_and_replayed_items_keep_the_found_tools_offered() {
     let backend = ScriptedServer::responding(weather_model).await;
-    let gateway = common::start(
-        "",
-        &[route(
-            "native",
-            "openai",
-            &format!("{}/v1", backend.base),
-            "",
-        )],
-    )
-    .await;
+    let gateway = common::native_route(&backend).await;
     let request = json!({"model": "native", "input": "Weather in Paris?",
         "tools": tools("regex", false)});
     let answer = sdk(&gateway, "continue", &request).await;
@@ -314,16 +305,7 @@ async fn an_invalid_pattern_is_the_models_to_read() {
         script.reply()
     })
     .await;
-    let gateway = common::start(
-        "",
-        &[route(
-            "native",
-            "openai",
-            &format!("{}/v1", backend.base),
-            "",
-        )],
-    )
-    .await;
+    let gateway = common::native_route(&backend).await;
     let body = json!({"model": "native", "input": "Weather?", "tools": tools("regex", false)});
     let answer = post_with(&gateway, "/v1/responses", &body, &[]).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
@@ -456,16 +438,7 @@ async fn a_stored_response_keeps_a_deferred_servers_found_tool_offered() {
 #[tokio::test]
 async fn a_function_named_like_the_hosted_search_is_refused() {
     let backend = ScriptedServer::start(Vec::new()).await;
-    let gateway = common::start(
-        "",
-        &[route(
-            "native",
-            "openai",
-            &format!("{}/v1", backend.base),
-            "",
-        )],
-    )
-    .await;
+    let gateway = common::native_route(&backend).await;
     let body = json!({"model": "native", "input": "hi", "tools": [
         {"type": "tool_search"}, {"type": "function", "name": "tool_search"}]});
     let answer = post_with(&gateway, "/v1/responses", &body, &[]).await;

@@ -46,6 +46,20 @@ pub async fn one_route(provider: &str, url: &str, extra: &str) -> RunningGateway
     start("", &[route("qwen", provider, url, extra)]).await
 }
 
+/// A gateway whose one route, `native`, is `backend` as an OpenAI-compatible server.
+pub async fn native_route(backend: &switchboard_testkit::ScriptedServer) -> RunningGateway {
+    start(
+        "",
+        &[route(
+            "native",
+            "openai",
+            &format!("{}/v1", backend.base),
+            "",
+        )],
+    )
+    .await
+}
+
 /// A URL nothing listens on.
 pub async fn closed_url() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
