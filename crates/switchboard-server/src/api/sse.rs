@@ -17,6 +17,10 @@ use super::log::{RequestLog, Tally};
 use crate::api::error::ApiError;
 use switchboard_pipeline::{Answer, Output, Outputs, PipelineError, Started, collect_with};
 
+/// How often a stream that is waiting on the gateway's tools says it is alive (every API's
+/// renderer that can say so without breaking its clients: [`Renderer::keepalive`]).
+pub const TOOL_KEEPALIVE: Duration = Duration::from_secs(1);
+
 /// How one API writes a streamed answer.
 pub trait Renderer: Send + 'static {
     /// Work before the first output is rendered, for a head that announces what is still

@@ -15,6 +15,8 @@ Cases:
   prompted   the "hermes" route (prompted tool calling), whole and streamed
   narrator   character/narrator, its tool run in the gateway
   errors     requests the gateway refuses, as the SDK raises them
+  slow       model "local", whose route's MCP server runs a slow tool in the gateway (the
+             stream keeps alive meanwhile), whole and streamed
 
 Exit status 3 means the SDK is not installed (the Rust test then says to run scripts/test).
 """
@@ -179,6 +181,8 @@ def main():
         result = whole_and_streamed(client, "character/narrator", "I search the old desk.")
     elif case == "errors":
         result = refusals(client, base)
+    elif case == "slow":
+        result = whole_and_streamed(client, "local", "Run the long operation.")
     else:
         raise SystemExit(f"unknown case {case}")
     print(json.dumps(result))

@@ -754,3 +754,52 @@ async fn limits_answer_resource_exhausted_and_openai_clients_keep_their_model_sh
     google_error(&missing, 404, "NOT_FOUND");
     gateway.stop().await.unwrap();
 }
+
+/// While the gateway runs a slow tool (server-everything's 3-second operation, on the route's
+/// MCP server), a Gemini stream says it is alive with blank lines, in both framings; Google's
+/// SDK reads the stream past them to the same answer as the whole one, and the JSON array
+/// is still one JSON value.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_keeps_alive_while_the_gateway_runs_a_slow_tool() {
+    use crate::gateway_tools::{caller_model, everything};
+    let Some(servers) = everything() else { return };
+    let backend = caller_model(
+        "everything_trigger-long-running-operation",
+        json!({"duration": 3, "steps": 3}),
+    )
+    .await;
+    let gateway =
+        crate::gateway_tools::gateway(&servers, &backend, "mcp_servers = [\"everything\"]").await;
+    let body = json!({"contents": [{"role": "user", "parts": [{"text": "Run it."}]}]});
+    let ask = |query: &'static str| {
+        common::client()
+            .post(format!(
+                "{}/v1beta/models/local:streamGenerateContent{query}",
+                gateway.base_url()
+            ))
+            .json(&body)
+            .send()
+    };
+    let sse = ask("?alt=sse").await.unwrap().text().await.unwrap();
+    assert!(
+        sse.contains("\n\n\n"),
+        "no blank line kept it alive:\n{sse}"
+    );
+    assert!(sse.contains("Long running operation completed"), "{sse}");
+    let array = ask("").await.unwrap().text().await.unwrap();
+    assert!(array.contains("\n\n"), "{array}");
+    let parsed: Value = serde_json::from_str(&array).unwrap();
+    assert!(
+        parsed.as_array().is_some_and(|array| array.len() > 1),
+        "{parsed}"
+    );
+    let result = sdk(&gateway, "slow").await;
+    let whole = agree(&result);
+    assert!(
+        whole["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("Long running operation completed")),
+        "{result}"
+    );
+    gateway.stop().await.unwrap();
+}

@@ -23,7 +23,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_server::{Config, RunningGateway};
 use switchboard_testkit::peers::peer;
-use switchboard_testkit::{Captured, OpenAiScript, Reply, ScriptedServer, npm_package};
+use switchboard_testkit::{
+    Captured, OpenAiScript, Reply, ScriptedServer, message_text, npm_package,
+};
+
+use crate::gateway_tools::{everything, ready};
 
 /// The Gemini CLI release these tests run.
 const GEMINI_CLI: &str = "0.61.0";
@@ -44,25 +48,37 @@ fn gemini_cli() -> Result<&'static Path, String> {
     .map_err(Clone::clone)
 }
 
+/// The gateway's slow tool (server-everything's, on the route's MCP server), as the model
+/// calls it, and what its result says.
+const SLOW_TOOL: &str = "everything_trigger-long-running-operation";
+const SLOW_DONE: &str = "Long running operation completed";
+
+/// Whether a request offers the CLI's `write_file` (the router call offers none of its tools).
+fn offers_write(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|tools| {
+        tools
+            .iter()
+            .any(|tool| tool["function"]["name"] == "write_file")
+    })
+}
+
 /// The model the CLI talks to: its router call (no tools, a JSON schema to answer) gets a
 /// score, a conversation whose `write_file` call has its result gets the closing words,
-/// any other conversation offering `write_file` gets the call.
-fn model(file: PathBuf) -> impl Fn(&Captured) -> Reply + Send + Sync + 'static {
+/// any other conversation offering `write_file` gets the call. With `slow`, the gateway's
+/// slow tool is called first, and `write_file` once its result is read.
+fn model(file: PathBuf, slow: bool) -> impl Fn(&Captured) -> Reply + Send + Sync + 'static {
     move |request: &Captured| {
         let body = &request.body;
         if !request.head.starts_with("post /v1/chat/completions ") {
             return Reply::json(404, &json!({"error": {"message": "Not Found"}}));
         }
-        let offers_write = body["tools"].as_array().is_some_and(|tools| {
-            tools
-                .iter()
-                .any(|tool| tool["function"]["name"] == "write_file")
-        });
-        let answered = body["messages"]
+        let last = body["messages"]
             .as_array()
             .and_then(|messages| messages.last())
-            .is_some_and(|last| last["role"] == "tool");
-        let script = if !offers_write {
+            .filter(|last| last["role"] == "tool");
+        let slow_done = last.is_some_and(|last| message_text(last).contains(SLOW_DONE));
+        let answered = last.is_some() && !slow_done;
+        let script = if !offers_write(body) {
             OpenAiScript::new()
                 .text(r#"{"complexity_reasoning": "one file", "#)
                 .text(r#""complexity_score": 5}"#)
@@ -72,6 +88,10 @@ fn model(file: PathBuf) -> impl Fn(&Captured) -> Reply + Send + Sync + 'static {
                 .text("Created ")
                 .text("created.txt.")
                 .finish("stop", 900, 6)
+        } else if slow && !slow_done {
+            OpenAiScript::new()
+                .tool_call("call_slow", SLOW_TOOL, &[r#"{"duration": 3, "steps": 3}"#])
+                .finish("tool_calls", 700, 10)
         } else {
             let arguments = json!({"file_path": file, "content": "hello\n"}).to_string();
             OpenAiScript::new()
@@ -117,29 +137,46 @@ enum KeyGiven {
     Bearer,
 }
 
-async fn round_trip(name: &str, given: KeyGiven) {
+/// The CLI asked to create a file, given the key as `given`; with `slow`, the route runs
+/// server-everything, whose slow tool the model calls first (the stream keeps alive while
+/// the gateway runs it).
+async fn round_trip(name: &str, given: KeyGiven, slow: bool) {
     let Some(cli) = peer("Gemini CLI", gemini_cli) else {
         return;
     };
+    let servers = match slow {
+        true => match everything() {
+            Some(servers) => servers,
+            None => return,
+        },
+        false => String::new(),
+    };
     let scratch = Scratch::new(name);
     let work = scratch.0.join("work");
-    let backend = ScriptedServer::responding(model(work.join(FILE))).await;
+    let backend = ScriptedServer::responding(model(work.join(FILE), slow)).await;
     let digest: String = Sha256::digest(KEY.as_bytes())
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect();
     let text = format!(
-        "listen = \"127.0.0.1:0\"\ncharacters = \"tests/no-characters-here\"\n[[key]]\nname = \"cli\"\nsha256 = \"{digest}\"\n{}",
+        "listen = \"127.0.0.1:0\"\ncharacters = \"tests/no-characters-here\"\n{servers}\n[[key]]\nname = \"cli\"\nsha256 = \"{digest}\"\n{}",
         route(
             "local",
             "openai",
             &format!("{}/v1", backend.base),
-            "aliases = [\"gemini-*\"]"
+            if slow {
+                "aliases = [\"gemini-*\"]\nmcp_servers = [\"everything\"]"
+            } else {
+                "aliases = [\"gemini-*\"]"
+            }
         )
     );
     let gateway = RunningGateway::start(&Config::from_toml(&text).unwrap(), &|_| None)
         .await
         .unwrap();
+    if slow {
+        ready(&gateway).await;
+    }
     let auth = match given {
         KeyGiven::ApiKey => json!({"selectedType": "gemini-api-key"}),
         KeyGiven::Bearer => json!({"useExternal": true}),
@@ -196,7 +233,7 @@ async fn round_trip(name: &str, given: KeyGiven) {
     // The router's schema arrived as JSON Schema, and the CLI's own tools as sent.
     let router = asked
         .iter()
-        .find(|body| body["tools"].is_null())
+        .find(|body| !offers_write(body))
         .expect("no router call");
     assert_eq!(
         router["response_format"]["json_schema"]["schema"]["type"], "object",
@@ -204,7 +241,7 @@ async fn round_trip(name: &str, given: KeyGiven) {
     );
     let main = asked
         .iter()
-        .find(|body| body["tools"].is_array())
+        .find(|body| offers_write(body))
         .expect("no call with tools");
     assert!(main["tools"].as_array().unwrap().len() >= 10, "{main}");
     let answered = asked.iter().any(|body| {
@@ -213,15 +250,33 @@ async fn round_trip(name: &str, given: KeyGiven) {
             .is_some_and(|messages| messages.iter().any(|message| message["role"] == "tool"))
     });
     assert!(answered, "the write_file result never reached the model");
+    if slow {
+        let read_slow = asked.iter().any(|body| {
+            body["messages"].as_array().is_some_and(|messages| {
+                messages
+                    .iter()
+                    .any(|message| message_text(message).contains(SLOW_DONE))
+            })
+        });
+        assert!(read_slow, "the gateway's slow tool never ran");
+    }
     gateway.stop().await.unwrap();
 }
 
 #[tokio::test]
 async fn gemini_cli_writes_a_file_with_its_api_key() {
-    round_trip("api-key", KeyGiven::ApiKey).await;
+    round_trip("api-key", KeyGiven::ApiKey, false).await;
 }
 
 #[tokio::test]
 async fn gemini_cli_writes_a_file_with_a_bearer_key_beside_an_empty_google_key() {
-    round_trip("bearer", KeyGiven::Bearer).await;
+    round_trip("bearer", KeyGiven::Bearer, false).await;
+}
+
+/// The route runs server-everything, and the model has the gateway run its 3-second tool
+/// before calling `write_file`: the CLI's stream carries blank lines meanwhile, which its SDK
+/// reads past.
+#[tokio::test]
+async fn gemini_cli_reads_past_keep_alives_while_the_gateway_runs_a_slow_tool() {
+    round_trip("slow", KeyGiven::ApiKey, true).await;
 }

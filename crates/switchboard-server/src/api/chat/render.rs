@@ -20,7 +20,7 @@ use switchboard_wire::StreamEvent;
 use switchboard_wire::openai::{ChunkEncoder, DONE, WireUsage, completion};
 
 use crate::api::error::ApiError;
-use crate::api::sse::{Renderer, WholeBody};
+use crate::api::sse::{Renderer, TOOL_KEEPALIVE, WholeBody};
 use switchboard_pipeline::tool_checks::ToolCallProblem;
 use switchboard_pipeline::{Answer, GatewayEvent, Output};
 
@@ -42,9 +42,6 @@ pub struct Presentation {
 pub const TOOL_EVENTS_HEADER: &str = "x-switchboard-tool-events";
 /// [`TOOL_EVENTS_HEADER`]'s first name, from when only characters ran tools.
 pub const CHARACTER_EVENTS_HEADER: &str = "x-switchboard-character-events";
-
-/// How often a stream that is waiting on the gateway's tools says it is alive.
-const TOOL_KEEPALIVE: Duration = Duration::from_secs(1);
 
 /// Characters of a result `gateway_tool_calls` shows: the model read it whole, the client
 /// has nothing to do with it but show it.

@@ -33,8 +33,8 @@ use crate::state::AppState;
 pub use render::error_response;
 use render::{ChunkRenderer, Framing, Presentation, WholeResponse};
 use request::GenerateBody;
-use switchboard_pipeline::TokenCount;
 use switchboard_pipeline::ids::{CallIdShape, completion_id};
+use switchboard_pipeline::{GatewayRequest, TokenCount};
 use validate::{Checked, check_request};
 
 /// The header Google's clients send their key in.
@@ -253,11 +253,20 @@ impl Api for Gemini {
             include_thoughts,
             framing: framing.unwrap_or(Framing::Sse),
             dropped_fields,
+            gateway_tools: false,
         };
         Ok(path::Checked {
             dropped: dropped_tools,
             ..path::Checked::new(request, tools, CallIdShape::OpenAi, presentation)
         })
+    }
+
+    fn with_gateway_tools(
+        request: &mut GatewayRequest,
+        presentation: &mut Presentation,
+    ) -> Result<(), ApiError> {
+        presentation.gateway_tools = request.gateway.is_some();
+        Ok(())
     }
 
     fn delivery(

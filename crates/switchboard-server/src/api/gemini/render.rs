@@ -9,6 +9,7 @@
 //! One text part is held back each time, so that the last one carries the finish.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -20,7 +21,7 @@ use serde_json::{Value, json};
 use switchboard_wire::{FinishReason, StreamEvent, Usage};
 
 use crate::api::error::ApiError;
-use crate::api::sse::{Renderer, WholeBody};
+use crate::api::sse::{Renderer, TOOL_KEEPALIVE, WholeBody};
 use switchboard_pipeline::{Answer, Output};
 
 /// How an answer is presented.
@@ -36,7 +37,16 @@ pub struct Presentation {
     pub framing: Framing,
     /// The request's settings no backend here honours, named in [`DROPPED_FIELDS`].
     pub dropped_fields: Vec<String>,
+    /// Whether the gateway runs tools for the request: its stream then says it is alive
+    /// while they run.
+    pub gateway_tools: bool,
 }
+
+/// What a stream sends while the gateway's tools run: a blank line. Google's clients read
+/// past it (the Python SDK skips blank lines, the JS SDK's `^\s*data: ` match takes it as
+/// leading space) where a comment line would break them, and it is whitespace between the
+/// values of the JSON array framing.
+const KEEPALIVE: &str = "\n";
 
 /// Names the request's settings that no backend here honours.
 pub const DROPPED_FIELDS: &str = "x-switchboard-dropped-fields";
@@ -491,6 +501,12 @@ impl Renderer for ChunkRenderer {
         text.push_str(self.frames.close());
         text
     }
+
+    fn keepalive(&mut self) -> Option<(Duration, String)> {
+        self.presentation
+            .gateway_tools
+            .then(|| (TOOL_KEEPALIVE, KEEPALIVE.to_owned()))
+    }
 }
 
 #[cfg(test)]
@@ -504,6 +520,7 @@ mod tests {
             include_thoughts: false,
             framing,
             dropped_fields: Vec::new(),
+            gateway_tools: false,
         }
     }
 
@@ -572,6 +589,19 @@ mod tests {
         let array: Vec<Value> = serde_json::from_str(&text).unwrap();
         assert_eq!(array[1]["error"]["status"], "DEADLINE_EXCEEDED");
         assert_eq!(array[1]["error"]["code"], 504);
+    }
+
+    #[test]
+    fn only_a_stream_whose_gateway_runs_tools_keeps_alive_with_a_blank_line() {
+        for framing in [Framing::Sse, Framing::JsonArray] {
+            let mut quiet = ChunkRenderer::new(presentation(framing));
+            assert_eq!(quiet.keepalive(), None);
+            let mut running = ChunkRenderer::new(Presentation {
+                gateway_tools: true,
+                ..presentation(framing)
+            });
+            assert_eq!(running.keepalive(), Some((TOOL_KEEPALIVE, "\n".to_owned())));
+        }
     }
 
     #[test]
