@@ -115,7 +115,18 @@ async fn stream(
     let mut tally = Tally::default();
     let mut started = false;
     let first = loop {
-        match outputs.recv().await {
+        // Once the answer has begun but put nothing on the wire yet (a part held for the
+        // finish, a gateway tool run the client does not see), a silence past the renderer's
+        // keep-alive commits the answer with it: a long tool run before the first visible
+        // byte must not leave the client, or a proxy, without even the headers.
+        let next = match renderer.keepalive().filter(|_| started) {
+            Some((wait, text)) => match tokio::time::timeout(wait, outputs.recv()).await {
+                Ok(next) => next,
+                Err(_) => break Some(text),
+            },
+            None => outputs.recv().await,
+        };
+        match next {
             Some(Err(error)) => {
                 let mut response = error_response(error.into());
                 log.finish(&route, response.status(), tally, true);

@@ -979,3 +979,54 @@ async fn a_token_count_includes_the_gateways_tools_on_every_api_that_counts() {
     }
     gateway.stop().await.unwrap();
 }
+
+/// A model whose first round is a call of the route's slow tool (server-everything's
+/// 3-second operation) with no text before it: the Chat stream has nothing to show while the
+/// gateway runs it, so its keep-alive comments open the answer, rather than the client (or a
+/// proxy) waiting seconds for the headers.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_keeps_alive_through_a_slow_tool_run_before_its_first_visible_byte() {
+    let Some(servers) = everything() else { return };
+    let backend = ScriptedServer::responding(|request: &Captured| {
+        let last = request.body["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .cloned()
+            .unwrap_or(Value::Null);
+        if last["role"] == "tool" {
+            OpenAiScript::new()
+                .text("Done.")
+                .finish("stop", 20, 2)
+                .reply()
+        } else {
+            OpenAiScript::new()
+                .tool_call(
+                    "call_slow",
+                    "trigger-long-running-operation",
+                    &[r#"{"duration": 3, "steps": 3}"#],
+                )
+                .finish("tool_calls", 10, 5)
+                .reply()
+        }
+    })
+    .await;
+    let gateway = gateway(&servers, &backend, "mcp_servers = [\"everything\"]").await;
+    let answer = client()
+        .post(format!("{}/v1/chat/completions", gateway.base_url()))
+        .json(&json!({"model": "local", "stream": true,
+            "messages": [{"role": "user", "content": "Run it."}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.unwrap();
+    assert!(
+        text.starts_with(": the gateway is running tools\n\n"),
+        "the answer did not open with a keep-alive:\n{text}"
+    );
+    assert!(
+        text.contains("Done.") && text.ends_with("data: [DONE]\n\n"),
+        "{text}"
+    );
+    gateway.stop().await.unwrap();
+}

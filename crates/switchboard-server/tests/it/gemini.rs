@@ -764,7 +764,7 @@ async fn a_stream_keeps_alive_while_the_gateway_runs_a_slow_tool() {
     use crate::gateway_tools::{caller_model, everything};
     let Some(servers) = everything() else { return };
     let backend = caller_model(
-        "everything_trigger-long-running-operation",
+        "trigger-long-running-operation",
         json!({"duration": 3, "steps": 3}),
     )
     .await;

@@ -50,7 +50,7 @@ fn gemini_cli() -> Result<&'static Path, String> {
 
 /// The gateway's slow tool (server-everything's, on the route's MCP server), as the model
 /// calls it, and what its result says.
-const SLOW_TOOL: &str = "everything_trigger-long-running-operation";
+const SLOW_TOOL: &str = "trigger-long-running-operation";
 const SLOW_DONE: &str = "Long running operation completed";
 
 /// Whether a request offers the CLI's `write_file` (the router call offers none of its tools).
