@@ -119,7 +119,8 @@ async fn stream(
         // finish, a gateway tool run the client does not see), a silence past the renderer's
         // keep-alive commits the answer with it: a long tool run before the first visible
         // byte must not leave the client, or a proxy, without even the headers.
-        let next = match renderer.keepalive().filter(|_| started) {
+        let keepalive = if started { renderer.keepalive() } else { None };
+        let next = match keepalive {
             Some((wait, text)) => match tokio::time::timeout(wait, outputs.recv()).await {
                 Ok(next) => next,
                 Err(_) => break Some(text),
