@@ -116,14 +116,45 @@ async fn http_request(port: u16, method: &str, path: &str) -> Value {
     serde_json::from_str(body).unwrap()
 }
 
+/// The double's script, to run on one free port, as often as a test restarts it.
+struct Double {
+    python: String,
+    path: String,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Double {
+    /// `None` where Python is missing (a SKIP, or a failure under SWITCHBOARD_REQUIRE_PEERS).
+    fn new() -> Option<Self> {
+        let python = python(None)?;
+        let dir = tempfile::tempdir().unwrap();
+        Some(Self {
+            python,
+            path: script(dir.path(), "double.py", DOUBLE),
+            port: free_port(),
+            _dir: dir,
+        })
+    }
+
+    /// The double running, until the returned server is dropped.
+    async fn start(&self) -> Server {
+        let port = self.port.to_string();
+        Server::start(&self.python, &[&self.path, &port], &[], self.port).await
+    }
+
+    /// The header every request to the double must carry.
+    fn headers() -> BTreeMap<String, String> {
+        BTreeMap::from([("X-Api-Key".to_owned(), "secret-key-4711".to_owned())])
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_session_is_reopened_and_the_call_retried_once_transparently() {
-    let Some(python) = python(None) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "double.py", DOUBLE);
-    let port = free_port();
-    let _double = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
-    let headers = BTreeMap::from([("X-Api-Key".to_owned(), "secret-key-4711".to_owned())]);
+    let Some(setup) = Double::new() else { return };
+    let port = setup.port;
+    let _double = setup.start().await;
+    let headers = Double::headers();
     let upstream = connected(http(
         "double",
         &format!("http://127.0.0.1:{port}/mcp"),
@@ -184,12 +215,10 @@ async fn configured_headers_never_show_in_errors() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restarted_server_that_lost_every_session_is_reopened_and_the_call_retried_once() {
-    let Some(python) = python(None) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "double.py", DOUBLE);
-    let port = free_port();
-    let double = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
-    let headers = BTreeMap::from([("X-Api-Key".to_owned(), "secret-key-4711".to_owned())]);
+    let Some(setup) = Double::new() else { return };
+    let port = setup.port;
+    let double = setup.start().await;
+    let headers = Double::headers();
     let upstream = connected(http(
         "double",
         &format!("http://127.0.0.1:{port}/mcp"),
@@ -204,7 +233,7 @@ async fn a_restarted_server_that_lost_every_session_is_reopened_and_the_call_ret
     // A new process knows no session: the old id gets a 400, not the 404 of an expired one.
     drop(double);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let _again = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
+    let _again = setup.start().await;
     let second = upstream
         .call("whoami", args(json!({})), None)
         .await
@@ -216,12 +245,10 @@ async fn a_restarted_server_that_lost_every_session_is_reopened_and_the_call_ret
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_http_server_that_went_away_fails_calls_clearly_and_serves_again_once_back() {
-    let Some(python) = python(None) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "double.py", DOUBLE);
-    let port = free_port();
-    let double = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
-    let headers = BTreeMap::from([("X-Api-Key".to_owned(), "secret-key-4711".to_owned())]);
+    let Some(setup) = Double::new() else { return };
+    let port = setup.port;
+    let double = setup.start().await;
+    let headers = Double::headers();
     let upstream = connected(http(
         "double",
         &format!("http://127.0.0.1:{port}/mcp"),
@@ -254,7 +281,7 @@ async fn an_http_server_that_went_away_fails_calls_clearly_and_serves_again_once
         !format!("{error:?}").contains("secret-key-4711"),
         "{error:?}"
     );
-    let _back = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
+    let _back = setup.start().await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         match upstream.call("whoami", args(json!({})), None).await {
@@ -275,12 +302,10 @@ async fn an_http_server_that_went_away_fails_calls_clearly_and_serves_again_once
 /// second time (DNS rebinding). `.invalid` never resolves (RFC 6761), so any lookup fails.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_host_checked_at_its_addresses_is_reached_there_reopened_sessions_too() {
-    let Some(python) = python(None) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let path = script(dir.path(), "double.py", DOUBLE);
-    let port = free_port();
-    let _double = Server::start(&python, &[&path, &port.to_string()], &[], port).await;
-    let headers = BTreeMap::from([("X-Api-Key".to_owned(), "secret-key-4711".to_owned())]);
+    let Some(setup) = Double::new() else { return };
+    let port = setup.port;
+    let _double = setup.start().await;
+    let headers = Double::headers();
     let url = format!("http://mcp.rebinding.invalid:{port}/mcp");
     let mut config = http("pinned", &url, headers.clone());
     config.resolved = vec![([127, 0, 0, 1], port).into()];
